@@ -1,0 +1,39 @@
+# Two commands set up everything on a fresh machine:
+#   make demo   - create .venv, install the crawler, crawl the bundled fixture site on loopback
+#   make test   - create .venv, install dev tools, run ruff, mypy and the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+BENCH_STAMP = $(VENV)/.bench-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+demo: $(STAMP)
+	$(BIN)/crawl --demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check crawler tests bench
+	$(BIN)/ruff format --check crawler tests bench
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest -q
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	rm -f $(VENV)/.bench-*
+	touch $@
+
+bench: $(BENCH_STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,91 @@
+"""Benchmark corpus: a real documentation site (Debian's python3.11-doc) and URLs derived from it.
+
+Everything here is offline: the HTML comes from a Debian package installed on this machine, and
+the "realistic" URL set is built from the paths and words of that site's own links.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+from selectolax.lexbor import LexborHTMLParser
+
+DOC_PACKAGE = "python3.11-doc"
+DOC_ROOT = Path("/usr/share/doc/python3.11/html")
+SITE = "http://docs.test/"
+
+
+def ensure_docs() -> Path:
+    """Return the root of the documentation site, installing the Debian package if needed."""
+    if DOC_ROOT.is_dir():
+        return DOC_ROOT
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+        subprocess.run(["apt-get", "install", "-y", "-qq", DOC_PACKAGE], check=True, env=env)
+    if not DOC_ROOT.is_dir():
+        raise SystemExit(f"benchmark corpus missing: install the Debian package {DOC_PACKAGE}")
+    return DOC_ROOT
+
+
+@cache
+def html_pages() -> tuple[tuple[str, bytes], ...]:
+    """Every HTML page of the site as (URL under SITE, body), in a stable order."""
+    root = ensure_docs()
+    pages = []
+    for path in sorted(root.rglob("*.html")):
+        rel = path.relative_to(root).as_posix()
+        pages.append((SITE + rel, path.read_bytes()))
+    return tuple(pages)
+
+
+@cache
+def page_links() -> tuple[tuple[str, str], ...]:
+    """Every (page URL, raw href) pair of the site, as a crawler meets them, in page order."""
+    out = []
+    for url, body in html_pages():
+        tree = LexborHTMLParser(body)
+        for node in tree.css("a[href]"):
+            href = node.attributes.get("href")
+            if href is not None:
+                out.append((url, href))
+    return tuple(out)
+
+
+def realistic_urls(n: int, seed: int = 0) -> list[str]:
+    """`n` distinct absolute URLs shaped like the ones crawlers meet.
+
+    Paths, file names and query words are drawn from the documentation site's own links; hosts
+    mimic a crawl spanning many sites. Deterministic for a given seed.
+    """
+    rng = random.Random(seed)
+    segments: set[str] = set()
+    for page, _ in html_pages():
+        segments.update(s for s in page[len(SITE) :].split("/") if s)
+    for _, href in page_links():
+        path = href.split("#", 1)[0].split("?", 1)[0]
+        segments.update(s for s in path.split("/") if s and s not in (".", ".."))
+    words = sorted(segments)
+    labels = [re.sub(r"[^a-z0-9-]", "", w.split(".")[0].lower())[:12] or "site" for w in words]
+    hosts = [f"{'www.' if i % 3 == 0 else ''}{rng.choice(labels)}-{i}.example" for i in range(2000)]
+    keys = ["id", "page", "q", "lang", "sort", "ref", "v", "offset"]
+    seen: set[str] = set()
+    out: list[str] = []
+    while len(out) < n:
+        host = rng.choice(hosts)
+        depth = rng.randint(1, 5)
+        path = "/".join(rng.choice(words) for _ in range(depth))
+        url = f"{'https' if rng.random() < 0.7 else 'http'}://{host}/{path}"
+        if rng.random() < 0.3:
+            params = rng.sample(keys, rng.randint(1, 3))
+            url += "?" + "&".join(f"{k}={rng.randint(0, 9999)}" for k in params)
+        if url not in seen:
+            seen.add(url)
+            out.append(url)
+    return out
