@@ -1,0 +1,33 @@
+"""Run every benchmark: `make bench` (or `python -m bench [NAME ...]`).
+
+Each benchmark prints its own table with this crawler's figures side by side with its peers',
+all measured in the same run. BENCH_QUICK=1 runs small versions (a smoke test).
+"""
+
+from __future__ import annotations
+
+import importlib
+import platform
+import sys
+import time
+
+BENCHMARKS = ("sieve", "urls", "links", "frontier")
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(BENCHMARKS)
+    unknown = sorted(set(names) - set(BENCHMARKS))
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
+        return 2
+    print(f"# {platform.node()} {platform.machine()} Python {platform.python_version()} "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")  # fmt: skip
+    for name in names:
+        print(f"\n## {name}\n", flush=True)
+        module = importlib.import_module(f"bench.bench_{name}")
+        module.main()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,257 @@
+"""Typed, frozen configuration, loaded from TOML.
+
+`config.toml` at the repository root documents every setting with its default; the defaults here
+are the same values (a test keeps the two in step). Unknown sections or keys and values of the
+wrong type are `ConfigError`s that name the file and the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crawler.errors import ConfigError
+
+__all__ = [
+    "Config",
+    "CrawlConfig",
+    "FetchConfig",
+    "OutputConfig",
+    "PolitenessConfig",
+    "ScopeConfig",
+    "SieveConfig",
+    "UrlsConfig",
+    "load_config",
+]
+
+DEFAULT_USER_AGENT = "sieve-crawler/0.1 (+https://example.invalid/contact)"
+
+DEFAULT_SKIP_EXTENSIONS = (
+    # images
+    "png", "jpg", "jpeg", "gif", "webp", "svg", "ico", "bmp", "tif", "tiff", "avif",
+    # archives and binaries
+    "zip", "gz", "tgz", "bz2", "xz", "7z", "rar", "tar", "exe", "msi", "dmg", "iso", "bin", "deb",
+    "rpm", "apk", "jar",
+    # media
+    "mp3", "mp4", "m4a", "m4v", "avi", "mov", "mkv", "webm", "wav", "flac", "ogg", "wmv",
+    # documents and assets that carry no links we follow
+    "pdf", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "woff", "woff2", "ttf", "otf", "eot",
+    "css", "js",
+)  # fmt: skip
+
+DEFAULT_SESSION_PARAMS = (
+    "jsessionid", "phpsessid", "sid", "sessionid", "session_id", "aspsessionid*", "cfid",
+    "cftoken",
+)  # fmt: skip
+DEFAULT_TRACKING_PARAMS = ("utm_*", "gclid", "fbclid", "msclkid")
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlConfig:
+    concurrency: int = 16
+    max_pages: int = 0
+    max_depth: int = 16
+    user_agent: str = DEFAULT_USER_AGENT
+
+
+@dataclass(frozen=True, slots=True)
+class PolitenessConfig:
+    delay: float = 1.0
+    per_host_concurrency: int = 1
+    max_delay: float = 30.0
+    adaptive: bool = False
+    respect_robots: bool = True
+    robots_ttl: float = 86400.0
+    backoff_base: float = 1.0
+    backoff_max: float = 300.0
+    max_retry_after: float = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class FetchConfig:
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0
+    total_timeout: float = 60.0
+    max_body: int = 10 * 1024 * 1024
+    max_header_size: int = 16 * 1024
+    retries: int = 2
+    max_redirects: int = 5
+    resolve: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeConfig:
+    allowed_domains: tuple[str, ...] = ()
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    max_pages_per_host: int = 0
+    skip_extensions: tuple[str, ...] = DEFAULT_SKIP_EXTENSIONS
+    follow_nofollow: bool = False
+    max_links_per_page: int = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class SieveConfig:
+    capacity: int = 1_000_000
+    error_rate: float = 1e-4
+    ratio: float = 0.85
+    growth: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class UrlsConfig:
+    session_params: tuple[str, ...] = DEFAULT_SESSION_PARAMS
+    tracking_params: tuple[str, ...] = DEFAULT_TRACKING_PARAMS
+    sort_query: bool = True
+    strip_www: bool = False
+    fetch_canonical: bool = False
+    memo_size: int = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class OutputConfig:
+    path: str = "-"
+    stats: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    crawl: CrawlConfig = field(default_factory=CrawlConfig)
+    politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
+    fetch: FetchConfig = field(default_factory=FetchConfig)
+    scope: ScopeConfig = field(default_factory=ScopeConfig)
+    sieve: SieveConfig = field(default_factory=SieveConfig)
+    urls: UrlsConfig = field(default_factory=UrlsConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+
+    def override(self, section: str, **values: Any) -> Config:
+        """A copy with some keys of one section replaced (used for CLI flags); validated."""
+        current = getattr(self, section)
+        checked = _build(type(current), {**_as_table(current), **values}, f"override [{section}]")
+        return dataclasses.replace(self, **{section: checked})
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Load a TOML config file; `None` gives the defaults. Raises ConfigError on any problem."""
+    if path is None:
+        return Config()
+    where = str(path)
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read config: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: not valid TOML: {exc}") from None
+    return config_from_mapping(data, where)
+
+
+def config_from_mapping(data: Mapping[str, Any], where: str = "<config>") -> Config:
+    """Build a Config from parsed TOML, checking every section, key and type."""
+    sections = {f.name: f for f in dataclasses.fields(Config)}
+    built: dict[str, Any] = {}
+    for name, table in data.items():
+        if name not in sections:
+            known = ", ".join(sorted(sections))
+            raise ConfigError(f"{where}: unknown section [{name}] (known: {known})")
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{where}: [{name}] must be a table")
+        cls = _field_types(Config)[name]
+        built[name] = _build(cls, table, f"{where}: [{name}]")
+    return Config(**built)
+
+
+def _as_table(obj: Any) -> dict[str, Any]:
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _build(cls: type[Any], table: Mapping[str, Any], where: str) -> Any:
+    types_ = _field_types(cls)
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in types_:
+            known = ", ".join(sorted(types_))
+            raise ConfigError(f"{where}: unknown key {key!r} (known: {known})")
+        values[key] = _coerce(value, types_[key], f"{where} {key}")
+    obj = cls(**values)
+    _check_ranges(obj, where)
+    return obj
+
+
+def _coerce(value: Any, hint: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif hint is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif hint is str:
+        if isinstance(value, str):
+            return value
+    elif origin is tuple:
+        if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+    elif origin is dict:
+        if isinstance(value, Mapping) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            return dict(value)
+        raise ConfigError(f"{where}: expected a table of strings, got {value!r}")
+    elif isinstance(hint, types.UnionType):  # pragma: no cover - no optional keys yet
+        return value
+    name = getattr(hint, "__name__", str(hint))
+    raise ConfigError(f"{where}: expected {name}, got {type(value).__name__} {value!r}")
+
+
+_POSITIVE = {"concurrency", "per_host_concurrency", "capacity", "growth"}
+_NON_NEGATIVE = {
+    "max_pages", "max_depth", "delay", "max_delay", "robots_ttl", "backoff_base", "backoff_max",
+    "max_retry_after", "retries", "max_redirects", "max_pages_per_host", "memo_size",
+    "max_links_per_page",
+}  # fmt: skip
+_POSITIVE_FLOAT = {
+    "connect_timeout",
+    "read_timeout",
+    "total_timeout",
+    "max_body",
+    "max_header_size",
+}
+
+
+def _check_ranges(obj: Any, where: str) -> None:
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if f.name in _POSITIVE and value < 1:
+            raise ConfigError(f"{where} {f.name}: must be >= 1, got {value!r}")
+        if f.name in _NON_NEGATIVE and value < 0:
+            raise ConfigError(f"{where} {f.name}: must be >= 0, got {value!r}")
+        if f.name in _POSITIVE_FLOAT and value <= 0:
+            raise ConfigError(f"{where} {f.name}: must be > 0, got {value!r}")
+    if isinstance(obj, SieveConfig):
+        if not 0 < obj.error_rate < 1:
+            raise ConfigError(f"{where} error_rate: must be between 0 and 1, got {obj.error_rate}")
+        if not 0 < obj.ratio < 1:
+            raise ConfigError(f"{where} ratio: must be between 0 and 1, got {obj.ratio}")
+    if isinstance(obj, ScopeConfig):
+        for key in ("include", "exclude"):
+            for pattern in getattr(obj, key):
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise ConfigError(f"{where} {key}: bad regex {pattern!r}: {exc}") from None

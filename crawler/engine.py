@@ -1,0 +1,389 @@
+"""The crawl engine: workers that take URLs from the frontier and turn them into results.
+
+    async with Crawler(config) as crawler:
+        async for result in crawler.crawl(["https://example.org/"]):
+            ...
+
+Each worker loops: `frontier.get()` (politeness is decided there, before a URL is handed out),
+fetch, extract links, then the per-link path ``urls.resolve -> scope.check -> sieve.add_many ->
+frontier.put``; `frontier.done()` runs in `finally`. A failure while handling one URL becomes that
+URL's result (`error`), it never kills a worker; a worker that dies anyway ends the crawl with its
+exception instead of vanishing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+
+from crawler.config import Config
+from crawler.errors import FetchError, SeedError
+from crawler.fetcher import Fetcher, Response
+from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
+from crawler.links import extract
+from crawler.results import CrawlResult, CrawlStats
+from crawler.robots import policy_from_response, product_token
+from crawler.scope import Scope, split_host
+from crawler.sieve import Sieve
+from crawler.urls import UrlNormalizer
+
+__all__ = ["Crawler"]
+
+log = logging.getLogger(__name__)
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+ROBOTS_MAX_BYTES = 500 * 1024
+ROBOTS_MAX_REDIRECTS = 5
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class _WorkerDone:
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException | None = None) -> None:
+        self.error = error
+
+
+class Crawler:
+    """A crawl: configuration, the Sieve, the canonicalizer, the fetcher and the stats."""
+
+    def __init__(self, config: Config | None = None, *, clock: Callable[[], float] | None = None):
+        self.config = config = config or Config()
+        self._clock = clock
+        self.stats = CrawlStats()
+        s, u, f = config.sieve, config.urls, config.fetch
+        self.sieve = Sieve(
+            capacity=s.capacity, error_rate=s.error_rate, ratio=s.ratio, growth=s.growth
+        )
+        self.urls = UrlNormalizer(
+            session_params=u.session_params,
+            tracking_params=u.tracking_params,
+            sort_query=u.sort_query,
+            strip_www=u.strip_www,
+            memo_size=u.memo_size,
+        )
+        self.fetcher = Fetcher(
+            user_agent=config.crawl.user_agent,
+            connect_timeout=f.connect_timeout,
+            read_timeout=f.read_timeout,
+            total_timeout=f.total_timeout,
+            max_body=f.max_body,
+            max_header_size=f.max_header_size,
+            resolve=f.resolve,
+            connections=max(100, config.crawl.concurrency * 2),
+        )
+        self.frontier: Frontier | None = None
+        self.scope: Scope | None = None
+        self._token = product_token(config.crawl.user_agent)
+        self._results: asyncio.Queue[CrawlResult | _WorkerDone] | None = None
+
+    async def __aenter__(self) -> Crawler:
+        await self.fetcher.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.fetcher.close()
+
+    # -- the crawl -------------------------------------------------------------------------
+
+    def _make_frontier(self) -> Frontier:
+        p = self.config.politeness
+        return Frontier(
+            delay=p.delay,
+            per_host_concurrency=p.per_host_concurrency,
+            max_delay=p.max_delay,
+            adaptive=p.adaptive,
+            backoff_base=p.backoff_base,
+            backoff_max=p.backoff_max,
+            max_retry_after=p.max_retry_after,
+            respect_robots=p.respect_robots,
+            robots_ttl=p.robots_ttl,
+            clock=self._clock,
+        )
+
+    def _make_scope(self) -> Scope:
+        sc, c = self.config.scope, self.config.crawl
+        return Scope(
+            allowed_domains=sc.allowed_domains,
+            include=sc.include,
+            exclude=sc.exclude,
+            skip_extensions=sc.skip_extensions,
+            max_depth=c.max_depth,
+            max_pages_per_host=sc.max_pages_per_host,
+        )
+
+    def seed_entries(self, seeds: Iterable[str]) -> list[Entry]:
+        """Validate seeds into frontier entries; raises SeedError naming a bad one."""
+        entries = []
+        for seed in seeds:
+            url, key = self.urls.normalize(seed), self.urls.canonicalize(seed)
+            if url is None or key is None:
+                raise SeedError(f"not a crawlable http(s) URL: {seed!r}")
+            fetch = key if self.config.urls.fetch_canonical else url
+            entries.append(Entry(url=fetch, key=key, depth=0))
+        return entries
+
+    async def crawl(self, seeds: Iterable[str]) -> AsyncIterator[CrawlResult]:
+        """Crawl from `seeds`, yielding one result per fetched, failed or refused URL."""
+        entries = self.seed_entries(seeds)
+        self.frontier, self.scope = self._make_frontier(), self._make_scope()
+        for entry in entries:
+            if not self.config.scope.allowed_domains:
+                self.scope.add_host(split_host(entry.key))
+        for entry in entries:
+            if self.sieve.add(entry.key):
+                self._admit(entry)
+        n = self.config.crawl.concurrency
+        self._results = results = asyncio.Queue(maxsize=2 * n)
+        self.stats.started = time.monotonic()
+        workers = [asyncio.create_task(self._worker(i), name=f"crawl-worker-{i}") for i in range(n)]
+        finished = 0
+        try:
+            while finished < n:
+                item = await results.get()
+                if isinstance(item, _WorkerDone):
+                    finished += 1
+                    if item.error is not None:
+                        raise RuntimeError("a crawl worker died") from item.error
+                    continue
+                self.stats.record(item)
+                self.stats.elapsed = time.monotonic() - self.stats.started
+                yield item
+        finally:
+            self.frontier.close()
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            self.stats.elapsed = time.monotonic() - self.stats.started
+
+    def stop(self) -> None:
+        """Stop handing out work; in-flight fetches finish and the crawl ends."""
+        if self.frontier is not None:
+            self.frontier.close()
+
+    def _admit(self, entry: Entry) -> bool:
+        """Put a new (Sieve-approved, in-scope) entry in the frontier; count what does not fit."""
+        assert self.frontier is not None and self.scope is not None
+        limit = self.config.crawl.max_pages
+        if limit and self.stats.admitted >= limit:
+            self.stats.over_limit += 1
+            return False
+        if not self.frontier.put(entry):
+            self.stats.dropped_full += 1
+            return False
+        self.stats.admitted += 1
+        self.scope.admitted(entry.key)
+        return True
+
+    # -- workers ---------------------------------------------------------------------------
+
+    async def _worker(self, number: int) -> None:
+        assert self.frontier is not None and self._results is not None
+        frontier, results = self.frontier, self._results
+        error: BaseException | None = None
+        try:
+            while (entry := await frontier.get()) is not None:
+                outcome: Outcome | None = None
+                retry = False
+                try:
+                    if entry.kind is EntryKind.ROBOTS:
+                        outcome = await self._fetch_robots(entry)
+                    elif entry.kind is EntryKind.REFUSED:
+                        self.stats.robots_refused += 1
+                        await results.put(self._refused(entry))
+                    else:
+                        outcome, retry, result = await self._fetch_page(entry)
+                        if result is not None:
+                            await results.put(result)
+                except Exception as exc:  # a bug handling one URL must not kill the crawl
+                    log.exception("internal error while crawling %s", entry.url)
+                    await results.put(self._failed(entry, f"internal: {type(exc).__name__}: {exc}"))
+                finally:
+                    frontier.done(entry, outcome, retry=retry)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            error = exc
+        await results.put(_WorkerDone(error))
+
+    async def _fetch_page(self, entry: Entry) -> tuple[Outcome, bool, CrawlResult | None]:
+        """Fetch one page; returns (outcome for the frontier, retry?, result or None if retried)."""
+        retries_left = entry.retries < self.config.fetch.retries
+        try:
+            response = await self.fetcher.fetch(entry.url)
+        except FetchError as exc:
+            outcome = Outcome(failed=True)
+            if retries_left and exc.kind in ("connect", "timeout", "dns", "protocol"):
+                self.stats.retries += 1
+                return outcome, True, None
+            return outcome, False, self._failed(entry, exc.describe())
+        outcome = Outcome(
+            status=response.status,
+            latency=response.latency,
+            retry_after=response.header("Retry-After"),
+        )
+        if response.status in RETRY_STATUSES and retries_left:
+            self.stats.retries += 1
+            return outcome, True, None
+        if response.location is not None:
+            return outcome, False, self._redirect(entry, response, response.location)
+        return outcome, False, self._page(entry, response)
+
+    def _base_result(self, entry: Entry, response: Response) -> dict[str, Any]:
+        return {
+            "url": entry.url,
+            "key": entry.key,
+            "status": response.status,
+            "depth": entry.depth,
+            "parent": entry.parent,
+            "fetched_at": _now_iso(),
+            "elapsed_ms": round(response.elapsed * 1000, 2),
+            "content_type": response.content_type,
+            "size": len(response.body),
+            "body": response.body,
+            "headers": response.headers,
+        }
+
+    def _page(self, entry: Entry, response: Response) -> CrawlResult:
+        sc = self.config.scope
+        page = extract(
+            response.body,
+            entry.url,
+            content_type=response.content_type,
+            x_robots_tag=response.header("X-Robots-Tag"),
+            respect_nofollow=not sc.follow_nofollow,
+            max_links=sc.max_links_per_page,
+            user_agent_token=self._token,
+        )
+        new = self._follow(entry, page.links, page.base) if page.is_html else 0
+        return CrawlResult(
+            **self._base_result(entry, response),
+            title=page.title,
+            links=page.links_found,
+            new_links=new,
+            canonical=page.canonical,
+        )
+
+    def _follow(self, entry: Entry, hrefs: Iterable[str], base: str) -> int:
+        """The per-link path: resolve, scope, Sieve (one batch per page), frontier."""
+        assert self.scope is not None
+        depth = entry.depth + 1
+        resolve, check = self.urls.resolve, self.scope.check
+        keys: list[str] = []
+        fetch_urls: list[str] = []
+        out_of_scope = seen = 0
+        for href in hrefs:
+            seen += 1
+            resolved = resolve(href, base)
+            if resolved is None:
+                continue
+            fetch_url, key = resolved
+            if check(key, depth) is not None:
+                out_of_scope += 1
+                continue
+            keys.append(key)
+            fetch_urls.append(fetch_url)
+        self.stats.links_seen += seen
+        self.stats.out_of_scope += out_of_scope
+        if not keys:
+            return 0
+        canonical = self.config.urls.fetch_canonical
+        new = 0
+        for fetch_url, key, is_new in zip(fetch_urls, keys, self.sieve.add_many(keys), strict=True):
+            if not is_new:
+                self.stats.duplicates += 1
+                continue
+            child = Entry(url=key if canonical else fetch_url, key=key, depth=depth,
+                          parent=entry.url)  # fmt: skip
+            new += self._admit(child)
+        return new
+
+    def _redirect(self, entry: Entry, response: Response, location: str) -> CrawlResult:
+        assert self.scope is not None
+        base = self._base_result(entry, response)
+        resolved = self.urls.resolve(location, entry.url)
+        if resolved is None:
+            return CrawlResult(
+                **base, location=location, error=f"redirect: bad Location {location!r}"
+            )
+        fetch_url, key = resolved
+        if entry.redirects >= self.config.fetch.max_redirects:
+            error = f"redirect: more than {self.config.fetch.max_redirects} hops"
+            return CrawlResult(**base, location=fetch_url, error=error)
+        new = 0
+        if self.scope.check(key, entry.depth) is None:
+            if self.sieve.add(key):
+                target = key if self.config.urls.fetch_canonical else fetch_url
+                child = Entry(url=target, key=key, depth=entry.depth, parent=entry.url,
+                              redirects=entry.redirects + 1)  # fmt: skip
+                new = int(self._admit(child))
+            else:
+                self.stats.duplicates += 1
+        else:
+            self.stats.out_of_scope += 1
+        return CrawlResult(**base, location=fetch_url, links=1, new_links=new)
+
+    def _failed(self, entry: Entry, error: str) -> CrawlResult:
+        return CrawlResult(url=entry.url, key=entry.key, status=None, depth=entry.depth,
+                           parent=entry.parent, fetched_at=_now_iso(), error=error)  # fmt: skip
+
+    def _refused(self, entry: Entry) -> CrawlResult:
+        return self._failed(entry, "robots: disallowed by robots.txt")
+
+    async def _fetch_robots(self, entry: Entry) -> Outcome:
+        """Fetch robots.txt per RFC 9309 (up to 5 redirects, body capped) and hand the policy on."""
+        assert self.frontier is not None
+        self.stats.robots_fetches += 1
+        url, status, body, latency = entry.url, None, None, None
+        for _ in range(ROBOTS_MAX_REDIRECTS + 1):
+            try:
+                response = await self.fetcher.fetch(url, max_body=ROBOTS_MAX_BYTES, truncate=True)
+            except FetchError as exc:
+                log.info("robots.txt %s unreachable: %s", url, exc.describe())
+                status = None
+                break
+            latency, status, body = response.latency, response.status, response.body
+            location = response.location
+            if location is None:
+                break
+            resolved = self.urls.resolve(location, url)
+            if resolved is None:
+                break
+            url = resolved[0]
+        else:
+            status, body = 404, None  # RFC 9309: too many redirects -> treat as unavailable
+        if status is not None and 300 <= status < 400:
+            status = 404
+        policy = policy_from_response(status, body, self.config.crawl.user_agent)
+        self.frontier.set_robots(host_key(entry.url), policy)
+        return Outcome(status=status, latency=latency, failed=status is None)
+
+    def stats_dict(self) -> dict[str, Any]:
+        """Crawl, frontier, Sieve and canonicalizer figures in one JSON-ready dict."""
+        out = self.stats.as_dict()
+        sieve = self.sieve
+        out["sieve"] = {
+            "count": sieve.count,
+            "approx_items": round(sieve.approx_items),
+            "stages": len(sieve.stages),
+            "size_in_bytes": sieve.size_in_bytes,
+            "false_positive_bound": sieve.false_positive_bound,
+            "false_positive_estimate": sieve.false_positive_estimate,
+        }
+        out["memo_hit_rate"] = round(self.urls.memo_hit_rate, 4)
+        if self.frontier is not None:
+            fs = self.frontier.stats
+            out["frontier"] = {
+                name: getattr(fs, name) for name in getattr(fs, "__dataclass_fields__", {})
+            }
+        return out

@@ -1,0 +1,342 @@
+"""HTTP fetching: one aiohttp session, capped streaming bodies, and one place for foreign errors.
+
+Redirects are not followed here: a 3xx comes back as a `Response` with its `location`, and the
+engine sends the target through canonicalization, scope and the Sieve like any other link.
+Every aiohttp, asyncio and OS error is translated into a `crawler.errors.FetchError` subclass by
+`translate_error()`; nothing else in the crawler catches aiohttp's exceptions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from yarl import URL
+
+from crawler.errors import (
+    BodyTooLarge,
+    ConnectError,
+    DecodingError,
+    DNSError,
+    FetchError,
+    FetchTimeout,
+    ProtocolError,
+)
+
+__all__ = ["Fetcher", "OverrideResolver", "Response", "translate_error"]
+
+log = logging.getLogger(__name__)
+
+ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """One HTTP response, body fully read (and decompressed) within the caps."""
+
+    url: str
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes = field(repr=False)
+    latency: float
+    elapsed: float
+    ip: str | None = None
+    reason: str = ""
+    version: str = "HTTP/1.1"
+    request_headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    raw_body: bytes | None = field(default=None, repr=False)
+
+    @property
+    def wire_body(self) -> bytes:
+        """The body as the server sent it (still content-encoded), for archiving."""
+        return self.body if self.raw_body is None else self.raw_body
+
+    def header(self, name: str) -> str | None:
+        """The first value of header `name` (case-insensitive), or None."""
+        lname = name.lower()
+        for key, value in self.headers:
+            if key.lower() == lname:
+                return value
+        return None
+
+    @property
+    def content_type(self) -> str | None:
+        return self.header("Content-Type")
+
+    @property
+    def location(self) -> str | None:
+        if 300 <= self.status < 400:
+            return self.header("Location")
+        return None
+
+
+class OverrideResolver(AbstractResolver):
+    """Like curl's ``--resolve``: names in `overrides` resolve to the given address.
+
+    Every other name goes to aiohttp's default resolver. Used to crawl several virtual hosts on
+    loopback without touching /etc/hosts.
+    """
+
+    __slots__ = ("_fallback", "_overrides")
+
+    def __init__(self, overrides: Mapping[str, str]) -> None:
+        self._overrides = {k.lower().rstrip("."): v for k, v in overrides.items()}
+        self._fallback: AbstractResolver | None = None
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        address = self._overrides.get(host.lower().rstrip("."))
+        if address is None:
+            if self._fallback is None:
+                self._fallback = aiohttp.ThreadedResolver()
+            return await self._fallback.resolve(host, port, family)
+        addr_family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        return [
+            {
+                "hostname": host,
+                "host": address,
+                "port": port,
+                "family": addr_family,
+                "proto": 0,
+                "flags": socket.AI_NUMERICHOST,
+            }
+        ]
+
+    async def close(self) -> None:
+        if self._fallback is not None:
+            await self._fallback.close()
+
+    def __repr__(self) -> str:
+        return f"<OverrideResolver {self._overrides!r}>"
+
+
+def translate_error(exc: BaseException) -> FetchError:
+    """Map a foreign exception raised while fetching to the crawler's own FetchError."""
+    if isinstance(exc, FetchError):
+        return exc
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return DNSError(f"cannot resolve {exc.host}")
+    if isinstance(exc, aiohttp.ClientSSLError):
+        return ConnectError(f"TLS: {exc}")
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return ConnectError(f"cannot connect to {exc.host}:{exc.port}: {exc.strerror or exc}")
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return ConnectError("server disconnected")
+    if isinstance(exc, asyncio.TimeoutError | aiohttp.ServerTimeoutError):
+        return FetchTimeout(str(exc) or "timed out")
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        text = str(exc)
+        if "encoding" in text.lower() or "decompress" in text.lower():
+            return DecodingError(text)
+        return ProtocolError(text)
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return ProtocolError(exc.message or str(exc))
+    if isinstance(exc, aiohttp.InvalidURL):
+        return ProtocolError(f"invalid URL {exc}")
+    if isinstance(exc, aiohttp.ClientOSError | OSError):
+        return ConnectError(str(exc) or type(exc).__name__)
+    if isinstance(exc, aiohttp.ClientError | ValueError | UnicodeError):
+        return ProtocolError(f"{type(exc).__name__}: {exc}")
+    raise exc
+
+
+class Fetcher:
+    """Fetches URLs with one pooled aiohttp session. Use as an async context manager."""
+
+    __slots__ = (
+        "_connector_limit",
+        "_resolver",
+        "_session",
+        "_timeout",
+        "max_body",
+        "max_header_size",
+        "user_agent",
+    )
+
+    def __init__(
+        self,
+        *,
+        user_agent: str,
+        connect_timeout: float = 10.0,
+        read_timeout: float = 30.0,
+        total_timeout: float = 60.0,
+        max_body: int = 10 * 1024 * 1024,
+        max_header_size: int = 16 * 1024,
+        resolve: Mapping[str, str] | None = None,
+        connections: int = 100,
+        resolver: AbstractResolver | None = None,
+    ) -> None:
+        self.user_agent = user_agent
+        self.max_body = max_body
+        self.max_header_size = max_header_size
+        self._timeout = aiohttp.ClientTimeout(
+            total=total_timeout, sock_connect=connect_timeout, sock_read=read_timeout
+        )
+        self._resolver = resolver or OverrideResolver(resolve or {})
+        self._connector_limit = connections
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Fetcher:
+        connector = aiohttp.TCPConnector(
+            resolver=self._resolver, limit=self._connector_limit, ttl_dns_cache=300
+        )
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=self._timeout,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            headers={
+                "User-Agent": self.user_agent,
+                "Accept": ACCEPT,
+                "Accept-Encoding": "gzip, deflate",
+            },
+            max_line_size=self.max_header_size,
+            max_field_size=self.max_header_size,
+            auto_decompress=False,
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+    async def fetch(
+        self, url: str, *, max_body: int | None = None, truncate: bool = False
+    ) -> Response:
+        """GET `url` without following redirects. Raises a FetchError subclass on failure.
+
+        A body (after decompression) over `max_body` bytes raises BodyTooLarge, or with
+        `truncate` is cut at the cap (robots.txt: RFC 9309 lets crawlers parse the first 500 KiB).
+        """
+        if self._session is None:
+            raise RuntimeError("Fetcher is not open: use 'async with Fetcher(...)'")
+        cap = self.max_body if max_body is None else max_body
+        started = time.monotonic()
+        try:
+            target = URL(url, encoded=True)
+            async with self._session.get(target, allow_redirects=False) as resp:
+                latency = time.monotonic() - started
+                ip = _peer_ip(resp)
+                declared = resp.content_length
+                encoding = resp.headers.get("Content-Encoding", "").strip().lower()
+                if declared is not None and declared > cap and not encoding and not truncate:
+                    raise BodyTooLarge(f"Content-Length {declared} exceeds the cap of {cap} bytes")
+                raw, body = await _read_capped(resp, cap, truncate, _Decoder.make(encoding))
+                version = resp.version
+                return Response(
+                    url=url,
+                    status=resp.status,
+                    headers=tuple((str(k), v) for k, v in resp.headers.items()),
+                    body=body,
+                    latency=latency,
+                    elapsed=time.monotonic() - started,
+                    ip=ip,
+                    reason=resp.reason or "",
+                    version=f"HTTP/{version.major}.{version.minor}" if version else "HTTP/1.1",
+                    request_headers=tuple(
+                        (str(k), v) for k, v in resp.request_info.headers.items()
+                    ),
+                    raw_body=None if raw is body else raw,
+                )
+        except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
+            raise translate_error(exc) from exc
+
+    def __repr__(self) -> str:
+        state = "open" if self._session is not None else "closed"
+        return f"<Fetcher {state} max_body={self.max_body} resolver={self._resolver!r}>"
+
+
+class _Decoder:
+    """Bounded Content-Encoding decoding: never inflates more than asked for at a time."""
+
+    __slots__ = ("_first", "_z")
+
+    def __init__(self, wbits: int) -> None:
+        self._z = zlib.decompressobj(wbits)
+        self._first = wbits == zlib.MAX_WBITS
+
+    @classmethod
+    def make(cls, encoding: str) -> _Decoder | None:
+        if encoding in ("", "identity"):
+            return None
+        if encoding in ("gzip", "x-gzip"):
+            return cls(16 + zlib.MAX_WBITS)
+        if encoding == "deflate":
+            return cls(zlib.MAX_WBITS)
+        raise DecodingError(f"unsupported Content-Encoding {encoding!r}")
+
+    def feed(self, data: bytes, room: int) -> bytes:
+        """Inflate `data`, returning at most `room + 1` bytes (one more means: over the cap)."""
+        try:
+            out = self._z.decompress(data, room + 1)
+        except zlib.error:
+            if not self._first:
+                raise
+            # "deflate" sent without its zlib wrapper, as some servers do: retry as raw deflate.
+            self._z = zlib.decompressobj(-zlib.MAX_WBITS)
+            out = self._z.decompress(data, room + 1)
+        self._first = False
+        while self._z.unconsumed_tail and len(out) <= room:
+            out += self._z.decompress(self._z.unconsumed_tail, room + 1 - len(out))
+        return out
+
+
+async def _read_capped(
+    resp: aiohttp.ClientResponse, cap: int, truncate: bool, decoder: _Decoder | None
+) -> tuple[bytes, bytes]:
+    """Read the body as sent and as decoded. Past `cap` bytes (sent or decoded) fail at once,
+    or stop if `truncate`. Returns (raw, decoded): the same object when not encoded."""
+    raw: list[bytes] = []
+    decoded: list[bytes] = []
+    raw_total = total = 0
+    async for chunk in resp.content.iter_chunked(64 * 1024):
+        raw_total += len(chunk)
+        if raw_total > cap and not truncate:
+            raise BodyTooLarge(f"body exceeds the cap of {cap} bytes")
+        raw.append(chunk)
+        if decoder is not None:
+            try:
+                chunk = decoder.feed(chunk, cap - total)
+            except zlib.error as exc:
+                raise DecodingError(f"cannot decode body: {exc}") from None
+        total += len(chunk)
+        if total > cap:
+            if not truncate:
+                raise BodyTooLarge(f"decoded body exceeds the cap of {cap} bytes")
+            decoded.append(chunk[: len(chunk) - (total - cap)])
+            break
+        decoded.append(chunk)
+    body = b"".join(decoded)
+    return (body, body) if decoder is None else (b"".join(raw), body)
+
+
+def _peer_ip(resp: aiohttp.ClientResponse) -> str | None:
+    """The peer's IP address. A small body may already have released the connection to the
+    pool, so fall back to the response's protocol (aiohttp keeps no public handle on it)."""
+    conn = resp.connection
+    protocol = conn.protocol if conn is not None else getattr(resp, "_protocol", None)
+    transport = getattr(protocol, "transport", None)
+    if transport is None:
+        return None
+    peer: Any = transport.get_extra_info("peername")
+    if isinstance(peer, tuple) and peer:
+        return str(peer[0])
+    return None

@@ -1,0 +1,112 @@
+"""What a crawl produces: one immutable `CrawlResult` per URL, and the running `CrawlStats`."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CrawlResult", "CrawlStats"]
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlResult:
+    """The record of one fetched, failed or refused URL.
+
+    `body` and `headers` are there for library users (`async for result in crawler.crawl(...)`);
+    they are left out of the JSON Lines output.
+    """
+
+    url: str
+    key: str
+    status: int | None
+    depth: int
+    parent: str | None
+    fetched_at: str
+    elapsed_ms: float | None = None
+    content_type: str | None = None
+    size: int = 0
+    title: str | None = None
+    links: int = 0
+    new_links: int = 0
+    location: str | None = None
+    canonical: str | None = None
+    error: str | None = None
+    body: bytes = field(default=b"", repr=False, compare=False)
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        """True for a response that is not an HTTP error and has no crawler error."""
+        return self.error is None and self.status is not None and self.status < 400
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "status": self.status,
+            "depth": self.depth,
+            "parent": self.parent,
+            "content_type": self.content_type,
+            "size": self.size,
+            "elapsed_ms": self.elapsed_ms,
+            "fetched_at": self.fetched_at,
+            "title": self.title,
+            "links": self.links,
+            "new_links": self.new_links,
+            "location": self.location,
+            "canonical": self.canonical,
+            "error": self.error,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(slots=True)
+class CrawlStats:
+    """Counters the engine keeps while crawling (mutable; `as_dict()` gives a snapshot)."""
+
+    pages: int = 0
+    bytes: int = 0
+    status_classes: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    retries: int = 0
+    robots_refused: int = 0
+    robots_fetches: int = 0
+    out_of_scope: int = 0
+    over_limit: int = 0
+    duplicates: int = 0
+    links_seen: int = 0
+    admitted: int = 0
+    dropped_full: int = 0
+    started: float = 0.0
+    elapsed: float = 0.0
+
+    def record(self, result: CrawlResult) -> None:
+        self.pages += 1
+        self.bytes += result.size
+        if result.status is not None:
+            self.status_classes[f"{result.status // 100}xx"] += 1
+        if result.error is not None:
+            self.errors[result.error.split(":", 1)[0]] += 1
+
+    def as_dict(self) -> dict[str, Any]:
+        rate = self.pages / self.elapsed if self.elapsed > 0 else 0.0
+        return {
+            "pages": self.pages,
+            "bytes": self.bytes,
+            "status_classes": dict(sorted(self.status_classes.items())),
+            "errors": dict(sorted(self.errors.items())),
+            "retries": self.retries,
+            "robots_refused": self.robots_refused,
+            "robots_fetches": self.robots_fetches,
+            "out_of_scope": self.out_of_scope,
+            "over_limit": self.over_limit,
+            "duplicates": self.duplicates,
+            "links_seen": self.links_seen,
+            "admitted": self.admitted,
+            "dropped_full": self.dropped_full,
+            "elapsed_s": round(self.elapsed, 3),
+            "pages_per_s": round(rate, 2),
+        }

@@ -1,0 +1,174 @@
+"""End-to-end crawls of the fixture site through the library API."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pytest
+
+from crawler.engine import Crawler
+from crawler.fixture import FixtureSite
+from crawler.results import CrawlResult
+from crawler.urls import canonicalize
+from tests.conftest import site_config
+
+RETRIED = {"/broken", "/busy"}
+
+
+async def crawl(site: FixtureSite, **crawl: object) -> tuple[Crawler, list[CrawlResult]]:
+    async with Crawler(site_config(site, **crawl)) as crawler:
+        results = [r async for r in crawler.crawl(site.seeds)]
+    return crawler, results
+
+
+def requested(site: FixtureSite) -> Counter[str]:
+    keys: Counter[str] = Counter()
+    for req in site.requests:
+        key = canonicalize(site.url(req.host, req.path))
+        assert key is not None
+        keys[key] += 1
+    return keys
+
+
+async def test_crawl_equals_ground_truth(site: FixtureSite) -> None:
+    crawler, results = await crawl(site)
+    keys = [r.key for r in results]
+    assert len(keys) == len(set(keys)), "a URL has two results"
+    assert set(keys) == site.expected(16) | site.refused()
+    # server side: nothing fetched twice (except the retried ones), nothing forbidden fetched
+    counts = requested(site)
+    robots = {site.url(h, "/robots.txt") for h in ("site-a.test", "site-b.test")}
+    assert set(counts) == site.expected(16) | robots
+    twice = {k for k, n in counts.items() if n > 1}
+    assert twice == {site.url("site-a.test", p) for p in RETRIED}
+    assert not set(counts) & site.never()
+    assert crawler.stats.pages == len(results)
+
+
+async def test_robots_respected_and_fetched_once_per_host(site: FixtureSite) -> None:
+    crawler, results = await crawl(site)
+    by_key = {r.key: r for r in results}
+    secret = by_key[site.url("site-a.test", "/private/secret")]
+    assert secret.status is None
+    assert secret.error is not None and secret.error.startswith("robots:")
+    robots = [r for r in site.requests if r.path == "/robots.txt"]
+    assert sorted(r.host for r in robots) == ["site-a.test", "site-b.test"]
+    assert all(r.user_agent.startswith("sieve-crawler/") for r in site.requests)
+    assert crawler.stats.robots_refused == 1
+
+
+async def test_crawl_delay_respected_server_side() -> None:
+    async with FixtureSite(crawl_delay=0.1, slow=0.05) as site:
+        await crawl(site)
+        starts: dict[str, list[float]] = defaultdict(list)
+        for req in site.requests:
+            starts[req.host].append(req.time)
+    gaps = [b - a for a, b in zip(starts["site-a.test"], starts["site-a.test"][1:], strict=False)]
+    assert len(gaps) > 20
+    # requests are logged when the server sees them, a hair after the crawler starts them
+    assert min(gaps) >= 0.1 - 0.01
+
+
+async def test_redirects(site: FixtureSite) -> None:
+    _, results = await crawl(site)
+    by_key = {r.key: r for r in results}
+    first = by_key[site.url("site-a.test", "/redirect/1")]
+    assert first.status == 301
+    assert first.location == site.url("site-a.test", "/redirect/2")
+    assert by_key[site.url("site-a.test", "/landing")].status == 200
+    # a loop: each URL once, each a 302 result
+    assert by_key[site.url("site-a.test", "/loop/a")].status == 302
+    assert by_key[site.url("site-a.test", "/loop/b")].status == 302
+    # to another host; the target is also linked from site-b: fetched once
+    assert by_key[site.url("site-b.test", "/from-a")].status == 200
+
+
+async def test_errors_and_retries(site: FixtureSite) -> None:
+    crawler, results = await crawl(site)
+    by_key = {r.key: r for r in results}
+    assert by_key[site.url("site-a.test", "/missing")].status == 404
+    assert by_key[site.url("site-a.test", "/broken")].status == 500
+    assert by_key[site.url("site-a.test", "/busy")].status == 200
+    counts = requested(site)
+    assert counts[site.url("site-a.test", "/broken")] == 1 + crawler.config.fetch.retries
+    busy = [r.time for r in site.requests if r.path == "/busy"]
+    assert busy[1] - busy[0] >= site.retry_after - 0.05, "Retry-After not honoured"
+    assert crawler.stats.retries >= 3
+
+
+async def test_content_types(site: FixtureSite) -> None:
+    _, results = await crawl(site)
+    by_key = {r.key: r for r in results}
+    data = by_key[site.url("site-a.test", "/data.json")]
+    assert data.content_type is not None and data.content_type.startswith("application/json")
+    assert data.links == 0
+    lying = by_key[site.url("site-a.test", "/lying")]
+    assert lying.title == "Lying" and lying.new_links == 1
+    index = by_key[site.url("site-a.test", "/")]
+    assert index.title == "Site A" and index.depth == 0 and index.parent is None
+
+
+async def test_many_spellings_fetched_once_as_first_written(site: FixtureSite) -> None:
+    _, results = await crawl(site)
+    pages = [r for r in results if r.key == site.url("site-a.test", "/page?a=1&b=2")]
+    assert len(pages) == 1
+    assert pages[0].url == site.url("site-a.test", "/page?a=1&b=2")
+    assert pages[0].parent == site.url("site-a.test", "/")
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+async def test_max_depth(site: FixtureSite, depth: int) -> None:
+    _, results = await crawl(site, max_depth=depth)
+    assert {r.key for r in results} == site.expected(depth) | site.refused()
+    assert max(r.depth for r in results) <= depth
+
+
+async def test_max_pages(site: FixtureSite) -> None:
+    crawler, results = await crawl(site, max_pages=6)
+    assert len({r.key for r in results}) == len(results) <= 6
+    assert crawler.stats.over_limit > 0
+
+
+async def test_breaking_out_early_stops_cleanly(site: FixtureSite) -> None:
+    async with Crawler(site_config(site)) as crawler:
+        seen = []
+        async for result in crawler.crawl(site.seeds):
+            seen.append(result)
+            if len(seen) == 3:
+                break
+    assert len(seen) == 3
+    import asyncio
+
+    assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("crawl-worker")]
+    before = len(site.requests)
+    await asyncio.sleep(0.2)
+    assert len(site.requests) == before, "workers kept fetching after the consumer left"
+
+
+async def test_internal_error_becomes_a_result(
+    site: FixtureSite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import crawler.engine as engine
+
+    real = engine.extract
+
+    def flaky(body: bytes, url: str, **kw: object) -> object:
+        if url.endswith("/about"):
+            raise RuntimeError("boom")
+        return real(body, url, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "extract", flaky)
+    _, results = await crawl(site)
+    by_key = {r.key: r for r in results}
+    about = by_key[site.url("site-a.test", "/about")]
+    assert about.error == "internal: RuntimeError: boom"
+    assert site.url("site-b.test", "/b-page") in by_key  # the crawl went on
+
+
+async def test_bad_seed_is_refused_before_crawling(site: FixtureSite) -> None:
+    from crawler.errors import SeedError
+
+    async with Crawler(site_config(site)) as crawler:
+        with pytest.raises(SeedError, match="mailto"):
+            async for _ in crawler.crawl(["mailto:x@y.z"]):
+                pass
