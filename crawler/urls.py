@@ -1,0 +1,433 @@
+"""URL canonicalization: turn every extracted link into a fetchable URL and a dedup key.
+
+`normalize()` gives the URL that is fetched: the reference resolved against its base (RFC 3986
+section 5.2) plus safe syntax normalization (scheme and host case, IDNA, default port, dot-segments,
+percent-encoding, no fragment). `canonicalize()` gives the Sieve key: the same, plus session and
+tracking parameters stripped and query pairs sorted by key. Both return None for anything that is
+not a crawlable http(s) URL, and never raise on any input string.
+
+`UrlNormalizer.resolve(href, base)` is the engine's hot path: both results from one parse, behind
+a bounded memo keyed by the part of the base the href depends on (so navigation links repeated on
+every page of a site hit), with per-base and per-authority caches underneath. Hosts are encoded by
+yarl (IDNA UTS #46, IPv6 compression); everything else is done here with precompiled regexes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Final
+from urllib.parse import unquote
+
+from yarl import URL
+
+__all__ = [
+    "DEFAULT_SESSION_PARAMS", "DEFAULT_TRACKING_PARAMS", "UrlNormalizer", "canonicalize",
+    "normalize",
+]  # fmt: skip
+
+DEFAULT_SESSION_PARAMS: Final[tuple[str, ...]] = (
+    "jsessionid", "phpsessid", "sid", "sessionid", "session_id", "aspsessionid*", "cfid", "cftoken",
+)  # fmt: skip
+DEFAULT_TRACKING_PARAMS: Final[tuple[str, ...]] = ("utm_*", "gclid", "fbclid", "msclkid")
+
+_DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
+_STRIP: Final = "".join(map(chr, range(0x21)))  # C0 controls and space
+_TAB_NL: Final = {ord("\t"): None, ord("\n"): None, ord("\r"): None}
+# RFC 3986 appendix B, with a valid scheme; the fragment (after "#") is never captured.
+_SPLIT: Final = re.compile(
+    r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?", re.S
+).match
+_PATH_OK: Final = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]*").fullmatch
+_QUERY_OK: Final = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*").fullmatch
+_PATH_FIX: Final = re.compile(r"%([0-9A-Fa-f]{2})|[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]+|%").sub
+_QUERY_FIX: Final = re.compile(r"%([0-9A-Fa-f]{2})|[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]+|%").sub
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_UNRESERVED: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_ENCODED: Final = tuple(f"%{i:02X}" for i in range(256))
+_DECODED: Final = tuple(chr(i) if chr(i) in _UNRESERVED else f"%{i:02X}" for i in range(256))
+_ASCII_HOST_OK: Final = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=]+").fullmatch
+_PATTERN_OK: Final = re.compile(r"[^\s=&;#?/*]*\*?[^\s=&;#?/*]*").fullmatch
+_INVALID: Final = ("", "")  # memo/cache value standing for "None": never a real result
+_CACHE_LIMIT: Final = 4096
+
+_Result = tuple[str, str]  # (fetch URL, dedup key)
+_Parts = tuple[str, str, str, str, str | None]  # scheme, netloc, key netloc, path, query
+
+
+def _fix_pct(m: re.Match[str]) -> str:
+    """Regex callback: uppercase/decode one %XX, or percent-encode a run of disallowed chars."""
+    hexdigits = m.group(1)
+    if hexdigits is not None:
+        return _DECODED[int(hexdigits, 16)]
+    run = m.group(0)
+    if run == "%":
+        return "%25"
+    try:
+        data = run.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates become U+FFFD, as browsers do
+        data = _SURROGATE.sub("\ufffd", run).encode("utf-8")
+    return "".join([_ENCODED[b] for b in data])
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4 for an absolute path (one starting with "/")."""
+    segments = path.split("/")
+    out: list[str] = []
+    for seg in segments[1:]:
+        if seg == "..":
+            if out:
+                out.pop()
+        elif seg != ".":
+            out.append(seg)
+    if segments[-1] in (".", ".."):
+        out.append("")
+    return "/" + "/".join(out)
+
+
+def _pair_key(pair: str) -> str:
+    return pair.partition("=")[0]
+
+
+def _compile_patterns(names: Iterable[str], what: str) -> tuple[str, ...]:
+    if isinstance(names, str):
+        raise ValueError(f"{what} must be an iterable of parameter names, not the string {names!r}")
+    out = []
+    for name in names:
+        if not isinstance(name, str) or not name or not _PATTERN_OK(name):
+            raise ValueError(
+                f"{what}: invalid parameter pattern {name!r} (a non-empty name with at most one "
+                "'*' wildcard, without spaces or any of = & ; # ? /)"
+            )
+        out.append(name.lower())
+    return tuple(out)
+
+
+class _Base:
+    """A parsed, normalized base URL and the memo contexts derived from it."""
+
+    __slots__ = ("dir", "file", "full", "key_netloc", "netloc", "origin", "path", "query", "scheme")
+
+    def __init__(self, parts: _Parts) -> None:
+        self.scheme, self.netloc, self.key_netloc, self.path, self.query = parts
+        self.origin = f"{self.scheme}://{self.netloc}"
+        self.dir = self.origin + self.path[: self.path.rfind("/") + 1]
+        self.file = self.origin + self.path
+        self.full = self.file if self.query is None else f"{self.file}?{self.query}"
+
+    def __repr__(self) -> str:
+        return f"_Base({self.full!r})"
+
+
+class UrlNormalizer:
+    """Resolves and canonicalizes links; the knobs and a bounded memo live here.
+
+    `session_params` and `tracking_params` are case-insensitive query keys (and, for session
+    parameters, `;name=value` path parameters) removed from the dedup key; a pattern may hold one
+    `*` wildcard ("utm_*"). `sort_query` sorts the key's query pairs by key (stable for repeated
+    keys). `strip_www` drops a leading "www." from the key's host. `memo_size` bounds the memo (0
+    disables it). `max_length` rejects URLs whose fetch form is longer.
+    """
+
+    __slots__ = (
+        "_auth_cache", "_base_cache", "_half", "_hits", "_hot", "_last_base", "_last_base_str",
+        "_max_length", "_memo_size", "_misses", "_old", "_path_param_sub", "_query_drop",
+        "_query_drop_search", "_sort_query", "_strip_www",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        session_params: Iterable[str] = DEFAULT_SESSION_PARAMS,
+        tracking_params: Iterable[str] = DEFAULT_TRACKING_PARAMS,
+        sort_query: bool = True,
+        strip_www: bool = False,
+        memo_size: int = 100_000,
+        max_length: int | None = None,
+    ) -> None:
+        if isinstance(memo_size, bool) or not isinstance(memo_size, int) or memo_size < 0:
+            raise ValueError(f"memo_size must be an int >= 0, got {memo_size!r}")
+        if max_length is not None and (isinstance(max_length, bool) or max_length < 1):
+            raise ValueError(f"max_length must be None or an int >= 1, got {max_length!r}")
+        session = _compile_patterns(session_params, "session_params")
+        dropped = session + _compile_patterns(tracking_params, "tracking_params")
+        self._sort_query = sort_query
+        self._strip_www = strip_www
+        self._memo_size = memo_size
+        self._max_length = max_length
+        self._query_drop = None
+        self._query_drop_search = None
+        self._path_param_sub = None
+        if dropped:
+            names = "|".join(re.escape(p).replace(r"\*", "[^=&]*") for p in dropped)
+            self._query_drop = re.compile(f"(?:{names})", re.I).fullmatch
+            self._query_drop_search = re.compile(f"(?:^|&)(?:{names})(?:=|&|$)", re.I).search
+        if session:
+            names = "|".join(re.escape(p).replace(r"\*", "[^=/;]*") for p in session)
+            self._path_param_sub = re.compile(f";(?:{names})(?:=[^/;]*)?(?=[/;]|$)", re.I).sub
+        self._half = max(1, memo_size // 2)
+        self._hot: dict[tuple[str | None, str], _Result] = {}
+        self._old: dict[tuple[str | None, str], _Result] = {}
+        self._hits = 0
+        self._misses = 0
+        self._auth_cache: dict[tuple[str, str], tuple[str, str]] = {}
+        self._base_cache: dict[str, _Base | None] = {}
+        self._last_base_str: str | None = None
+        self._last_base: _Base | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"UrlNormalizer(sort_query={self._sort_query}, strip_www={self._strip_www}, "
+            f"max_length={self._max_length}, memo={len(self._hot) + len(self._old)}/"
+            f"{self._memo_size}, hits={self._hits}, misses={self._misses})"
+        )
+
+    # -- public API ---------------------------------------------------------------------------
+
+    @property
+    def memo_hits(self) -> int:
+        return self._hits
+
+    @property
+    def memo_misses(self) -> int:
+        return self._misses
+
+    @property
+    def memo_hit_rate(self) -> float:
+        """Share of memoized lookups answered from the memo (0.0 before any lookup)."""
+        total = self._hits + self._misses
+        return self._hits / total if total else 0.0
+
+    def clear_memo(self) -> None:
+        """Empty the memo and the base/authority caches and reset the hit counters."""
+        self._hot, self._old = {}, {}
+        self._hits = self._misses = 0
+        self._auth_cache.clear()
+        self._base_cache.clear()
+        self._last_base_str = self._last_base = None
+
+    def canonicalize(self, url: str, base: str | None = None) -> str | None:
+        """The dedup key of `url` resolved against `base`, or None if it is not crawlable."""
+        result = self._lookup(url, base)
+        return None if result is None else result[1]
+
+    def normalize(self, url: str, base: str | None = None) -> str | None:
+        """The URL to fetch for `url` resolved against `base`, or None if it is not crawlable."""
+        result = self._lookup(url, base)
+        return None if result is None else result[0]
+
+    def resolve(self, href: str, base: str) -> tuple[str, str] | None:
+        """`(normalize(href, base), canonicalize(href, base))` from one memoized computation."""
+        return self._lookup(href, base)
+
+    # -- memo ---------------------------------------------------------------------------------
+
+    def _lookup(self, href: str, base: str | None) -> _Result | None:
+        if base is None:
+            b = None
+        elif base is self._last_base_str or base == self._last_base_str:
+            b = self._last_base
+        else:
+            if base in self._base_cache:
+                b = self._base_cache[base]
+            else:
+                b = self._parse_base(base)
+                if len(self._base_cache) >= _CACHE_LIMIT:
+                    self._base_cache.clear()
+                self._base_cache[base] = b
+            self._last_base_str, self._last_base = base, b
+        if not self._memo_size:
+            return self._compute(href, b)
+        # Nothing after the first "#" can change the result, so the memo key stops there.
+        # The context is the smallest part of the base that the result can depend on.
+        cut = href.find("#")
+        ref = href if cut < 0 else href[: cut + 1]
+        ctx: str | None
+        first = ref[:1]
+        if b is None:
+            ctx = None
+        elif first == "/":
+            ctx = b.scheme if ref[1:2] == "/" else b.origin
+        elif first == "?":
+            ctx = b.file
+        elif first == "#" or first <= " " or first == "\\":
+            ctx = b.full  # fragment-only, empty, or changed by cleaning: depend on everything
+        elif ref.startswith(("http://", "https://")):
+            ctx = ""
+        elif ":" in ref:
+            ctx = b.full  # maybe "http:?q" (relative, RFC 5.2.2 non-strict) or another scheme
+        else:
+            ctx = b.dir
+        key = (ctx, ref)
+        result = self._hot.get(key)
+        if result is None:
+            result = self._old.get(key)
+            if result is None:
+                self._misses += 1
+                result = self._compute(href, b) or _INVALID
+            else:
+                self._hits += 1
+            self._hot[key] = result
+            if len(self._hot) >= self._half:  # two generations: at most memo_size entries
+                self._old, self._hot = self._hot, {}
+        else:
+            self._hits += 1
+        return None if result is _INVALID else result
+
+    def _parse_base(self, base: str) -> _Base | None:
+        parts = self._parts(base, None)
+        return None if parts is None else _Base(parts)
+
+    # -- the computation ----------------------------------------------------------------------
+
+    def _compute(self, href: str, base: _Base | None) -> _Result | None:
+        parts = self._parts(href, base)
+        if parts is None:
+            return None
+        scheme, netloc, key_netloc, path, query = parts
+        fetch = (
+            f"{scheme}://{netloc}{path}" if query is None else f"{scheme}://{netloc}{path}?{query}"
+        )
+        if self._max_length is not None and len(fetch) > self._max_length:
+            return None
+        if self._path_param_sub is not None and ";" in path:
+            path = self._path_param_sub("", path)
+            if "/." in path:  # "/.;jsessionid=1/" was not a dot-segment before
+                path = _remove_dot_segments(path)
+        if query:
+            pairs = [p for p in query.split("&") if p]
+            drop, search = self._query_drop, self._query_drop_search
+            if drop is not None and search is not None and search(query):
+                pairs = [p for p in pairs if not drop(p.partition("=")[0])]
+            if self._sort_query and len(pairs) > 1:
+                pairs.sort(key=_pair_key)
+            query = "&".join(pairs)
+        key = (
+            f"{scheme}://{key_netloc}{path}?{query}" if query else f"{scheme}://{key_netloc}{path}"
+        )
+        return fetch, key
+
+    def _parts(self, href: str, base: _Base | None) -> _Parts | None:
+        """Resolve and normalize `href` into (scheme, netloc, key netloc, path, query)."""
+        href = href.strip(_STRIP)
+        if "\t" in href or "\n" in href or "\r" in href:
+            href = href.translate(_TAB_NL)
+        if "\\" in href:  # browsers read "\" as "/" before the query in http(s) URLs
+            end = len(href)
+            for sep in "?#":
+                pos = href.find(sep)
+                if 0 <= pos < end:
+                    end = pos
+            href = href[:end].replace("\\", "/") + href[end:]
+        m = _SPLIT(href)
+        if m is None:  # pragma: no cover - every group is optional, so this always matches
+            return None
+        scheme, auth, path, query = m.group(1, 2, 3, 4)
+        if scheme is not None:
+            scheme = scheme.lower()
+            if scheme not in _DEFAULT_PORTS:
+                return None
+            if auth is None:  # "http:g": relative when the base has the same scheme (RFC 5.2.2)
+                if base is None or base.scheme != scheme:
+                    return None
+                scheme = None
+        if query is not None and not _QUERY_OK(query):
+            query = _QUERY_FIX(_fix_pct, query)
+        if path and not _PATH_OK(path):
+            path = _PATH_FIX(_fix_pct, path)
+        if auth is not None:
+            if scheme is None:
+                if base is None:
+                    return None
+                scheme = base.scheme
+            netlocs = self._netloc(scheme, auth)
+            if netlocs is None:
+                return None
+            netloc, key_netloc = netlocs
+            if not path:
+                path = "/"
+        elif base is None:
+            return None
+        else:
+            scheme, netloc, key_netloc = base.scheme, base.netloc, base.key_netloc
+            if not path:
+                path = base.path
+                if query is None:
+                    query = base.query
+                return scheme, netloc, key_netloc, path, query
+            if path[0] != "/":
+                path = base.path[: base.path.rfind("/") + 1] + path
+        if "/." in path:
+            path = _remove_dot_segments(path)
+        return scheme, netloc, key_netloc, path, query
+
+    def _netloc(self, scheme: str, auth: str) -> tuple[str, str] | None:
+        cache_key = (scheme, auth)
+        netlocs = self._auth_cache.get(cache_key)
+        if netlocs is None:
+            netlocs = self._make_netloc(scheme, auth) or _INVALID
+            if len(self._auth_cache) >= _CACHE_LIMIT:
+                self._auth_cache.clear()
+            self._auth_cache[cache_key] = netlocs
+        return None if netlocs is _INVALID else netlocs
+
+    def _make_netloc(self, scheme: str, auth: str) -> tuple[str, str] | None:
+        """(netloc, key netloc) for an authority: userinfo dropped, host encoded, port checked."""
+        hostport = auth.rpartition("@")[2]
+        if hostport.startswith("["):
+            host, bracket, rest = hostport[1:].partition("]")
+            if not bracket or (rest and rest[0] != ":") or not host or "%" in host:
+                return None
+            port = rest[1:]
+            ipv6 = True
+        else:
+            host, _, port = hostport.partition(":")
+            if "%" in host:
+                host = unquote(host)
+                if "%" in host:
+                    return None
+            ipv6 = False
+        if not host:
+            return None
+        if not ipv6 and host.isascii() and not host[-1].isdigit() and _ASCII_HOST_OK(host):
+            encoded: str | None = host.lower()  # plain reg-name: what yarl would do, faster
+        else:  # IDNA (UTS #46), IP addresses and validation are yarl's
+            try:
+                encoded = URL.build(scheme=scheme, host=host).raw_host
+            except (ValueError, UnicodeError):
+                return None
+        if not encoded or ipv6 != (":" in encoded):
+            return None
+        if ipv6:
+            encoded = f"[{encoded}]"
+        else:
+            encoded = encoded.rstrip(".")
+            if not encoded:
+                return None
+        if port:
+            port = port.lstrip("0") or "0"
+            if (
+                not (port.isascii() and port.isdigit())
+                or len(port) > 5
+                or not 0 < int(port) < 65536
+            ):
+                return None
+            if port != _DEFAULT_PORTS[scheme]:
+                encoded = f"{encoded}:{port}"
+        key_netloc = encoded
+        if self._strip_www and encoded.startswith("www.") and "." in encoded[4:]:
+            key_netloc = encoded[4:]
+        return encoded, key_netloc
+
+
+_DEFAULT = UrlNormalizer()
+
+
+def canonicalize(url: str, base: str | None = None) -> str | None:
+    """The dedup key of `url` (resolved against `base`), or None if it is not a crawlable URL."""
+    return _DEFAULT.canonicalize(url, base)
+
+
+def normalize(url: str, base: str | None = None) -> str | None:
+    """The URL to fetch for `url` (resolved against `base`), or None if it is not crawlable."""
+    return _DEFAULT.normalize(url, base)

@@ -1,0 +1,439 @@
+from __future__ import annotations
+
+import codecs
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawler.links import DEPTH_LIMIT, TITLE_MAX_CHARS, Page, extract, is_html
+
+URL = "http://site.test/dir/page.html"
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR<html><a href=x>"
+GZIP = b"\x1f\x8b\x08\x00\x00\x00\x00\x00<html>"
+
+
+def page(body: bytes | str, **kwargs: object) -> Page:
+    raw = body.encode() if isinstance(body, str) else body
+    kwargs.setdefault("content_type", "text/html")
+    return extract(raw, URL, **kwargs)  # type: ignore[arg-type]
+
+
+# --- is_html -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "expected"),
+    [
+        ("text/html", b"<p>hi", True),
+        ("text/html; charset=utf-8", b"", True),
+        (" TEXT/HTML ;charset=x", b"plain words", True),  # the header is believed...
+        ("application/xhtml+xml", b'<?xml version="1.0"?><html>', True),
+        ("text/html", PNG, False),  # ...unless the body is a known binary format
+        ("text/html", GZIP, False),
+        ("text/html", b"%PDF-1.7\n", False),
+        (None, b"<!DOCTYPE html><p>", True),
+        (None, b"\xef\xbb\xbf \n <html lang=en>", True),
+        (None, b"<htmlx>", False),  # the tag name must end
+        (None, b"<a href=x>", True),
+        (None, b"", False),
+        ("", b"<title>t</title>", True),
+        ("text/plain", b"<HTML><BODY>", True),
+        ("text/plain; charset=utf-8", b"just some text <a href=x>", False),
+        ("application/octet-stream", b"  <!-- c --> <p>", True),
+        ("application/octet-stream", PNG, False),
+        ("nonsense", b"<html>", True),  # unparseable type: sniff
+        ("image/png", b"<html>", False),
+        ("application/json", b'<html>{"a": 1}', False),
+        ("text/css", b"<style>", False),
+    ],
+)
+def test_is_html(content_type: str | None, body: bytes, expected: bool) -> None:
+    assert is_html(content_type, body) is expected
+
+
+def test_non_html_keeps_its_record() -> None:
+    p = extract(PNG, URL, content_type="text/html", x_robots_tag="noindex")
+    assert p == Page(False, None, None, URL, None, (), 0, 0, False, True, False)
+
+
+# --- links, rel=nofollow, cap ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "kwargs", "links", "found", "skipped", "truncated"),
+    [
+        ('<a href="a">1</a><area href=b><a href="c">', {}, ("a", "b", "c"), 3, 0, False),
+        (
+            '<area href=1><a href=2><map><area href=3></map><a HREF="4">',
+            {},
+            ("1", "2", "3", "4"),
+            4,
+            0,
+            False,
+        ),
+        ("<a>no href</a><a name=x>", {}, (), 0, 0, False),
+        ("<a href> <a href=''>", {}, ("", ""), 2, 0, False),
+        ('<a href=" \t\n/x \r\n">', {}, ("/x",), 1, 0, False),
+        ('<a href="\xa0/x">', {}, ("\xa0/x",), 1, 0, False),  # only ASCII whitespace is stripped
+        ('<a href="/a?x=1&amp;y=2">', {}, ("/a?x=1&y=2",), 1, 0, False),
+        ('<a rel="nofollow" href=a><a href=b>', {}, ("b",), 2, 1, False),
+        ('<a rel="external NoFollow ugc" href=a><area rel=nofollow href=b>', {}, (), 2, 2, False),
+        ('<a rel="nofollower" href=a><a rel=follow href=b>', {}, ("a", "b"), 2, 0, False),
+        (
+            '<a rel="nofollow" href=a><a href=b>',
+            {"respect_nofollow": False},
+            ("a", "b"),
+            2,
+            0,
+            False,
+        ),
+        ("<a href=1><a href=2><a href=3>", {"max_links": 2}, ("1", "2"), 3, 0, True),
+        ("<a href=1><a href=2>", {"max_links": 2}, ("1", "2"), 2, 0, False),
+        ("<a href=1><a rel=nofollow href=2><a href=3>", {"max_links": 1}, ("1",), 3, 1, True),
+        ("<a href=1>", {"max_links": 0}, (), 1, 0, True),
+        (
+            "<!-- <a href=c> --><script>'<a href=s>'</script><template><a href=t></template>",
+            {},
+            (),
+            0,
+            0,
+            False,
+        ),
+        ("<svg><a href=s></a></svg><link href=l><img src=i>", {}, ("s",), 1, 0, False),
+    ],
+)
+def test_links(
+    body: str,
+    kwargs: dict[str, object],
+    links: tuple[str, ...],
+    found: int,
+    skipped: int,
+    truncated: bool,
+) -> None:
+    p = page(body, **kwargs)
+    assert (p.links, p.links_found, p.nofollow_skipped, p.truncated) == (
+        links,
+        found,
+        skipped,
+        truncated,
+    )
+
+
+def test_cap_keeps_document_order_on_big_pages() -> None:
+    body = "".join(f"<a href=/p{i}>x</a>" for i in range(25_000))
+    p = page(body)
+    assert p.links == tuple(f"/p{i}" for i in range(10_000))
+    assert (p.links_found, p.truncated) == (25_000, True)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "10"])
+def test_max_links_must_be_a_non_negative_int(bad: object) -> None:
+    with pytest.raises(ValueError, match="max_links"):
+        extract(b"<a href=x>", URL, max_links=bad)  # type: ignore[arg-type]
+
+
+def test_body_must_be_bytes() -> None:
+    with pytest.raises(ValueError, match="body must be bytes"):
+        extract("<a href=x>", URL)  # type: ignore[arg-type]
+    assert extract(bytearray(b"<a href=x>"), URL).links == ("x",)  # type: ignore[arg-type]
+
+
+# --- base, canonical, title -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("head", "base"),
+    [
+        ("", URL),
+        ("<base href='/root/'>", "http://site.test/root/"),
+        ("<base href='sub/'>", "http://site.test/dir/sub/"),
+        ("<base href='https://cdn.test/x/'>", "https://cdn.test/x/"),
+        ("<base href='//other.test/'>", "http://other.test/"),
+        ("<base target=_blank><base href='/second/'>", "http://site.test/second/"),
+        ("<base href='/first/'><base href='/second/'>", "http://site.test/first/"),
+        ("<base href='javascript:alert(1)'>", URL),
+        ("<base href='data:text/html,x'>", URL),
+        ("<base href='http://[::1'>", URL),
+        ("<base href=' \n/spaced/ '>", "http://site.test/spaced/"),
+    ],
+)
+def test_base(head: str, base: str) -> None:
+    assert page(f"<html><head>{head}</head><a href=x>").base == base
+
+
+@pytest.mark.parametrize(
+    ("html", "canonical"),
+    [
+        ("<p>", None),
+        ("<link rel=canonical href='/c'>", "http://site.test/c"),
+        ("<link rel='Canonical' href='c2'>", "http://site.test/dir/c2"),
+        ("<link rel='alternate canonical' href='https://x.test/'>", "https://x.test/"),
+        ("<base href='/b/'><link rel=canonical href='c'>", "http://site.test/b/c"),
+        ("<link rel=canonical href=''>", None),
+        ("<link rel=canonical>", None),
+        ("<link rel=canonical href='http://[::1'>", None),
+        (
+            "<link rel=stylesheet href=s.css><link rel=canonical href=/1>"
+            "<link rel=canonical href=/2>",
+            "http://site.test/1",
+        ),
+    ],
+)
+def test_canonical(html: str, canonical: str | None) -> None:
+    assert page(f"<html><head>{html}</head>").canonical == canonical
+
+
+@pytest.mark.parametrize(
+    ("html", "title"),
+    [
+        ("<p>", None),
+        ("<title></title>", None),
+        ("<title> \n\t </title>", None),
+        ("<title>  Hello\n   big\tworld </title>", "Hello big world"),
+        ("<title>Fish &amp; Chips &lt;3</title>", "Fish & Chips <3"),
+        ("<title>First</title><title>Second</title>", "First"),
+        ("<title>Caf\u00e9 \u2014 \u65e5\u672c</title>", "Caf\u00e9 \u2014 \u65e5\u672c"),
+    ],
+)
+def test_title(html: str, title: str | None) -> None:
+    assert page(html).title == title
+
+
+def test_title_is_capped() -> None:
+    p = page("<title>" + " ".join(["word"] * 2000) + "</title>")
+    assert p.title is not None
+    assert len(p.title) <= TITLE_MAX_CHARS
+    assert p.title.startswith("word word") and not p.title.endswith(" ")
+
+
+def test_unclosed_title_swallowing_the_page_is_capped() -> None:
+    p = page("<title>" + "\n" * 10_000 + "x " * 500_000)
+    assert p.title is not None and len(p.title) <= TITLE_MAX_CHARS
+
+
+# --- robots directives ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "meta", "ua", "noindex", "nofollow"),
+    [
+        (None, "", None, False, False),
+        ("noindex", "", None, True, False),
+        ("NoFollow", "", None, False, True),
+        ("noindex, nofollow", "", None, True, True),
+        ("none", "", None, True, True),
+        ("all", "", None, False, False),
+        ("googlebot: nofollow", "", None, False, False),
+        ("googlebot: nofollow", "", "googlebot", False, True),
+        ("GoogleBot: noindex, nofollow", "", "Googlebot/2.1", True, True),
+        ("otherbot: noindex, nofollow", "", "sievebot", False, False),
+        ("nofollow, otherbot: noindex", "", "sievebot", False, True),
+        ("otherbot: noindex, sievebot: nofollow", "", "sievebot", False, True),
+        ("*: noindex", "", "sievebot", True, False),
+        ("max-snippet: 20, noindex", "", None, True, False),
+        ("unavailable_after: Wednesday, 03-Nov-2021 15:00:00 PST, nofollow", "", None, False, True),
+        (["googlebot: noindex", "nofollow"], "", "sievebot", False, True),
+        (None, '<meta name="robots" content="noindex, nofollow">', None, True, True),
+        (None, '<meta name="ROBOTS" content=" NONE ">', None, True, True),
+        (None, '<meta name="robots" content="max-snippet:-1, nofollow">', None, False, True),
+        (None, '<meta name="robots" content="index, follow">', None, False, False),
+        (None, '<meta name="sievebot" content="noindex">', "SieveBot", True, False),
+        (None, '<meta name="sievebot" content="noindex">', None, False, False),
+        (None, '<meta name="googlebot" content="noindex">', "sievebot", False, False),
+        (None, '<meta name="description" content="noindex nofollow">', None, False, False),
+        (None, '<meta name="robots">', None, False, False),
+        ("noindex", '<meta name="robots" content="nofollow">', None, True, True),
+    ],
+)
+def test_robots(
+    header: str | list[str] | None,
+    meta: str,
+    ua: str | None,
+    noindex: bool,
+    nofollow: bool,
+) -> None:
+    p = page(f"<head>{meta}</head><a href=x>", x_robots_tag=header, user_agent_token=ua)
+    assert (p.noindex, p.nofollow) == (noindex, nofollow)
+    assert p.links == (() if nofollow else ("x",))
+
+
+def test_nofollow_page_counts_every_link_as_skipped_unless_ignored() -> None:
+    body = "<meta name=robots content=nofollow><a href=a><a href=b rel=nofollow><a href=c>"
+    p = page(body, max_links=1)
+    assert (p.links, p.links_found, p.nofollow_skipped, p.truncated) == ((), 3, 3, False)
+    p = page(body, respect_nofollow=False)
+    assert (p.links, p.nofollow, p.nofollow_skipped) == (("a", "b", "c"), True, 0)
+
+
+# --- charsets -------------------------------------------------------------------------------------
+
+RU = "/\u043f\u0440\u0438\u0432\u0435\u0442"  # /привет
+HTTP_EQUIV_KOI8R = (
+    f'<meta http-equiv="Content-Type" content="text/html; charset=koi8-r"><a href={RU}>'
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "charset", "link"),
+    [
+        (f"<a href={RU}>".encode(), None, "utf-8", RU),
+        (f"<a href={RU}>".encode("cp1251"), "text/html; charset=windows-1251", "cp1251", RU),
+        (f"<meta charset=windows-1251><a href={RU}>".encode("cp1251"), None, "cp1251", RU),
+        (
+            HTTP_EQUIV_KOI8R.encode("koi8-r"),
+            "text/html",
+            "koi8-r",
+            RU,
+        ),
+        # The header beats the meta declaration; a BOM beats both.
+        (
+            f"<meta charset=utf-8><a href={RU}>".encode("cp1251"),
+            "text/html; charset=cp1251",
+            "cp1251",
+            RU,
+        ),
+        (codecs.BOM_UTF8 + f"<a href={RU}>".encode(), "text/html; charset=cp1251", "utf-8", RU),
+        (codecs.BOM_UTF16_LE + f"<a href={RU}>".encode("utf-16-le"), None, "utf-16-le", RU),
+        (codecs.BOM_UTF16_BE + f"<a href={RU}>".encode("utf-16-be"), "text/html", "utf-16-be", RU),
+        # latin-1 and ascii labels mean windows-1252 on the web.
+        (b"<a href=/\x80\xe9>", "text/html; charset=iso-8859-1", "cp1252", "/\u20ac\u00e9"),
+        # Unknown, non-text and refused codecs fall back to UTF-8.
+        (b"<a href=/\xc3\xa9>", "text/html; charset=x-no-such-charset", "utf-8", "/\u00e9"),
+        (b"<a href=/\xc3\xa9>", "text/html; charset=base64", "utf-8", "/\u00e9"),
+        (b"<a href=/\xc3\xa9>", "text/html; charset=rot13", "utf-8", "/\u00e9"),
+        (b"<a href=/\xc3\xa9>", "text/html; charset=utf-7", "utf-8", "/\u00e9"),
+        (b"<meta charset=bogus><a href=/\xc3\xa9>", None, "utf-8", "/\u00e9"),
+        # A body that can read its own meta as ASCII cannot be UTF-16.
+        (b"<meta charset=utf-16><a href=/\xc3\xa9>", None, "utf-8", "/\u00e9"),
+        # Invalid UTF-8 becomes U+FFFD instead of failing.
+        (b"<a href=/\xff\xfe\xc3>", "text/html; charset=utf-8", "utf-8", "/\ufffd\ufffd\ufffd"),
+        (b"<a href=/\xc3\xa9\x00x>", None, "utf-8", "/\u00e9\ufffdx"),
+    ],
+)
+def test_charset(body: bytes, content_type: str | None, charset: str, link: str) -> None:
+    p = extract(body, URL, content_type=content_type)
+    assert (p.is_html, p.charset, p.links) == (True, charset, (link,))
+
+
+def test_charset_decodes_title_too() -> None:
+    body = "<title>\u0417\u0434\u0440\u0430\u0432\u0441\u0442\u0432\u0443\u0439</title>"
+    p = extract(body.encode("cp1251"), URL, content_type="text/html; charset=cp1251")
+    assert p.title == "\u0417\u0434\u0440\u0430\u0432\u0441\u0442\u0432\u0443\u0439"
+
+
+# --- hostile input --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda n, inner: "<div>" * n + inner + "</div>" * n,
+        lambda n, inner: "<span>" * n + inner + "</div>" * n,
+        lambda n, inner: "<ul><li>" * n + inner,
+        lambda n, inner: "".join(f"<b id={i}>" for i in range(n)) + "<p>x" * 1000 + inner,
+    ],
+)
+def test_deep_nesting_does_not_crash_or_hang(wrap: object) -> None:
+    inner = (
+        '<title>Deep &amp; down</title><a href="/deep?a=1&amp;b=2">d</a>'
+        '<a rel=nofollow href="/nf">n</a><link rel=canonical href=/c>'
+    )
+    body = wrap(100_000, inner)  # type: ignore[operator]
+    start = time.perf_counter()
+    p = page("<html><head><base href=/b/></head><body>" + body)
+    elapsed = time.perf_counter() - start
+    assert p.links == ("/deep?a=1&b=2",)
+    assert (p.links_found, p.nofollow_skipped) == (2, 1)
+    assert (p.title, p.base, p.canonical) == (
+        "Deep & down",
+        "http://site.test/b/",
+        "http://site.test/c",
+    )
+    assert elapsed < 5.0  # undefended, lexbor needs ~20 s for the first shape
+
+
+def test_depth_limit_keeps_shallow_structure_untouched() -> None:
+    # Nesting below the limit is parsed as is (no escaping: the text stays empty).
+    n = DEPTH_LIMIT - 10
+    p = page("<div>" * n + "<title>t</title><a href=x>" + "</div>" * n)
+    assert (p.links, p.title) == (("x",), "t")
+
+
+CONTENT_TYPES = st.one_of(
+    st.none(),
+    st.sampled_from(
+        [
+            "text/html",
+            "text/html; charset=utf-8",
+            "text/html; charset=utf-16",
+            "text/html; charset=idna",
+            "text/html; charset=base64",
+            'text/html; charset="cp1251"',
+            "text/plain",
+            "application/octet-stream",
+            "image/png",
+            "text/html; charset=",
+        ]
+    ),
+    st.text(max_size=60),
+)
+HTMLISH = st.lists(
+    st.sampled_from(
+        [
+            b"<a href=x>",
+            b"<a rel=nofollow href='y'>",
+            b"<area href=",
+            b"<base href=http://[::1>",
+            b"<base href=//h/>",
+            b"<meta charset=utf-16>",
+            b"<meta name=robots content=none>",
+            b"<link rel=canonical href=",
+            b"<title>",
+            b"</title>",
+            b"<div>",
+            b"</div>",
+            b"<!--",
+            b"<script>",
+            b"<template>",
+            b"\xef\xbb\xbf",
+            b"\xff\xfe",
+            b"\x00",
+            b"\xc3",
+            b"&amp;",
+            b"&#x110000;",
+        ]
+    )
+    | st.binary(max_size=8),
+    max_size=40,
+).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    body=st.binary(max_size=512) | HTMLISH,
+    content_type=CONTENT_TYPES,
+    header=st.none() | st.text(max_size=40),
+    ua=st.none() | st.text(max_size=12),
+    max_links=st.integers(0, 3),
+)
+def test_fuzz_extract_never_raises(
+    body: bytes, content_type: str | None, header: str | None, ua: str | None, max_links: int
+) -> None:
+    p = extract(
+        body,
+        URL,
+        content_type=content_type,
+        x_robots_tag=header,
+        user_agent_token=ua,
+        max_links=max_links,
+    )
+    assert p.is_html == is_html(content_type, body)
+    assert len(p.links) <= max_links
+    assert p.nofollow_skipped + len(p.links) <= p.links_found
+    assert p.truncated == (p.links_found - p.nofollow_skipped > max_links and not p.nofollow)
+    if p.title is not None:
+        assert p.title == " ".join(p.title.split()) and len(p.title) <= TITLE_MAX_CHARS
+    if not p.is_html:
+        assert (p.charset, p.links_found, p.base) == (None, 0, URL)
