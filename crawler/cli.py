@@ -1,10 +1,11 @@
 """The `crawl` command.
 
     crawl [SEEDS_FILE_OR_URL ...] [--config PATH] [-o PATH|-] [--max-pages N] [--max-depth N]
-          [--concurrency N] [--delay SECONDS] [--stats PATH] [--demo] [-v|-q]
+          [--concurrency N] [--delay SECONDS] [--stats PATH] [--warc PATH] [--demo] [-v|-q]
 
-Results go to stdout (or `-o PATH`) as JSON Lines; logs and the summary go to stderr.
-Exit status: 0 for a completed crawl, 2 for usage, config or seed errors, 130 when interrupted.
+Results go to stdout (or `-o PATH`) as JSON Lines; logs, progress and the summary go to stderr.
+Exit status: 0 for a completed crawl, 1 when the demo's crawl differs from the fixture's ground
+truth, 2 for usage, config or seed errors, 130 when interrupted, 141 when stdout was closed.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +25,8 @@ from crawler.config import Config, load_config
 from crawler.engine import Crawler
 from crawler.errors import ConfigError, SeedError
 from crawler.fixture import FixtureSite
+from crawler.progress import ProgressReporter, print_summary
+from crawler.warc import WarcOutput
 
 __all__ = ["main", "read_seeds"]
 
@@ -43,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", metavar="PATH", help="TOML config (see config.toml)")
     parser.add_argument("-o", "--output", metavar="PATH", help="JSON Lines output, '-' = stdout")
     parser.add_argument("--stats", metavar="PATH", help="write the final stats as JSON")
+    parser.add_argument("--warc", metavar="PATH", help="archive every exchange to WARC (.warc.gz)")
     parser.add_argument("--max-pages", type=int, metavar="N", help="stop admitting after N URLs")
     parser.add_argument(
         "--max-depth", type=int, metavar="N", help="links deeper than N are skipped"
@@ -113,6 +118,8 @@ def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
         config = config.override("output", path=args.output)
     if args.stats is not None:
         config = config.override("output", stats=args.stats)
+    if args.warc is not None:
+        config = config.override("output", warc=args.warc)
     return config
 
 
@@ -136,18 +143,36 @@ def open_output(path: str) -> Iterator[TextIO]:
 
 
 async def run(
-    config: Config, seeds: list[str], out: IO[str], keys: set[str] | None = None
+    config: Config,
+    seeds: list[str],
+    out: IO[str],
+    *,
+    keys: set[str] | None = None,
+    progress: bool = True,
 ) -> Crawler:
-    async with Crawler(config) as crawler:
-        async for result in crawler.crawl(seeds):
-            out.write(result.to_json() + "\n")
-            if keys is not None:
-                keys.add(result.key)
-        out.flush()
+    """Crawl `seeds`, writing JSON Lines to `out` (and WARC, progress, as configured)."""
+    o = config.output
+    warc = WarcOutput(o.warc, max_size=o.warc_max_size) if o.warc else None
+    crawler = Crawler(config, recorder=warc.write if warc is not None else None)
+    reporter = ProgressReporter(crawler, sys.stderr, interval=o.progress_interval)
+    try:
+        async with crawler, contextlib.AsyncExitStack() as stack:
+            if progress and (reporter.tty or o.progress_interval > 0):
+                await stack.enter_async_context(reporter)
+            async for result in crawler.crawl(seeds):
+                out.write(result.to_json() + "\n")
+                if keys is not None:
+                    keys.add(result.key)
+            out.flush()
+    finally:
+        if warc is not None:
+            warc.close()
     return crawler
 
 
-async def run_demo(config: Config, out: IO[str], explicit_delay: bool) -> tuple[Crawler, bool]:
+async def run_demo(
+    config: Config, out: IO[str], explicit_delay: bool, progress: bool
+) -> tuple[Crawler, bool]:
     """Serve the fixture site on loopback, crawl it, and check the result against its truth."""
     async with FixtureSite() as site:
         config = config.override("fetch", resolve={**config.fetch.resolve, **site.resolve})
@@ -157,22 +182,13 @@ async def run_demo(config: Config, out: IO[str], explicit_delay: bool) -> tuple[
               f"(hosts: {', '.join(site.resolve)}), seeds: {' '.join(site.seeds)}",
               file=sys.stderr)  # fmt: skip
         keys: set[str] = set()
-        crawler = await run(config, site.seeds, out, keys)
+        crawler = await run(config, site.seeds, out, keys=keys, progress=progress)
         expected = site.expected(config.crawl.max_depth) | site.refused()
         ok = keys == expected if not config.crawl.max_pages else keys <= expected
         verdict = "equals" if ok else "DIFFERS FROM"
         print(f"demo: {len(keys)} results; the crawled set {verdict} the fixture's ground truth "
               f"({len(expected)} URLs)", file=sys.stderr)  # fmt: skip
         return crawler, ok
-
-
-def print_summary(crawler: Crawler, stream: TextIO) -> None:
-    stats = crawler.stats_dict()
-    print("crawl summary:", file=stream)
-    for key in ("pages", "bytes", "status_classes", "errors", "retries", "robots_refused",
-                "out_of_scope", "duplicates", "over_limit", "dropped_full", "elapsed_s",
-                "pages_per_s", "memo_hit_rate", "sieve"):  # fmt: skip
-        print(f"  {key:15} {stats[key]}", file=stream)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,17 +212,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with open_output(config.output.path) as out:
             if args.demo:
-                crawler, ok = asyncio.run(run_demo(config, out, args.delay is not None))
+                demo = run_demo(config, out, args.delay is not None, not args.quiet)
+                crawler, ok = asyncio.run(demo)
             else:
-                crawler, ok = asyncio.run(run(config, seeds, out)), True
+                crawler, ok = asyncio.run(run(config, seeds, out, progress=not args.quiet)), True
     except KeyboardInterrupt:
         print("crawl: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader of our stdout went away (e.g. `crawl ... | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as exc:
         print(f"crawl: error: {exc}", file=sys.stderr)
         return 2
     if not args.quiet:
-        print_summary(crawler, sys.stderr)
+        print_summary(crawler.stats_dict(), sys.stderr)
     if config.output.stats:
         Path(config.output.stats).write_text(json.dumps(crawler.stats_dict(), indent=2) + "\n")
     return 0 if ok else 1

@@ -119,6 +119,9 @@ class UrlsConfig:
 class OutputConfig:
     path: str = "-"
     stats: str = ""
+    warc: str = ""
+    warc_max_size: int = 1024**3
+    progress_interval: float = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,11 +222,11 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
     raise ConfigError(f"{where}: expected {name}, got {type(value).__name__} {value!r}")
 
 
-_POSITIVE = {"concurrency", "per_host_concurrency", "capacity", "growth"}
+_POSITIVE = {"concurrency", "per_host_concurrency", "capacity", "growth", "warc_max_size"}
 _NON_NEGATIVE = {
     "max_pages", "max_depth", "delay", "max_delay", "robots_ttl", "backoff_base", "backoff_max",
     "max_retry_after", "retries", "max_redirects", "max_pages_per_host", "memo_size",
-    "max_links_per_page",
+    "max_links_per_page", "progress_interval",
 }  # fmt: skip
 _POSITIVE_FLOAT = {
     "connect_timeout",

@@ -55,9 +55,18 @@ class _WorkerDone:
 class Crawler:
     """A crawl: configuration, the Sieve, the canonicalizer, the fetcher and the stats."""
 
-    def __init__(self, config: Config | None = None, *, clock: Callable[[], float] | None = None):
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        clock: Callable[[], float] | None = None,
+        recorder: Callable[[Response], None] | None = None,
+    ) -> None:
+        """`clock` drives politeness (default: the event loop's); `recorder` sees every HTTP
+        response as received, robots.txt and redirects included (the WARC writer is one)."""
         self.config = config = config or Config()
         self._clock = clock
+        self._recorder = recorder
         self.stats = CrawlStats()
         s, u, f = config.sieve, config.urls, config.fetch
         self.sieve = Sieve(
@@ -144,7 +153,8 @@ class Crawler:
             if self.sieve.add(entry.key):
                 self._admit(entry)
         n = self.config.crawl.concurrency
-        self._results = results = asyncio.Queue(maxsize=2 * n)
+        results: asyncio.Queue[CrawlResult | _WorkerDone] = asyncio.Queue(maxsize=2 * n)
+        self._results = results
         self.stats.started = time.monotonic()
         workers = [asyncio.create_task(self._worker(i), name=f"crawl-worker-{i}") for i in range(n)]
         finished = 0
@@ -227,6 +237,8 @@ class Crawler:
                 self.stats.retries += 1
                 return outcome, True, None
             return outcome, False, self._failed(entry, exc.describe())
+        if self._recorder is not None:
+            self._recorder(response)
         outcome = Outcome(
             status=response.status,
             latency=response.latency,
@@ -352,6 +364,8 @@ class Crawler:
                 log.info("robots.txt %s unreachable: %s", url, exc.describe())
                 status = None
                 break
+            if self._recorder is not None:
+                self._recorder(response)
             latency, status, body = response.latency, response.status, response.body
             location = response.location
             if location is None:

@@ -40,6 +40,8 @@ class LoggedRequest:
     path: str
     time: float
     user_agent: str
+    status: int = 0
+    body: bytes = b""
 
 
 def _page(title: str, links: list[str], *, head: str = "", extra: str = "") -> web.Response:
@@ -148,14 +150,22 @@ class FixtureSite:
         self, request: web.Request, handler: Callable[[web.Request], object]
     ) -> web.StreamResponse:
         host = request.host.rsplit(":", 1)[0].lower().rstrip(".")
-        loop = asyncio.get_running_loop()
-        self.requests.append(
-            LoggedRequest(
-                host, request.raw_path, loop.time(), request.headers.get("User-Agent", "")
+        started = asyncio.get_running_loop().time()
+
+        def log(status: int, body: object) -> None:
+            agent = request.headers.get("User-Agent", "")
+            sent = body if isinstance(body, bytes) else b""
+            self.requests.append(
+                LoggedRequest(host, request.raw_path, started, agent, status, sent)
             )
-        )
-        response = await handler(request)  # type: ignore[misc]
+
+        try:
+            response = await handler(request)  # type: ignore[misc]
+        except web.HTTPException as exc:
+            log(exc.status, exc.body)
+            raise
         assert isinstance(response, web.StreamResponse)
+        log(response.status, response.body if isinstance(response, web.Response) else b"")
         return response
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:

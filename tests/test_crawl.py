@@ -61,7 +61,7 @@ async def test_crawl_delay_respected_server_side() -> None:
     async with FixtureSite(crawl_delay=0.1, slow=0.05) as site:
         await crawl(site)
         starts: dict[str, list[float]] = defaultdict(list)
-        for req in site.requests:
+        for req in sorted(site.requests, key=lambda r: r.time):
             starts[req.host].append(req.time)
     gaps = [b - a for a, b in zip(starts["site-a.test"], starts["site-a.test"][1:], strict=False)]
     assert len(gaps) > 20

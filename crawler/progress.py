@@ -1,0 +1,123 @@
+"""Watching a crawl: live progress and the final summary, on stderr (stdout may carry JSONL).
+
+On a terminal, a rich live line refreshes a few times a second; elsewhere (CI, a log file) a
+plain timestamped line is written every `interval` seconds. Reporting only
+reads the crawler's figures; it never touches the crawl itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any, TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from crawler.engine import Crawler
+
+__all__ = ["ProgressReporter", "progress_line", "summary_table"]
+
+log = logging.getLogger(__name__)
+
+
+def progress_line(crawler: Crawler) -> str:
+    """One line of the crawl's state: pages, rate, queue, hosts, errors, Sieve."""
+    s = crawler.stats
+    rate = s.pages / s.elapsed if s.elapsed > 0 else 0.0
+    parts = [f"pages {s.pages}", f"{rate:.1f}/s"]
+    if crawler.frontier is not None:
+        fs = crawler.frontier.stats
+        parts.append(f"queued {fs.queued}")
+        parts.append(f"in flight {fs.in_flight}")
+        parts.append(f"hosts {fs.ready_hosts} ready/{fs.waiting_hosts} waiting")
+    parts.append(f"errors {sum(s.errors.values())}")
+    sieve = crawler.sieve
+    stages = len(sieve.stages)
+    parts.append(f"sieve ~{sieve.approx_items:,.0f} URLs in {stages} stage{'s' * (stages != 1)}")
+    return " | ".join(parts)
+
+
+class ProgressReporter:
+    """Runs beside a crawl (`async with ProgressReporter(crawler):`) and reports its progress."""
+
+    __slots__ = ("_console", "_crawler", "_live", "_stream", "_task", "interval", "tty")
+
+    def __init__(
+        self, crawler: Crawler, stream: TextIO, *, interval: float = 10.0, tty: bool | None = None
+    ) -> None:
+        self._crawler = crawler
+        self._stream = stream
+        self._console = Console(file=stream, stderr=True)
+        self.tty = stream.isatty() if tty is None else tty
+        self.interval = interval
+        self._task: asyncio.Task[None] | None = None
+        self._live: Live | None = None
+
+    async def __aenter__(self) -> ProgressReporter:
+        if self.tty:
+            self._live = Live(Text(""), console=self._console, transient=True, refresh_per_second=4)
+            self._live.start()
+        self._task = asyncio.create_task(self._run(), name="crawl-progress")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        if self._live is not None:
+            self._live.stop()
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(0.25 if self.tty else self.interval)
+            line = progress_line(self._crawler)
+            if self._live is not None:
+                self._live.update(Text(line))
+            else:
+                stamp = time.strftime("%H:%M:%S")
+                self._stream.write(f"{stamp} progress: {line}\n")
+                self._stream.flush()
+
+    def __repr__(self) -> str:
+        mode = "live" if self.tty else f"log every {self.interval}s"
+        return f"<ProgressReporter {mode}>"
+
+
+def summary_table(stats: dict[str, Any]) -> Table:
+    """The final summary as a two-column table."""
+    table = Table(title="crawl summary", show_header=False, title_justify="left")
+    table.add_column("figure", style="bold")
+    table.add_column("value", justify="right")
+
+    def add(name: str, value: object) -> None:
+        table.add_row(name, str(value))
+
+    add("pages", stats["pages"])
+    for cls, n in stats["status_classes"].items():
+        add(f"  status {cls}", n)
+    for kind, n in stats["errors"].items():
+        add(f"  error {kind}", n)
+    add("bytes", f"{stats['bytes']:,}")
+    add("duration", f"{stats['elapsed_s']:.2f} s")
+    add("pages/s", f"{stats['pages_per_s']:.1f}")
+    add("retries", stats["retries"])
+    add("robots-refused", stats["robots_refused"])
+    add("out of scope", stats["out_of_scope"])
+    add("duplicates caught", stats["duplicates"])
+    add("over limits", stats["over_limit"] + stats["dropped_full"])
+    add("memo hit rate", f"{stats['memo_hit_rate']:.1%}")
+    sieve = stats["sieve"]
+    add("sieve stages", sieve["stages"])
+    add("sieve bits", f"{sieve['size_in_bytes'] * 8:,}")
+    add("sieve estimate / exact", f"{sieve['approx_items']:,} / {sieve['count']:,}")
+    add("sieve FPR bound", f"{sieve['false_positive_bound']:.2e}")
+    return table
+
+
+def print_summary(stats: dict[str, Any], stream: TextIO) -> None:
+    Console(file=stream, stderr=True).print(summary_table(stats))

@@ -1,0 +1,120 @@
+"""WARC 1.1 output (ISO 28500), written with warcio.
+
+Each file starts with a `warcinfo` record; each fetch (pages, redirects, robots.txt) adds a
+`request` record and a `response` record carrying the body exactly as the server sent it (still
+content-encoded), with WARC-Target-URI, WARC-Date, WARC-IP-Address where known and the payload
+digest (warcio computes the digests). Records are gzipped one by one, so the files are seekable
+by replay tools. A file that passes `max_size` bytes is closed and the next one is opened:
+``crawl.warc.gz``, ``crawl-00001.warc.gz``, ``crawl-00002.warc.gz``, ...
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import urlsplit
+
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from crawler.fetcher import Response
+
+__all__ = ["WarcOutput"]
+
+log = logging.getLogger(__name__)
+
+# The body is stored de-chunked, so the framing header would lie about it.
+_DROP_HEADERS = frozenset({"transfer-encoding"})
+
+
+class WarcOutput:
+    """Appends request/response record pairs to a rotating series of .warc.gz files."""
+
+    __slots__ = ("_file", "_index", "_info", "_writer", "files", "max_size", "path", "records")
+
+    def __init__(
+        self, path: str | Path, *, max_size: int = 1024**3, info: dict[str, Any] | None = None
+    ) -> None:
+        if max_size < 1:
+            raise ValueError(f"max_size must be >= 1 byte, got {max_size}")
+        self.path = Path(path)
+        self.max_size = max_size
+        self._info = {"software": "sieve-crawler/0.1", "format": "WARC File Format 1.1"}
+        self._info.update(info or {})
+        self._file: IO[bytes] | None = None
+        self._writer: WARCWriter | None = None
+        self._index = 0
+        self.files: list[Path] = []
+        self.records = 0
+
+    def _name(self, index: int) -> Path:
+        if index == 0:
+            return self.path
+        name = self.path.name
+        for suffix in (".warc.gz", ".warc"):
+            if name.endswith(suffix):
+                return self.path.with_name(f"{name[: -len(suffix)]}-{index:05d}{suffix}")
+        return self.path.with_name(f"{name}-{index:05d}")
+
+    def _open(self) -> WARCWriter:
+        if self._writer is not None and self._file is not None:
+            if self._file.tell() < self.max_size:
+                return self._writer
+            self._file.close()
+            self._index += 1
+        path = self._name(self._index)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(path, "ab")  # noqa: SIM115 - kept open across writes; appended, never truncated
+        self._writer = WARCWriter(self._file, gzip=True, warc_version="WARC/1.1")
+        self._writer.write_record(self._writer.create_warcinfo_record(path.name, self._info))
+        self.files.append(path)
+        self.records += 1
+        return self._writer
+
+    def write(self, response: Response) -> None:
+        """Archive one fetch as a request record and a response record."""
+        writer = self._open()
+        target = response.url
+        parts = urlsplit(target)
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        request_headers = list(response.request_headers)
+        if not any(k.lower() == "host" for k, _ in request_headers):
+            request_headers.insert(0, ("Host", parts.netloc))
+        request = writer.create_warc_record(
+            target,
+            "request",
+            payload=io.BytesIO(b""),
+            http_headers=StatusAndHeaders(
+                f"GET {path} {response.version}", request_headers, is_http_request=True
+            ),
+        )
+        headers = [(k, v) for k, v in response.headers if k.lower() not in _DROP_HEADERS]
+        body = response.wire_body
+        warc_headers = {"WARC-IP-Address": response.ip} if response.ip else None
+        record = writer.create_warc_record(
+            target,
+            "response",
+            payload=io.BytesIO(body),
+            length=None,
+            warc_headers_dict=warc_headers,
+            http_headers=StatusAndHeaders(
+                f"{response.status} {response.reason}".strip(), headers, protocol=response.version
+            ),
+        )
+        request.rec_headers.replace_header(
+            "WARC-Concurrent-To", record.rec_headers.get_header("WARC-Record-ID")
+        )
+        writer.write_record(request)
+        writer.write_record(record)
+        self.records += 2
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            self._writer = None
+
+    def __repr__(self) -> str:
+        return f"<WarcOutput {str(self.path)!r} files={len(self.files)} records={self.records}>"

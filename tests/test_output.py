@@ -1,0 +1,112 @@
+"""Outputs: WARC round trip, progress and summary rendering, stats."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from crawler.engine import Crawler
+from crawler.fixture import FixtureSite
+from crawler.progress import ProgressReporter, print_summary, progress_line
+from crawler.warc import WarcOutput
+from tests.conftest import site_config
+
+
+def read_warc(paths: list[Path]) -> list[tuple[str, str | None, bytes]]:
+    records = []
+    for path in paths:
+        with path.open("rb") as fh:
+            for record in ArchiveIterator(fh):
+                uri = record.rec_headers.get_header("WARC-Target-URI")
+                records.append((record.rec_type, uri, record.content_stream().read()))
+    return records
+
+
+async def crawl_with_warc(site: FixtureSite, warc: WarcOutput) -> Crawler:
+    async with Crawler(site_config(site), recorder=warc.write) as crawler:
+        async for _ in crawler.crawl(site.seeds):
+            pass
+    warc.close()
+    return crawler
+
+
+async def test_warc_round_trip(site: FixtureSite, tmp_path: Path) -> None:
+    warc = WarcOutput(tmp_path / "crawl.warc.gz")
+    await crawl_with_warc(site, warc)
+    records = read_warc(warc.files)
+    assert warc.files == [tmp_path / "crawl.warc.gz"]
+    assert records[0][0] == "warcinfo"
+    kinds = Counter(kind for kind, _, _ in records)
+    # one request and one response record per HTTP exchange the server saw
+    assert kinds == {"warcinfo": 1, "request": len(site.requests), "response": len(site.requests)}
+    assert len(records) == warc.records
+    # the payloads are byte-identical to what the server sent, URI by URI
+    sent = Counter((site.url(r.host, r.path), r.body) for r in site.requests)
+    archived = Counter((uri, body) for kind, uri, body in records if kind == "response")
+    assert archived == sent
+
+
+async def test_warc_headers(site: FixtureSite, tmp_path: Path) -> None:
+    warc = WarcOutput(tmp_path / "crawl.warc.gz")
+    await crawl_with_warc(site, warc)
+    with warc.files[0].open("rb") as fh:
+        records = list(ArchiveIterator(fh))
+    # ArchiveIterator consumes lazily; headers are still readable
+    responses = [r for r in records if r.rec_type == "response"]
+    for r in responses:
+        assert r.rec_headers.get_header("WARC-IP-Address") == "127.0.0.1"
+        assert r.rec_headers.get_header("WARC-Payload-Digest", "").startswith("sha1:")
+        assert r.rec_headers.get_header("WARC-Date")
+    redirect = [r for r in responses if r.http_headers.get_statuscode() == "301"]
+    assert len(redirect) == 1
+    assert redirect[0].http_headers.get_header("Location") == "/redirect/2"
+
+
+async def test_warc_rotation(site: FixtureSite, tmp_path: Path) -> None:
+    warc = WarcOutput(tmp_path / "crawl.warc.gz", max_size=4000)
+    await crawl_with_warc(site, warc)
+    assert len(warc.files) > 3
+    assert warc.files[1] == tmp_path / "crawl-00001.warc.gz"
+    records = read_warc(warc.files)
+    kinds = Counter(kind for kind, _, _ in records)
+    assert kinds["warcinfo"] == len(warc.files)
+    assert kinds["response"] == len(site.requests)
+
+
+def test_warc_rejects_bad_size(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="max_size"):
+        WarcOutput(tmp_path / "x.warc.gz", max_size=0)
+
+
+async def test_progress_lines_when_not_a_terminal(site: FixtureSite) -> None:
+    stream = io.StringIO()
+    async with Crawler(site_config(site)) as crawler:
+        async with ProgressReporter(crawler, stream, interval=0.05, tty=False):
+            async for _ in crawler.crawl(site.seeds):
+                pass
+    lines = stream.getvalue().splitlines()
+    assert lines, "no progress line was written"
+    assert all(" progress: pages " in line for line in lines)
+    assert "sieve ~" in lines[-1]
+    assert "\x1b[" not in stream.getvalue()  # no terminal control codes in a log
+
+
+async def test_summary_matches_stats(site: FixtureSite) -> None:
+    async with Crawler(site_config(site)) as crawler:
+        results = [r async for r in crawler.crawl(site.seeds)]
+    stats = crawler.stats_dict()
+    assert stats["pages"] == len(results)
+    assert stats["robots_refused"] == sum(1 for r in results if (r.error or "").startswith("robots"))
+    assert sum(stats["status_classes"].values()) == sum(1 for r in results if r.status)
+    assert stats["sieve"]["count"] >= len(results)
+    stream = io.StringIO()
+    print_summary(stats, stream)
+    text = stream.getvalue()
+    for label in ("pages", "robots-refused", "duplicates caught", "sieve FPR bound", "pages/s"):
+        assert label in text
+    assert f"{stats['pages']}" in text
+    assert "pages " in progress_line(crawler)
