@@ -14,6 +14,7 @@ exception instead of vanishing.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 ROBOTS_MAX_BYTES = 500 * 1024
 ROBOTS_MAX_REDIRECTS = 5
+THREAD_PARSE_BYTES = 256 * 1024
 
 
 def _now_iso() -> str:
@@ -249,7 +251,7 @@ class Crawler:
             return outcome, True, None
         if response.location is not None:
             return outcome, False, self._redirect(entry, response, response.location)
-        return outcome, False, self._page(entry, response)
+        return outcome, False, await self._page(entry, response)
 
     def _base_result(self, entry: Entry, response: Response) -> dict[str, Any]:
         return {
@@ -266,9 +268,10 @@ class Crawler:
             "headers": response.headers,
         }
 
-    def _page(self, entry: Entry, response: Response) -> CrawlResult:
+    async def _page(self, entry: Entry, response: Response) -> CrawlResult:
         sc = self.config.scope
-        page = extract(
+        parse = functools.partial(
+            extract,
             response.body,
             entry.url,
             content_type=response.content_type,
@@ -277,6 +280,10 @@ class Crawler:
             max_links=sc.max_links_per_page,
             user_agent_token=self._token,
         )
+        # A typical page parses in well under a millisecond; a big one would stall every
+        # worker on the event loop, so it is parsed in a thread (lexbor releases the GIL).
+        big = len(response.body) > THREAD_PARSE_BYTES
+        page = await asyncio.to_thread(parse) if big else parse()
         new = self._follow(entry, page.links, page.base) if page.is_html else 0
         return CrawlResult(
             **self._base_result(entry, response),

@@ -1,0 +1,117 @@
+"""Frontier scheduling benchmark, in simulated time (crawler.frontier.SimulatedLoop).
+
+10,000 hosts x 10 URLs, 1 s politeness delay: the ideal is 10,000 requests per simulated second.
+Workers fetch by sleeping the simulated latency (no sleep at all when it is 0), so the simulated
+rate measures the scheduler's decisions and the real CPU time measures its cost. A row is limited
+either by politeness (hosts / delay) or by the workers (workers / latency): "ideal/s" is the lower.
+
+  achieved/s = requests / span, span = until every worker is free and every host may be fetched
+  again (so a perfect delay-bound run of 10 URLs x 1 s spans exactly 10 s).
+  % best = against the best span possible for the row: with latency, the first round over all
+  hosts takes hosts / (workers / latency) seconds, and every host's chain of delays starts then.
+  CPU us/pair = real process time of the run / requests (get() + done() + the worker loop).
+
+Run: .venv/bin/python -m bench.bench_frontier   (BENCH_QUICK=1 for a few-second smoke run)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+from crawler.frontier import Entry, EntryKind, Frontier, host_key
+from crawler.robots import ALLOW_ALL
+from crawler.simtime import SimulatedLoop
+
+DELAY = 1.0
+
+
+def make_entries(hosts: int, per_host: int) -> list[Entry]:
+    return [
+        Entry(url=f"http://host{h}.test/page/{i}", key=f"http://host{h}.test/page/{i}", depth=i)
+        for i in range(per_host)
+        for h in range(hosts)
+    ]
+
+
+def run_case(
+    entries: list[Entry], workers: int, latency: float, robots: bool
+) -> tuple[int, float, float, float]:
+    """Returns (requests, span in simulated s, CPU us per get+done pair, CPU us per put)."""
+    last_start: dict[str, float] = {}
+    ends: list[float] = [0.0]
+    requests = 0
+
+    async def worker(frontier: Frontier, loop: asyncio.AbstractEventLoop) -> None:
+        nonlocal requests
+        while (entry := await frontier.get()) is not None:
+            last_start[host_key(entry.url)] = loop.time()
+            requests += 1
+            if latency:
+                await asyncio.sleep(latency)
+            if entry.kind is EntryKind.ROBOTS:
+                frontier.set_robots(entry.url, ALLOW_ALL)
+            ends.append(loop.time())
+            frontier.done(entry)
+
+    async def main() -> tuple[float, float]:
+        loop = asyncio.get_running_loop()
+        frontier = Frontier(delay=DELAY, respect_robots=robots, max_queued=len(entries) + 1)
+        t0 = time.process_time()
+        for entry in entries:
+            frontier.put(entry)
+        put_cpu = time.process_time() - t0
+        t0 = time.process_time()
+        await asyncio.gather(*(worker(frontier, loop) for _ in range(workers)))
+        run_cpu = time.process_time() - t0
+        assert len(frontier) == 0, frontier
+        assert frontier.in_flight == 0, frontier
+        return put_cpu, run_cpu
+
+    with asyncio.Runner(loop_factory=SimulatedLoop) as runner:
+        put_cpu, run_cpu = runner.run(main())
+    span = max(max(last_start.values()) + DELAY, max(ends))
+    return requests, span, run_cpu / requests * 1e6, put_cpu / len(entries) * 1e6
+
+
+def main() -> None:
+    quick = os.environ.get("BENCH_QUICK") == "1"
+    hosts, per_host = (500, 4) if quick else (10_000, 10)
+    entries = make_entries(hosts, per_host)
+    cases = [  # workers, simulated latency (s), robots.txt on
+        (1, 0.0, False),
+        (32, 0.0, False),
+        (256, 0.020, False),
+        (32, 0.020, False),
+        (32, 0.0, True),
+    ]
+    print(f"frontier scheduling: {hosts:,} hosts x {per_host} URLs, delay {DELAY:g} s, "
+          f"simulated time")  # fmt: skip
+    header = (
+        f"{'workers':>7} {'latency':>8} {'robots':>6} {'requests':>9} {'sim span s':>10} "
+        f"{'ideal/s':>9} {'achieved/s':>10} {'% ideal':>8} {'% best':>7} "
+        f"{'CPU us/pair':>11} {'CPU us/put':>10}"
+    )
+    print(header)
+    print("-" * len(header))
+    for workers, latency, robots in cases:
+        requests, span, pair_us, put_us = run_case(entries, workers, latency, robots)
+        per_host_requests = requests / hosts
+        delay_bound = hosts / DELAY
+        ideal = min(delay_bound, workers / latency) if latency else delay_bound
+        ideal_span = max(per_host_requests * DELAY, requests / ideal)
+        achieved = requests / span
+        capacity = workers / latency if latency else float("inf")
+        best_span = max(per_host_requests * DELAY + max(0.0, hosts / capacity - latency),
+                        requests / capacity)  # fmt: skip
+        print(
+            f"{workers:>7} {latency * 1000:>6.0f}ms {'yes' if robots else 'no':>6} "
+            f"{requests:>9,} {span:>10.3f} {requests / ideal_span:>9,.0f} {achieved:>10,.0f} "
+            f"{100 * ideal_span / span:>7.2f}% {100 * best_span / span:>6.2f}% "
+            f"{pair_us:>11.2f} {put_us:>10.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

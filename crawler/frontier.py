@@ -1,0 +1,458 @@
+"""The frontier: per-host FIFO queues, a schedule of hosts, and the getters waiting for work.
+
+Design
+------
+Every politeness key (``host_key``: ``scheme://host:port``) has a FIFO queue (BFS order within a
+host) and a *ready time*, the earliest moment its next request may start. Hosts that have work and
+a free slot sit in one heap ordered by ready time; saturated hosts (``per_host_concurrency``
+fetches in flight) or held (robots.txt in flight) are out of the heap until ``done()`` or
+``set_robots()`` puts them back. So ``get()`` only ever looks at the heap head: a host that is not
+ready can never block one that is.
+
+Politeness (the delay between request starts, the adaptive delay, backoff on 429/503 and failures,
+robots.txt lifetime and retries) is :class:`crawler.hosts.Politeness`, whose module docstring states
+the rules; it updates the per-host state, :class:`crawler.hosts.Host`.
+
+Waiting: idle ``get()`` calls park a future in a FIFO of waiters. Whenever something may have become
+ready (``put``, ``done``, ``set_robots``, the timer) the frontier hands ready entries straight to
+waiting futures, and arms ONE timer (``loop.call_later``) for the heap head: there is no polling.
+``get()`` returns None to everybody once nothing is queued and nothing is in flight, or after
+``close()``.
+
+Time: the clock defaults to the running loop's ``time()``. Tests and the benchmark run whole crawls
+deterministically in simulated time with :class:`crawler.simtime.SimulatedLoop`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import heapq
+import itertools
+import logging
+import random
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from dataclasses import dataclass, replace
+from typing import Final
+
+from crawler.hosts import Host, Politeness, host_key, parse_retry_after, robots_url
+from crawler.robots import RobotsPolicy
+from crawler.simtime import SimulatedLoop
+
+__all__ = [
+    "Entry",
+    "EntryKind",
+    "Frontier",
+    "FrontierStats",
+    "Outcome",
+    "SimulatedLoop",  # re-exported from crawler.simtime
+    "host_key",  # re-exported from crawler.hosts
+    "parse_retry_after",  # re-exported from crawler.hosts
+]
+
+logger = logging.getLogger(__name__)
+
+_UNREACHABLE: Final = RobotsPolicy(status=None, temporary=True)
+
+
+class EntryKind(enum.Enum):
+    PAGE = "page"  # a URL of the crawl
+    ROBOTS = "robots"  # the host's robots.txt, handed out before its first page
+    REFUSED = "refused"  # a page robots.txt disallows: record it, do not fetch it
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    url: str  # the URL to fetch (as normalized)
+    key: str  # its canonical dedup key (== url for ROBOTS entries)
+    depth: int = 0
+    parent: str | None = None
+    retries: int = 0
+    redirects: int = 0  # redirect hops that led to this URL
+    kind: EntryKind = EntryKind.PAGE
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: int | None = None  # HTTP status; None when no response was received
+    latency: float | None = None  # seconds to response headers (feeds the adaptive delay)
+    retry_after: str | None = None  # raw Retry-After header value
+    failed: bool = False  # connection error / timeout (backs the host off)
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierStats:
+    hosts: int  # hosts known (with or without work)
+    ready_hosts: int  # hosts with work that may start a request now
+    waiting_hosts: int  # hosts with work that may not (delay, backoff, robots, saturated)
+    queued: int
+    in_flight: int
+    dropped_full: int  # put() refused: max_queued reached
+    dropped_host_full: int  # put() refused: max_queued_per_host reached
+    dropped_closed: int  # put() refused: the frontier was closed
+    refused_robots: int  # pages handed out as REFUSED
+    deferred_robots: int  # queued entries held until their host's robots.txt is known
+    deferred_backoff: int  # queued entries of hosts backed off right now
+    backoffs: int  # times a host was pushed back (429/503, failures, robots 5xx)
+    retries: int  # entries re-queued by done(retry=True)
+    robots_fetches: int  # ROBOTS entries handed out
+    handed_out: int  # PAGE entries handed out
+
+
+class Frontier:
+    """Per-host politeness frontier. See the module docstring for the rules."""
+
+    __slots__ = ("_clock", "_closed", "_dropped", "_flying", "_handed_out", "_heap", "_hosts",
+                 "_in_flight", "_loop", "_max_queued", "_max_queued_per_host", "_queued",
+                 "_refusals", "_refused", "_respect_robots", "_retries", "_robots_fetches",
+                 "_rules", "_seq", "_timer", "_timer_at", "_waiters")  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        delay: float = 0.0,
+        per_host_concurrency: int = 1,
+        max_delay: float = 60.0,
+        adaptive: bool = False,
+        max_queued: int = 1_000_000,
+        max_queued_per_host: int = 100_000,
+        backoff_base: float = 1.0,
+        backoff_max: float = 300.0,
+        max_retry_after: float = 600.0,
+        respect_robots: bool = True,
+        robots_ttl: float = 86400.0,
+        robots_max_attempts: int = 3,
+        clock: Callable[[], float] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._rules = Politeness(  # validates its arguments (ValueError)
+            delay=delay, per_host_concurrency=per_host_concurrency, max_delay=max_delay,
+            adaptive=adaptive, backoff_base=backoff_base, backoff_max=backoff_max,
+            max_retry_after=max_retry_after, robots_ttl=robots_ttl,
+            robots_max_attempts=robots_max_attempts, rng=rng,
+        )  # fmt: skip
+        counts = dict(max_queued=max_queued, max_queued_per_host=max_queued_per_host)
+        for name, count in counts.items():
+            if count < 1:
+                raise ValueError(f"{name} must be >= 1, got {count!r}")
+        self._max_queued = max_queued
+        self._max_queued_per_host = max_queued_per_host
+        self._respect_robots = respect_robots
+        self._clock = clock
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._hosts: dict[str, Host] = {}
+        self._heap: list[tuple[float, int, Host]] = []
+        self._seq = itertools.count()
+        self._flying: dict[int, tuple[Entry, Host]] = {}
+        self._refusals: deque[Entry] = deque()  # queued pages robots.txt disallows
+        self._waiters: deque[asyncio.Future[Entry | None]] = deque()
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = float("inf")
+        self._queued = 0
+        self._in_flight = 0
+        self._closed = False
+        self._dropped = [0, 0, 0]  # full, host full, closed
+        self._refused = self._retries = 0
+        self._robots_fetches = self._handed_out = 0
+
+    # -- public API -------------------------------------------------------------------------
+
+    def put(self, entry: Entry) -> bool:
+        """Queue a PAGE entry at the tail of its host's queue. False (counted in ``stats``) when
+        the frontier is closed or full: the caller must record the URL as not crawled."""
+        if entry.kind is not EntryKind.PAGE:
+            raise ValueError(f"put() takes PAGE entries, got {entry.kind} for {entry.url!r}")
+        if self._closed:
+            self._dropped[2] += 1
+            return False
+        if self._queued >= self._max_queued:
+            self._dropped[0] += 1
+            return False
+        host = self._host(host_key(entry.url))
+        if len(host.queue) >= self._max_queued_per_host:
+            self._dropped[1] += 1
+            return False
+        if host.policy is not None and not host.policy.allowed(entry.url):
+            self._refusals.append(entry)  # refused at once: no slot, no delay
+        else:
+            host.queue.append(entry)
+            self._schedule(host)
+        self._queued += 1
+        if self._waiters:
+            self._dispatch()
+        return True
+
+    async def get(self) -> Entry | None:
+        """The next entry whose host may be fetched now, waiting as long as needed. None once the
+        crawl is finished (nothing queued, nothing in flight) or the frontier is closed."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+            if self._clock is None:
+                self._clock = self._loop.time
+        if self._closed:
+            return None
+        if not self._waiters:
+            entry = self._poll(self._now())
+            if entry is not None:
+                return entry
+            if self._queued == 0 and self._in_flight == 0:
+                return None
+        future: asyncio.Future[Entry | None] = self._loop.create_future()
+        self._waiters.append(future)
+        self._dispatch()
+        try:
+            return await future
+        except asyncio.CancelledError:
+            with suppress(ValueError):
+                self._waiters.remove(future)
+            if future.done() and not future.cancelled() and (lost := future.result()) is not None:
+                self._unget(lost)
+            raise
+
+    def done(self, entry: Entry, outcome: Outcome | None = None, *, retry: bool = False) -> None:
+        """Release the slot of an entry handed out by ``get()``; exactly once per PAGE/ROBOTS
+        entry (a no-op for REFUSED ones). ``outcome`` drives backoff and the adaptive delay;
+        ``retry=True`` re-queues a PAGE entry at the head of its host queue with retries + 1."""
+        if entry.kind is EntryKind.REFUSED:
+            return
+        flying = self._flying.pop(id(entry), None)
+        if flying is None or flying[0] is not entry:
+            raise ValueError(f"done() for an entry that is not in flight (done twice?): {entry!r}")
+        host = flying[1]
+        host.in_flight -= 1
+        self._in_flight -= 1
+        if entry.kind is EntryKind.ROBOTS:
+            if host.robots_fetching:  # the engine never called set_robots(): unreachable
+                self._set_policy(host, _UNREACHABLE)
+        else:
+            if outcome is not None:
+                self._rules.response(host, outcome, self._now())
+            if retry:
+                host.queue.appendleft(replace(entry, retries=entry.retries + 1))
+                self._queued += 1
+                self._retries += 1
+        self._schedule(host)
+        if self._waiters:
+            self._dispatch()
+
+    def set_robots(self, key: str, policy: RobotsPolicy) -> None:
+        """Give a host (its key, or any URL on it) its robots.txt policy. Call it before
+        ``done()`` on the ROBOTS entry; it may also preload policies before the crawl."""
+        host = self._host(host_key(key))
+        self._set_policy(host, policy)
+        self._schedule(host)
+        if self._waiters:
+            self._dispatch()
+
+    def close(self) -> None:
+        """Stop handing out work: waiting and later ``get()`` calls return None."""
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._release_waiters()
+
+    def pending(self) -> Iterator[Entry]:
+        """Every entry still queued, host by host in queue order (not those in flight)."""
+        yield from list(self._refusals)
+        for host in list(self._hosts.values()):
+            yield from list(host.queue)
+
+    def __len__(self) -> int:
+        return self._queued
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    @property
+    def stats(self) -> FrontierStats:
+        now = self._now()
+        ready = waiting = deferred_robots = deferred_backoff = 0
+        for host in self._hosts.values():
+            if not host.queue:
+                continue
+            if host.in_heap and host.ready_at <= now:
+                ready += 1
+            else:
+                waiting += 1
+            if self._respect_robots and host.policy is None:
+                deferred_robots += len(host.queue)
+            elif host.backoff_until > now:
+                deferred_backoff += len(host.queue)
+        full, host_full, closed = self._dropped
+        return FrontierStats(
+            hosts=len(self._hosts), ready_hosts=ready, waiting_hosts=waiting,
+            queued=self._queued, in_flight=self._in_flight, dropped_full=full,
+            dropped_host_full=host_full, dropped_closed=closed, refused_robots=self._refused,
+            deferred_robots=deferred_robots, deferred_backoff=deferred_backoff,
+            backoffs=self._rules.backoffs, retries=self._retries,
+            robots_fetches=self._robots_fetches, handed_out=self._handed_out,
+        )  # fmt: skip
+
+    def __repr__(self) -> str:
+        return (
+            f"Frontier(hosts={len(self._hosts)}, queued={self._queued}, "
+            f"in_flight={self._in_flight}, waiters={len(self._waiters)}, "
+            f"delay={self._rules.delay}, per_host_concurrency={self._rules.concurrency}, "
+            f"closed={self._closed})"
+        )
+
+    # -- scheduling -------------------------------------------------------------------------
+
+    def _now(self) -> float:
+        clock = self._clock
+        if clock is not None:
+            return clock()
+        try:
+            return asyncio.get_running_loop().time()
+        except RuntimeError:
+            return time.monotonic()
+
+    def _host(self, key: str) -> Host:
+        host = self._hosts.get(key)
+        if host is None:
+            host = self._hosts[key] = Host(key, self._rules.delay)
+        return host
+
+    def _schedule(self, host: Host) -> None:
+        """Put the host in the heap if it has work, a free slot, and is not held for robots."""
+        if (
+            host.in_heap
+            or not host.queue
+            or host.in_flight >= self._rules.concurrency
+            or (host.policy is None and host.robots_fetching)
+        ):
+            return
+        host.in_heap = True
+        heapq.heappush(self._heap, (host.ready_at, next(self._seq), host))
+
+    def _poll(self, now: float) -> Entry | None:
+        """Hand out the next ready entry, or None if no host is ready at ``now``."""
+        if self._refusals:
+            self._queued -= 1
+            self._refused += 1
+            return replace(self._refusals.popleft(), kind=EntryKind.REFUSED)
+        heap = self._heap
+        while heap:
+            ready_at, _, host = heap[0]
+            if ready_at > now:
+                return None
+            if host.ready_at > ready_at:  # pushed back while in the heap: re-file it
+                heapq.heapreplace(heap, (host.ready_at, next(self._seq), host))
+                continue
+            heapq.heappop(heap)
+            host.in_heap = False
+            entry = self._take(host, now)
+            self._schedule(host)
+            if entry is not None:
+                return entry
+        return None
+
+    def _take(self, host: Host, now: float) -> Entry | None:
+        if self._respect_robots and not host.robots_fetching and now >= host.robots_expires:
+            host.robots_fetching = True
+            url = robots_url(host.key)
+            self._robots_fetches += 1
+            return self._start(host, Entry(url=url, key=url, kind=EntryKind.ROBOTS), now)
+        policy = host.policy
+        if policy is None and self._respect_robots:
+            return None  # held until set_robots()
+        entry = host.queue.popleft()
+        self._queued -= 1
+        if policy is not None and not policy.allowed(entry.url):
+            self._refused += 1
+            return replace(entry, kind=EntryKind.REFUSED)
+        self._handed_out += 1
+        return self._start(host, entry, now)
+
+    def _start(self, host: Host, entry: Entry, now: float) -> Entry:
+        host.in_flight += 1
+        self._in_flight += 1
+        host.last_start = now
+        host.ready_at = now + host.delay
+        self._flying[id(entry)] = (entry, host)
+        return entry
+
+    def _unget(self, entry: Entry) -> None:
+        """Undo a hand-out whose getter was cancelled before it saw the entry."""
+        if entry.kind is EntryKind.REFUSED:
+            self._refused -= 1
+            self._queued += 1
+            self._refusals.appendleft(replace(entry, kind=EntryKind.PAGE))
+            self._dispatch()
+            return
+        host = self._flying.pop(id(entry))[1]
+        host.in_flight -= 1
+        self._in_flight -= 1
+        if entry.kind is EntryKind.ROBOTS:
+            host.robots_fetching = False
+            self._robots_fetches -= 1
+        else:
+            self._handed_out -= 1
+            host.queue.appendleft(entry)
+            self._queued += 1
+        self._schedule(host)
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Hand ready entries to waiting getters; arm the timer for the rest, or finish."""
+        waiters = self._waiters
+        now = self._now()
+        while waiters:
+            if waiters[0].done():  # cancelled
+                waiters.popleft()
+                continue
+            entry = self._poll(now)
+            if entry is None:
+                break
+            waiters.popleft().set_result(entry)
+        if not waiters or self._closed:
+            return
+        if self._queued == 0 and self._in_flight == 0:
+            self._release_waiters()
+        elif self._heap:
+            self._arm(self._heap[0][0], now)
+
+    def _release_waiters(self) -> None:
+        """Answer None to every waiting getter (the crawl is over, or the frontier closed)."""
+        while self._waiters:
+            future = self._waiters.popleft()
+            if not future.done():
+                future.set_result(None)
+
+    def _arm(self, when: float, now: float) -> None:
+        if self._timer is not None:
+            if self._timer_at <= when:
+                return
+            self._timer.cancel()
+        assert self._loop is not None, "waiters exist only after get() bound the loop"
+        self._timer_at = when
+        self._timer = self._loop.call_later(max(0.0, when - now), self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = float("inf")
+        self._dispatch()
+
+    # -- robots.txt -------------------------------------------------------------------------
+
+    def _set_policy(self, host: Host, policy: RobotsPolicy) -> None:
+        if self._rules.robots(host, policy, self._now()):
+            if policy.temporary:
+                logger.warning("robots.txt of %s unreachable %d times: refusing its pages",
+                               host.key, host.robots_failures)  # fmt: skip
+            self._sweep(host)
+
+    def _sweep(self, host: Host) -> None:
+        """Move the queued pages a new policy disallows to the refusals (handed out at once)."""
+        policy = host.policy
+        if policy is None or not host.queue:
+            return
+        keep: deque[Entry] = deque()
+        for entry in host.queue:
+            (keep if policy.allowed(entry.url) else self._refusals).append(entry)
+        host.queue = keep

@@ -1,0 +1,253 @@
+"""Per-host state and the politeness rules applied to it: delay, backoff, robots.txt lifetime.
+
+Hosts are identified by their politeness key (:func:`host_key`: ``scheme://host:port``). A
+:class:`Host` is plain state (queue, slots, ready time, delay, backoff, robots.txt policy); the
+:class:`Politeness` rules update it when a response or a robots.txt answer comes in. The frontier
+(``crawler.frontier``) decides when hosts are asked for work.
+
+Delay rule: two consecutive request *starts* to one host are at least ``delay`` seconds apart,
+whatever the concurrency (the robots.txt fetch counts as a request). The host's delay is
+``max(delay, min(robots Crawl-delay, max_delay))``; with ``adaptive=True`` it follows the host's
+response latency (AutoThrottle: the mean of the old delay and latency/per_host_concurrency, clamped
+to ``[that floor, max_delay]``; error responses may raise it, never lower it).
+429/503 and connection failures push the host's ready time back: Retry-After when given (seconds or
+HTTP date, capped at ``max_retry_after``), else exponential backoff with jitter
+(``min(backoff_max, backoff_base * 2**(n-1))`` times a uniform factor in [0.5, 1)).
+A response with any other status resets the host's backoff.
+
+robots.txt: a policy in force is kept ``robots_ttl`` seconds. An unreachable robots.txt (temporary
+policy) is retried with backoff; a cached policy stays in force meanwhile (RFC 9309 2.4). A host
+with no policy yet gives up after ``robots_max_attempts`` failures and then refuses its pages.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import deque
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Final
+
+from crawler.robots import RobotsPolicy
+
+if TYPE_CHECKING:
+    from crawler.frontier import Entry, Outcome
+
+__all__ = ["Host", "Politeness", "host_key", "parse_retry_after", "robots_url"]
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21}
+
+
+def host_key(url: str) -> str:
+    """Politeness key of an absolute URL: ``"scheme://host:port"``, lower-case, explicit port."""
+    i = url.find("://")
+    if i <= 0:
+        raise ValueError(f"not an absolute URL: {url!r}")
+    scheme = url[:i].lower()
+    start = i + 3
+    end = len(url)
+    for ch in "/?#":
+        j = url.find(ch, start, end)
+        if j != -1:
+            end = j
+    netloc = url[start:end]
+    at = netloc.rfind("@")
+    if at != -1:
+        netloc = netloc[at + 1 :]
+    if netloc.startswith("["):
+        close = netloc.find("]")
+        host, port_s = netloc[: close + 1], netloc[close + 1 :]
+        if close == -1 or (port_s and port_s[0] != ":"):
+            raise ValueError(f"malformed IPv6 host in URL: {url!r}")
+        port_s = port_s[1:]
+    else:
+        host, _, port_s = netloc.partition(":")
+    if not host:
+        raise ValueError(f"URL has no host: {url!r}")
+    if port_s:
+        if not port_s.isdigit() or int(port_s) > 65535:
+            raise ValueError(f"URL has an invalid port {port_s!r}: {url!r}")
+        port = int(port_s)
+    elif (default := _DEFAULT_PORTS.get(scheme)) is not None:
+        port = default
+    else:
+        raise ValueError(f"URL has no port and scheme {scheme!r} has no default: {url!r}")
+    return f"{scheme}://{host.lower()}:{port}"
+
+
+def robots_url(key: str) -> str:
+    """The robots.txt URL of a host key: ``http://a:80`` -> ``http://a/robots.txt`` (a default
+    port is dropped, any other kept)."""
+    scheme, _, rest = key.partition("://")
+    host, _, port = rest.rpartition(":")
+    origin = f"{scheme}://{host}" if _DEFAULT_PORTS.get(scheme) == int(port) else key
+    return origin + "/robots.txt"
+
+
+def parse_retry_after(value: str, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After value (delta-seconds or HTTP-date), None if unparsable.
+
+    ``now`` is the wall-clock time (``time.time()``) an HTTP-date is measured against. A date in
+    the past gives 0.0.
+    """
+    value = value.strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return float(value)
+    try:
+        seconds = float(value)  # lenient: "1.5"
+    except ValueError:
+        pass
+    else:
+        return seconds if 0.0 <= seconds < float("inf") else None
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # RFC 9110 dates are GMT
+        return None
+    wall = time.time() if now is None else now
+    return max(0.0, when.timestamp() - wall)
+
+
+class Host:
+    """One politeness key's state: its FIFO queue, slots in use, schedule and robots.txt policy."""
+
+    __slots__ = ("backoff_until", "base_delay", "delay", "failures", "in_flight", "in_heap",
+                 "key", "last_start", "policy", "queue", "ready_at", "robots_expires",
+                 "robots_failures", "robots_fetching")  # fmt: skip
+
+    def __init__(self, key: str, delay: float) -> None:
+        self.key = key
+        self.queue: deque[Entry] = deque()
+        self.in_flight = 0
+        self.in_heap = False
+        self.ready_at = float("-inf")  # new hosts go first, FIFO among themselves
+        self.last_start: float | None = None
+        self.base_delay = delay
+        self.delay = delay
+        self.failures = 0
+        self.backoff_until = float("-inf")
+        self.policy: RobotsPolicy | None = None
+        self.robots_expires = float("-inf")
+        self.robots_fetching = False
+        self.robots_failures = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"Host({self.key!r}, queued={len(self.queue)}, in_flight={self.in_flight}, "
+            f"ready_at={self.ready_at:.3f}, delay={self.delay}, policy={self.policy!r})"
+        )
+
+
+class Politeness:
+    """The rules of the module docstring, applied to :class:`Host` states. The arguments are those
+    of :class:`crawler.frontier.Frontier` (ValueError if out of range); ``rng`` draws the jitter."""
+
+    __slots__ = ("adaptive", "backoff_base", "backoff_max", "backoffs", "concurrency", "delay",
+                 "max_delay", "max_retry_after", "rng", "robots_max_attempts",
+                 "robots_ttl")  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        delay: float,
+        per_host_concurrency: int,
+        max_delay: float,
+        adaptive: bool,
+        backoff_base: float,
+        backoff_max: float,
+        max_retry_after: float,
+        robots_ttl: float,
+        robots_max_attempts: int,
+        rng: random.Random | None = None,
+    ) -> None:
+        seconds = dict(delay=delay, max_delay=max_delay, backoff_base=backoff_base,
+                       backoff_max=backoff_max, max_retry_after=max_retry_after,
+                       robots_ttl=robots_ttl)  # fmt: skip
+        for name, value in seconds.items():
+            if not 0.0 <= value < float("inf"):
+                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+        counts = dict(per_host_concurrency=per_host_concurrency,
+                      robots_max_attempts=robots_max_attempts)  # fmt: skip
+        for name, count in counts.items():
+            if count < 1:
+                raise ValueError(f"{name} must be >= 1, got {count!r}")
+        self.delay = float(delay)
+        self.concurrency = per_host_concurrency
+        self.max_delay = max(float(max_delay), self.delay)
+        self.adaptive = adaptive
+        self.backoff_base = float(backoff_base)
+        self.backoff_max = float(backoff_max)
+        self.max_retry_after = float(max_retry_after)
+        self.robots_ttl = float(robots_ttl)
+        self.robots_max_attempts = robots_max_attempts
+        self.rng = rng if rng is not None else random.Random()
+        self.backoffs = 0  # times a host was pushed back (429/503, failures, robots 5xx)
+
+    def backoff(self, failures: int) -> float:
+        cap = min(self.backoff_max, self.backoff_base * 2.0 ** min(failures - 1, 64))
+        return cap * (0.5 + 0.5 * self.rng.random())
+
+    def push_back(self, host: Host, until: float) -> None:
+        self.backoffs += 1
+        host.ready_at = max(host.ready_at, until)
+        host.backoff_until = max(host.backoff_until, until)
+
+    def response(self, host: Host, outcome: Outcome, now: float) -> None:
+        """Apply a fetch outcome: backoff on 429/503/failure, reset on others, adaptive delay."""
+        status = outcome.status
+        if outcome.failed or status == 429 or status == 503:
+            host.failures += 1
+            wait = None
+            if outcome.retry_after is not None and status is not None:
+                wait = parse_retry_after(outcome.retry_after)
+            if wait is None:
+                wait = self.backoff(host.failures)
+            self.push_back(host, now + min(wait, self.max_retry_after))
+        elif status is not None:
+            host.failures = 0
+        if self.adaptive and outcome.latency is not None:
+            target = (host.delay + outcome.latency / self.concurrency) / 2.0
+            if status is None or status >= 500 or status == 429:
+                target = max(target, host.delay)  # errors never speed us up
+            host.delay = min(max(target, host.base_delay), max(self.max_delay, host.base_delay))
+            if host.last_start is not None:
+                host.ready_at = max(host.ready_at, host.last_start + host.delay)
+
+    def robots(self, host: Host, policy: RobotsPolicy, now: float) -> bool:
+        """Apply a robots.txt answer (a temporary policy: unreachable). True when ``policy`` came
+        into force, so the host's queue must be swept; a temporary one then means: gave up."""
+        host.robots_fetching = False
+        if not policy.temporary:
+            host.policy = policy
+            host.robots_expires = now + self.robots_ttl
+            host.robots_failures = 0
+            base = self.delay
+            if policy.crawl_delay is not None:
+                base = max(base, min(policy.crawl_delay, self.max_delay))
+            host.base_delay = base
+            host.delay = max(host.delay, base) if self.adaptive else base
+            if host.last_start is not None:
+                host.ready_at = max(host.ready_at, host.last_start + host.delay)
+            return True
+        host.robots_failures += 1
+        retry_at = now + self.backoff(host.robots_failures)
+        if host.policy is not None and not host.policy.temporary:
+            host.robots_expires = retry_at  # keep the cached policy (RFC 9309 2.4), retry later
+        elif host.robots_failures >= self.robots_max_attempts:
+            host.policy = policy
+            host.robots_expires = now + self.robots_ttl
+            return True
+        else:
+            host.policy = None
+            host.robots_expires = float("-inf")
+            self.push_back(host, retry_at)
+        return False
+
+    def __repr__(self) -> str:
+        return (
+            f"Politeness(delay={self.delay}, max_delay={self.max_delay}, "
+            f"adaptive={self.adaptive}, concurrency={self.concurrency}, backoffs={self.backoffs})"
+        )

@@ -1,0 +1,176 @@
+"""robots.txt policy: RFC 9309 status rules on top of protego's parser.
+
+The engine fetches ``/robots.txt`` (following up to 5 redirects, capping the body) and hands the
+final status and body to :func:`policy_from_response`, which returns an immutable
+:class:`RobotsPolicy`. The frontier asks the policy whether a URL may be fetched and reads its
+Crawl-delay.
+
+Status rules (RFC 9309 section 2.3.1):
+
+- 2xx: the body (truncated at ``max_bytes``, 500 KiB by default, decoded as UTF-8 with errors
+  replaced) is parsed with protego: wildcards, ``$``, Allow, longest match.
+- 3xx as the *final* status (more than 5 redirects, or a redirect without a target): the file is
+  "unavailable", which RFC 9309 treats like 4xx.
+- 4xx: unavailable, allow everything. Exception: **429** means the server is rate-limiting us, so it
+  is treated like 5xx (Google does the same); allowing everything on a 429 would hammer the host.
+- 5xx, or no response at all (``status=None``: DNS/connection failure, timeout): unreachable,
+  disallow everything *for now*; the policy is ``temporary`` and the frontier fetches it again
+  after a backoff.
+
+Group selection matches the user-agent *product token* (``sieve-crawler`` for
+``"sieve-crawler/0.1 (+https://x)"``) case-insensitively, falling back to the ``*`` group.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any, Final
+
+from protego import Protego
+
+__all__ = [
+    "ALLOW_ALL",
+    "DEFAULT_MAX_BYTES",
+    "RobotsPolicy",
+    "policy_from_response",
+    "product_token",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_BYTES: Final = 512_000  # 500 KiB, the minimum RFC 9309 asks a crawler to parse
+
+_TOKEN_RE: Final = re.compile(r"[A-Za-z0-9_.\-]+")
+
+
+def product_token(user_agent: str) -> str:
+    """The product token of a User-Agent string: ``"sieve-crawler/0.1 (+https://x)"`` ->
+    ``"sieve-crawler"``. Raises ValueError when the string does not start with a token."""
+    match = _TOKEN_RE.match(user_agent.strip())
+    if match is None:
+        raise ValueError(f"user agent {user_agent!r} does not start with a product token")
+    return match.group()
+
+
+class RobotsPolicy:
+    """What one host's robots.txt allows for one user agent. Immutable.
+
+    ``status`` is the HTTP status it came from (None: unreachable or a default), ``temporary`` is
+    True for a disallow-all caused by a server error or an unreachable host (fetch it again later),
+    ``crawl_delay`` is the delay in seconds asked of our user agent (Crawl-delay, else derived from
+    Request-rate), ``sitemaps`` the Sitemap URLs listed in the file (site-wide).
+    """
+
+    __slots__ = (
+        "_disallow_all",
+        "_parser",
+        "_token",
+        "crawl_delay",
+        "sitemaps",
+        "status",
+        "temporary",
+    )
+
+    status: int | None
+    temporary: bool
+    crawl_delay: float | None
+    sitemaps: tuple[str, ...]
+    _parser: Any
+    _token: str
+    _disallow_all: bool
+
+    def __init__(
+        self,
+        *,
+        status: int | None = None,
+        temporary: bool = False,
+        disallow_all: bool = False,
+        crawl_delay: float | None = None,
+        sitemaps: tuple[str, ...] = (),
+        parser: Protego | None = None,
+        token: str = "*",
+    ) -> None:
+        if crawl_delay is not None and not crawl_delay >= 0.0:
+            raise ValueError(f"crawl_delay must be >= 0 seconds, got {crawl_delay!r}")
+        setter = object.__setattr__
+        setter(self, "status", status)
+        setter(self, "temporary", temporary)
+        setter(self, "_disallow_all", disallow_all or temporary)
+        setter(self, "crawl_delay", crawl_delay)
+        setter(self, "sitemaps", tuple(sitemaps))
+        setter(self, "_parser", parser)
+        setter(self, "_token", token)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"RobotsPolicy is immutable (tried to set {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"RobotsPolicy is immutable (tried to delete {name!r})")
+
+    def allowed(self, url: str) -> bool:
+        """True when this policy lets our user agent fetch ``url`` (an absolute URL or a path)."""
+        if self._disallow_all:
+            return False
+        parser = self._parser
+        if parser is None:
+            return True
+        return bool(parser.can_fetch(url, self._token))
+
+    def __repr__(self) -> str:
+        if self._disallow_all:
+            rules = "disallow-all"
+        elif self._parser is None:
+            rules = "allow-all"
+        else:
+            rules = f"parsed for {self._token!r}"
+        return (
+            f"RobotsPolicy(status={self.status!r}, {rules}, temporary={self.temporary}, "
+            f"crawl_delay={self.crawl_delay!r}, sitemaps={len(self.sitemaps)})"
+        )
+
+
+ALLOW_ALL: Final = RobotsPolicy()
+"""Allow everything (no robots.txt known, or robots disabled)."""
+
+
+def policy_from_response(
+    status: int | None,
+    body: bytes | None,
+    user_agent: str,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> RobotsPolicy:
+    """Build the policy for the final response to a robots.txt fetch (see the module docstring).
+
+    ``status`` is the final HTTP status after redirects (None when no response was received),
+    ``body`` the response body (any length: it is truncated here at ``max_bytes``), ``user_agent``
+    our User-Agent header or its product token.
+    """
+    if status is not None and not 100 <= status <= 599:
+        raise ValueError(
+            f"robots.txt status must be an HTTP status (100-599) or None, got {status}"
+        )
+    if max_bytes <= 0:
+        raise ValueError(f"max_bytes must be positive, got {max_bytes}")
+    token = product_token(user_agent)
+    if status is None or status >= 500 or status == 429:
+        return RobotsPolicy(status=status, temporary=True)
+    if status >= 300 or status < 200:
+        # 3xx left over after the redirect limit, 4xx: "unavailable", crawl without restriction.
+        return RobotsPolicy(status=status)
+    text = (body or b"")[:max_bytes].decode("utf-8", errors="replace").removeprefix("\ufeff")
+    parser = Protego.parse(text)
+    delay = parser.crawl_delay(token)
+    if delay is None:
+        rate = parser.request_rate(token)
+        if rate is not None and rate.requests > 0:
+            delay = rate.seconds / rate.requests
+    crawl_delay = float(delay) if delay is not None and delay >= 0 else None
+    return RobotsPolicy(
+        status=status,
+        crawl_delay=crawl_delay,
+        sitemaps=tuple(parser.sitemaps),
+        parser=parser,
+        token=token,
+    )

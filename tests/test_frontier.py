@@ -1,0 +1,459 @@
+"""Frontier tests, run in simulated time (SimulatedLoop): no real sleeps, fully deterministic."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+from collections import defaultdict
+from collections.abc import Callable, Coroutine
+from email.utils import formatdate
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import pytest
+
+from crawler.frontier import (
+    Entry,
+    EntryKind,
+    Frontier,
+    Outcome,
+    host_key,
+    parse_retry_after,
+)
+from crawler.robots import ALLOW_ALL, RobotsPolicy, policy_from_response
+from crawler.simtime import SimulatedLoop
+
+T = TypeVar("T")
+Respond = Callable[[Entry, float], tuple[Outcome | None, bool]]
+Record = tuple[float, float, Entry]  # start, end, entry
+
+
+def simulate(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    with asyncio.Runner(loop_factory=SimulatedLoop) as runner:
+        return runner.run(main())
+
+
+def page(url: str, depth: int = 0) -> Entry:
+    return Entry(url=url, key=url, depth=depth)
+
+
+def fill(frontier: Frontier, hosts: int, per_host: int, scheme: str = "http") -> None:
+    for i in range(per_host):
+        for h in range(hosts):
+            assert frontier.put(page(f"{scheme}://h{h}.test/p{i}"))
+
+
+async def crawl(
+    frontier: Frontier,
+    *,
+    workers: int = 4,
+    fetch: float | Callable[[Entry], float] = 0.1,
+    respond: Respond | None = None,
+    robots: Callable[[Entry], RobotsPolicy] | None = None,
+) -> list[Record]:
+    """Workers that fetch in simulated time; returns (start, end, entry) for every hand-out."""
+    loop = asyncio.get_running_loop()
+    log: list[Record] = []
+
+    async def worker() -> None:
+        while (entry := await frontier.get()) is not None:
+            start = loop.time()
+            outcome, retry = None, False
+            if entry.kind is not EntryKind.REFUSED:
+                await asyncio.sleep(fetch(entry) if callable(fetch) else fetch)
+                if entry.kind is EntryKind.ROBOTS:
+                    frontier.set_robots(entry.url, robots(entry) if robots else ALLOW_ALL)
+                elif respond is not None:
+                    outcome, retry = respond(entry, start)
+            log.append((start, loop.time(), entry))
+            frontier.done(entry, outcome, retry=retry)
+
+    await asyncio.gather(*(worker() for _ in range(workers)))
+    return log
+
+
+def starts_by_host(log: list[Record]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = defaultdict(list)
+    for start, _, entry in log:
+        if entry.kind is not EntryKind.REFUSED:
+            out[host_key(entry.url)].append(start)
+    return out
+
+
+def min_gap(starts: list[float]) -> float:
+    s = sorted(starts)
+    return min((b - a for a, b in itertools.pairwise(s)), default=float("inf"))
+
+
+# -- host_key and Retry-After -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "key"),
+    [
+        ("http://Example.COM/a/b?q#f", "http://example.com:80"),
+        ("HTTPS://example.com", "https://example.com:443"),
+        ("https://example.com:8443?x=/y", "https://example.com:8443"),
+        ("http://user:pw@example.com:81#frag", "http://example.com:81"),
+        ("http://[::1]:8080/x", "http://[::1]:8080"),
+        ("http://[::1]/x", "http://[::1]:80"),
+    ],
+)
+def test_host_key(url: str, key: str) -> None:
+    assert host_key(url) == key
+
+
+def test_host_key_agrees_with_urlsplit() -> None:
+    rng = random.Random(7)
+    for _ in range(500):
+        host = "".join(rng.choice("abcXYZ-0.") for _ in range(rng.randint(1, 12))).strip(".-")
+        host = host or "a"
+        port = rng.choice(["", ":8080", ":1"])
+        tail = rng.choice(["", "/", "/p?q=a:b@c", "?x", "#y/z"])
+        url = f"{rng.choice(['http', 'HTTPS'])}://{host}{port}{tail}"
+        parts = urlsplit(url)
+        number = parts.port or {"http": 80, "https": 443}[parts.scheme]
+        assert host_key(url) == f"{parts.scheme}://{parts.hostname}:{number}", url
+
+
+@pytest.mark.parametrize("bad", ["example.com/x", "http:///x", "http://a:99999/", "gopher://a/"])
+def test_host_key_rejects(bad: str) -> None:
+    with pytest.raises(ValueError, match="URL"):
+        host_key(bad)
+
+
+def test_parse_retry_after() -> None:
+    assert parse_retry_after("120") == 120.0
+    assert parse_retry_after(" 1.5 ") == 1.5
+    now = 1_700_000_000.0
+    assert parse_retry_after(formatdate(now + 30, usegmt=True), now=now) == pytest.approx(30.0)
+    assert parse_retry_after(formatdate(now - 30, usegmt=True), now=now) == 0.0
+    for bad in ("", "soon", "-5", "nan", "inf"):
+        assert parse_retry_after(bad) is None
+
+
+# -- politeness ---------------------------------------------------------------------------
+
+
+def test_delay_between_starts_on_each_host() -> None:
+    frontier = Frontier(delay=2.0, respect_robots=False)
+    fill(frontier, hosts=3, per_host=5)
+    log = simulate(lambda: crawl(frontier, workers=8, fetch=0.5))
+    by_host = starts_by_host(log)
+    assert len(by_host) == 3
+    for starts in by_host.values():
+        # starts are exactly 2 s apart: never closer, and no time wasted
+        assert sorted(starts) == [0.0, 2.0, 4.0, 6.0, 8.0]
+    assert [e.url for _, _, e in log if host_key(e.url) == "http://h0.test:80"] == [
+        f"http://h0.test/p{i}" for i in range(5)
+    ]  # BFS / FIFO order within a host
+
+
+def test_per_host_concurrency_is_held() -> None:
+    frontier = Frontier(per_host_concurrency=3, respect_robots=False)
+    fill(frontier, hosts=1, per_host=10)
+    log = simulate(lambda: crawl(frontier, workers=10, fetch=1.0))
+    events = sorted([(s, 1) for s, _, _ in log] + [(e, -1) for _, e, _ in log])
+    running = peak = 0
+    for _, step in events:
+        running += step
+        peak = max(peak, running)
+    assert peak == 3
+    assert max(end for _, end, _ in log) == 4.0  # ceil(10 / 3) rounds of 1 s
+
+
+def test_many_workers_random_latency_never_violate_delay() -> None:
+    rng = random.Random(42)
+    frontier = Frontier(delay=1.0, per_host_concurrency=2, respect_robots=False)
+    fill(frontier, hosts=40, per_host=8)
+    latency = {
+        f"http://h{h}.test/p{i}": rng.uniform(0.01, 3.0) for h in range(40) for i in range(8)
+    }
+    log = simulate(lambda: crawl(frontier, workers=32, fetch=lambda e: latency[e.url]))
+    assert len(log) == 320
+    for starts in starts_by_host(log).values():
+        assert min_gap(starts) >= 1.0 - 1e-9
+
+
+def test_waiting_host_never_blocks_a_ready_one() -> None:
+    # One worker, a slow host (Crawl-delay 50) queued first: the other host's pages must not wait.
+    frontier = Frontier(respect_robots=False)
+    slow = policy_from_response(200, b"User-agent: *\nCrawl-delay: 50\n", "bot")
+    frontier.set_robots("http://slow.test", slow)
+    for i in range(3):
+        frontier.put(page(f"http://slow.test/{i}"))
+    for i in range(20):
+        frontier.put(page(f"http://fast.test/{i}"))
+    log = simulate(lambda: crawl(frontier, workers=1, fetch=0.1))
+    by_host = starts_by_host(log)
+    assert by_host["http://slow.test:80"] == [0.0, 50.0, 100.0]
+    assert max(by_host["http://fast.test:80"]) == pytest.approx(2.0)  # back to back after slow/0
+
+
+def test_backed_off_host_never_blocks_and_retry_after_is_honoured() -> None:
+    frontier = Frontier(respect_robots=False, max_retry_after=600.0)
+    frontier.put(page("http://busy.test/a"))
+    for i in range(5):
+        frontier.put(page(f"http://ok.test/{i}"))
+    seen: list[str] = []
+
+    def respond(entry: Entry, start: float) -> tuple[Outcome | None, bool]:
+        seen.append(entry.url)
+        if entry.url == "http://busy.test/a" and entry.retries == 0:
+            return Outcome(status=429, retry_after="7"), True
+        return Outcome(status=200), False
+
+    log = simulate(lambda: crawl(frontier, workers=1, fetch=1.0, respond=respond))
+    busy = [(s, e) for s, _, e in log if e.url == "http://busy.test/a"]
+    assert [(s, e.retries) for s, e in busy] == [(0.0, 0), (8.0, 1)]  # done at 1.0 + Retry-After 7
+    ok_starts = starts_by_host(log)["http://ok.test:80"]
+    assert ok_starts == [1.0, 2.0, 3.0, 4.0, 5.0]  # never waited for busy.test
+    assert frontier.stats.backoffs == 1
+    assert frontier.stats.retries == 1
+
+
+def test_retry_after_is_capped_and_http_dates_work() -> None:
+    frontier = Frontier(respect_robots=False, max_retry_after=30.0)
+    frontier.put(page("http://a.test/"))
+
+    def respond(entry: Entry, start: float) -> tuple[Outcome | None, bool]:
+        if entry.retries == 0:
+            return Outcome(status=503, retry_after="86400"), True
+        return Outcome(status=200), False
+
+    log = simulate(lambda: crawl(frontier, workers=2, fetch=0.0, respond=respond))
+    assert [s for s, _, _ in log] == [0.0, 30.0]
+
+
+def test_exponential_backoff_with_jitter_and_reset() -> None:
+    frontier = Frontier(respect_robots=False, backoff_base=2.0, backoff_max=20.0,
+                        rng=random.Random(3))  # fmt: skip
+    frontier.put(page("http://a.test/"))
+    script = [Outcome(failed=True)] * 5 + [Outcome(status=200), Outcome(status=503)]
+    script.append(Outcome(status=200))
+
+    def respond(entry: Entry, start: float) -> tuple[Outcome | None, bool]:
+        return script[entry.retries], entry.retries < len(script) - 1
+
+    log = simulate(lambda: crawl(frontier, workers=1, fetch=0.0, respond=respond))
+    starts = [s for s, _, _ in log]
+    waits = [b - a for a, b in itertools.pairwise(starts)]
+    caps = [2.0, 4.0, 8.0, 16.0, 20.0, 0.0, 2.0]  # the 6th wait follows a success: no backoff
+    assert len(waits) == 7
+    for wait, cap in zip(waits, caps, strict=True):
+        assert cap * 0.5 <= wait <= cap
+    assert len({round(w / c, 6) for w, c in zip(waits, caps, strict=True) if c}) > 1  # jittered
+
+
+def test_adaptive_delay_follows_latency_never_below_configured() -> None:
+    frontier = Frontier(delay=0.5, adaptive=True, max_delay=10.0, respect_robots=False)
+    fill(frontier, hosts=1, per_host=12)
+
+    def respond(entry: Entry, start: float) -> tuple[Outcome | None, bool]:
+        n = int(entry.url.rsplit("p", 1)[1])
+        return Outcome(status=200, latency=4.0 if n < 6 else 0.0), False
+
+    log = simulate(lambda: crawl(frontier, workers=1, fetch=0.0, respond=respond))
+    gaps = [b - a for a, b in itertools.pairwise([s for s, _, _ in log])]
+    assert gaps[0] == pytest.approx(2.25)  # (0.5 + 4) / 2
+    assert gaps[4] > 3.5  # converging on the 4 s latency
+    assert min(gaps) >= 0.5
+    assert gaps[-1] < 1.0  # fast responses bring it back down, to the floor
+    assert gaps[-1] >= 0.5
+
+
+# -- termination, cancellation, bounds ------------------------------------------------------
+
+
+def test_termination_waits_for_in_flight_work_that_adds_urls() -> None:
+    frontier = Frontier(delay=1.0, respect_robots=False)
+    frontier.put(page("http://a.test/0"))
+
+    def respond(entry: Entry, start: float) -> tuple[Outcome | None, bool]:
+        if entry.depth < 4:  # every page links to two new ones on two hosts
+            frontier.put(page(f"http://a.test/{entry.depth + 1}", entry.depth + 1))
+            frontier.put(page(f"http://b.test/{entry.depth + 1}-{start}", entry.depth + 1))
+        return Outcome(status=200), False
+
+    log = simulate(lambda: crawl(frontier, workers=6, fetch=0.5, respond=respond))
+    assert len(log) == 1 + 2 + 4 + 8 + 16  # a binary tree of depth 4, all crawled
+    assert len(frontier) == 0
+    assert frontier.in_flight == 0
+
+
+def test_get_on_empty_frontier_returns_none_and_close_releases_waiters() -> None:
+    async def main() -> list[Entry | None]:
+        frontier = Frontier(delay=100.0, respect_robots=False)
+        assert await frontier.get() is None  # nothing queued, nothing in flight
+        frontier.put(page("http://a.test/1"))
+        frontier.put(page("http://a.test/2"))
+        first = await frontier.get()
+        assert first is not None
+        waiting = [asyncio.create_task(frontier.get()) for _ in range(3)]
+        await asyncio.sleep(1.0)
+        assert not any(t.done() for t in waiting)
+        frontier.close()
+        assert frontier.put(page("http://a.test/3")) is False
+        assert frontier.stats.dropped_closed == 1
+        return [*(await asyncio.gather(*waiting)), await frontier.get()]
+
+    assert simulate(main) == [None, None, None, None]
+
+
+def test_cancelled_getter_does_not_lose_its_entry() -> None:
+    async def main() -> list[str]:
+        frontier = Frontier(delay=5.0, respect_robots=False)
+        frontier.put(page("http://a.test/1"))
+        frontier.put(page("http://a.test/2"))
+        first = await frontier.get()
+        assert first is not None
+        frontier.done(first)
+        task = asyncio.create_task(frontier.get())
+        await asyncio.sleep(4.0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        second = await frontier.get()
+        assert second is not None
+        frontier.done(second)
+        return [first.url, second.url, str(asyncio.get_running_loop().time())]
+
+    assert simulate(main) == ["http://a.test/1", "http://a.test/2", "5.0"]
+
+
+def test_bounds_are_counted_and_retries_ignore_them() -> None:
+    async def main() -> None:
+        frontier = Frontier(max_queued=5, max_queued_per_host=3, respect_robots=False)
+        accepted = [frontier.put(page(f"http://a.test/{i}")) for i in range(4)]
+        accepted += [frontier.put(page(f"http://b.test/{i}")) for i in range(4)]
+        assert accepted == [True, True, True, False, True, True, False, False]
+        stats = frontier.stats
+        assert (stats.queued, stats.dropped_host_full, stats.dropped_full) == (5, 1, 2)
+        assert len(frontier) == 5
+        assert [e.url for e in frontier.pending()][:3] == [f"http://a.test/{i}" for i in range(3)]
+        entry = await frontier.get()
+        assert entry is not None
+        assert frontier.put(page("http://c.test/x")) is True  # one slot freed
+        frontier.done(entry, Outcome(failed=True), retry=True)  # re-queued beyond the bound
+        assert len(frontier) == 6
+        assert next(frontier.pending()) == Entry(url=entry.url, key=entry.key, retries=1)
+        with pytest.raises(ValueError, match="not in flight"):
+            frontier.done(entry)
+
+    simulate(main)
+
+
+def test_constructor_validation_and_repr() -> None:
+    with pytest.raises(ValueError, match="delay"):
+        Frontier(delay=-1.0)
+    with pytest.raises(ValueError, match="per_host_concurrency"):
+        Frontier(per_host_concurrency=0)
+    with pytest.raises(ValueError, match="PAGE"):
+        Frontier().put(Entry(url="http://a/", key="http://a/", kind=EntryKind.ROBOTS))
+    frontier = Frontier(respect_robots=False)
+    frontier.put(page("http://a.test/"))
+    assert "queued=1" in repr(frontier)
+    assert "in_flight=0" in repr(frontier)
+
+
+# -- robots.txt -------------------------------------------------------------------------------
+
+
+def robots_body(text: str) -> Callable[[Entry], RobotsPolicy]:
+    return lambda entry: policy_from_response(200, text.encode(), "sieve-crawler/0.1")
+
+
+def test_robots_fetched_first_counts_for_delay_and_refuses_disallowed() -> None:
+    frontier = Frontier(delay=1.0, max_delay=30.0)
+    for path in ("/a", "/private/x", "/b", "/private/y"):
+        frontier.put(page(f"http://a.test{path}"))
+    text = "User-agent: sieve-crawler\nDisallow: /private\nCrawl-delay: 3\n"
+    log = simulate(lambda: crawl(frontier, workers=4, fetch=0.5, robots=robots_body(text)))
+    kinds = [(s, e.kind, e.url) for s, _, e in log]
+    assert kinds[0] == (0.0, EntryKind.ROBOTS, "http://a.test/robots.txt")
+    fetched = [(s, u) for s, k, u in kinds if k is EntryKind.PAGE]
+    assert fetched == [(3.0, "http://a.test/a"), (6.0, "http://a.test/b")]  # Crawl-delay 3
+    refused = [(s, u) for s, k, u in kinds if k is EntryKind.REFUSED]
+    assert [u for _, u in refused] == ["http://a.test/private/x", "http://a.test/private/y"]
+    assert refused[0][0] == 0.5  # handed out as soon as the policy is known: no slot, no delay
+    stats = frontier.stats
+    assert (stats.refused_robots, stats.robots_fetches, stats.handed_out) == (2, 1, 2)
+
+
+def test_crawl_delay_capped_by_max_delay() -> None:
+    frontier = Frontier(max_delay=10.0)
+    fill(frontier, hosts=1, per_host=2)
+    log = simulate(
+        lambda: crawl(frontier, fetch=0.0, robots=robots_body("User-agent: *\nCrawl-delay: 3600"))
+    )
+    assert [s for s, _, _ in log] == [0.0, 10.0, 20.0]
+
+
+def test_unreachable_robots_retried_then_pages_refused() -> None:
+    frontier = Frontier(robots_max_attempts=3, backoff_base=4.0, rng=random.Random(1))
+    fill(frontier, hosts=1, per_host=3)
+    frontier.put(page("http://other.test/"))
+    unreachable = lambda entry: policy_from_response(503, None, "bot")  # noqa: E731
+    log = simulate(lambda: crawl(frontier, workers=2, fetch=0.0, robots=unreachable))
+    h0 = [(s, e.kind) for s, _, e in log if host_key(e.url) == "http://h0.test:80"]
+    assert [k for _, k in h0] == [EntryKind.ROBOTS] * 3 + [EntryKind.REFUSED] * 3
+    robots_starts = [s for s, k in h0 if k is EntryKind.ROBOTS]
+    assert 2.0 <= robots_starts[1] - robots_starts[0] <= 4.0  # backoff with jitter
+    assert 4.0 <= robots_starts[2] - robots_starts[1] <= 8.0
+    assert frontier.stats.refused_robots == 4  # other.test's page too
+    assert frontier.stats.deferred_robots == 0
+
+
+def test_robots_held_pages_and_done_without_set_robots() -> None:
+    async def main() -> None:
+        frontier = Frontier(robots_max_attempts=2, backoff_base=1.0, rng=random.Random(0))
+        frontier.put(page("http://a.test/1"))
+        robots = await frontier.get()
+        assert robots is not None
+        assert robots.kind is EntryKind.ROBOTS
+        assert frontier.stats.deferred_robots == 1
+        waiter = asyncio.create_task(frontier.get())
+        await asyncio.sleep(100.0)
+        assert not waiter.done()  # the page is held while robots.txt is in flight
+        frontier.done(robots)  # no set_robots(): the engine failed, treat as unreachable
+        again = await waiter
+        assert again is not None
+        assert again.kind is EntryKind.ROBOTS
+        frontier.set_robots("http://a.test:80", ALLOW_ALL)
+        frontier.done(again)
+        got = await frontier.get()
+        assert got == page("http://a.test/1")
+
+    simulate(main)
+
+
+def test_robots_refetched_after_ttl_keeping_cached_policy_on_failure() -> None:
+    frontier = Frontier(robots_ttl=10.0)
+    for i in range(4):
+        frontier.put(page(f"http://a.test/{i}"))
+    policies = iter(
+        [
+            robots_body("User-agent: *\nDisallow: /x")(page("x")),
+            policy_from_response(None, None, "bot"),
+        ]
+    )
+    log = simulate(lambda: crawl(frontier, workers=1, fetch=4.0, robots=lambda e: next(policies)))
+    kinds = [(s, e.kind, e.url.rsplit("/", 1)[1]) for s, _, e in log]
+    assert kinds[:4] == [
+        (0.0, EntryKind.ROBOTS, "robots.txt"),
+        (4.0, EntryKind.PAGE, "0"),
+        (8.0, EntryKind.PAGE, "1"),
+        (12.0, EntryKind.PAGE, "2"),  # policy set at 4.0 expires at 14.0
+    ]
+    assert kinds[4] == (16.0, EntryKind.ROBOTS, "robots.txt")  # expired: fetched again
+    assert kinds[5] == (20.0, EntryKind.PAGE, "3")  # the refresh failed: cached policy kept
+    assert frontier.stats.backoffs == 0  # ... and the pages were not held for a retry
+
+
+def test_set_robots_accepts_urls_and_preloads() -> None:
+    frontier = Frontier()
+    frontier.set_robots("https://a.test/robots.txt", policy_from_response(404, None, "bot"))
+    frontier.put(page("https://a.test/x"))
+    log = simulate(lambda: crawl(frontier, fetch=0.0))
+    assert [e.kind for _, _, e in log] == [EntryKind.PAGE]
