@@ -84,10 +84,10 @@ def test_warc_rejects_bad_size(tmp_path: Path) -> None:
 
 async def test_progress_lines_when_not_a_terminal(site: FixtureSite) -> None:
     stream = io.StringIO()
-    async with Crawler(site_config(site)) as crawler:
-        async with ProgressReporter(crawler, stream, interval=0.05, tty=False):
-            async for _ in crawler.crawl(site.seeds):
-                pass
+    crawler = Crawler(site_config(site))
+    async with crawler, ProgressReporter(crawler, stream, interval=0.05, tty=False):
+        async for _ in crawler.crawl(site.seeds):
+            pass
     lines = stream.getvalue().splitlines()
     assert lines, "no progress line was written"
     assert all(" progress: pages " in line for line in lines)
@@ -100,7 +100,8 @@ async def test_summary_matches_stats(site: FixtureSite) -> None:
         results = [r async for r in crawler.crawl(site.seeds)]
     stats = crawler.stats_dict()
     assert stats["pages"] == len(results)
-    assert stats["robots_refused"] == sum(1 for r in results if (r.error or "").startswith("robots"))
+    refused = [r for r in results if (r.error or "").startswith("robots")]
+    assert stats["robots_refused"] == len(refused)
     assert sum(stats["status_classes"].values()) == sum(1 for r in results if r.status)
     assert stats["sieve"]["count"] >= len(results)
     stream = io.StringIO()
