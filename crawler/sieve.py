@@ -1,0 +1,532 @@
+"""The Sieve: a scalable Bloom filter answering "have I seen this canonical URL?".
+
+Every position comes from ONE 128-bit MurmurHash3 (x64) of the item, split into two signed 64-bit
+halves (h1, h2) and combined Kirsch–Mitzenmacher style: g_i = (h1 + i*h2) mod m (floor modulo, as
+Python's ``%``), h2 forced odd. As m is a multiple of 64 and h2 is odd, the k <= 64 positions of
+one item are always distinct. The seed is fixed, so a saved filter means the same thing in every
+process. Stages follow Almeida et al., "Scalable Bloom Filters" (2007): stage i has capacity
+C*growth^i and error rate P*(1-r)*r^i, so the compounded false-positive rate stays below P however
+many stages accrete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import struct
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import mmh3
+from bitarray import bitarray
+
+try:  # numpy only speeds up add_many; everything works without it
+    import numpy as np
+except ImportError:  # pragma: no cover - exercised only where numpy is absent
+    np = None  # type: ignore[assignment]
+else:
+    _MASKS = np.array([1 << i for i in range(8)], dtype=np.uint8)
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+__all__ = ["SEED", "BloomStage", "Sieve", "SieveFormatError", "StageStats", "fingerprint"]
+__all__ += ["hash_pair"]
+
+log = logging.getLogger(__name__)
+
+SEED = 0x5EED_C0DE
+"""The MurmurHash3 seed. Part of the file format: changing it invalidates every saved Sieve."""
+_hash64 = mmh3.hash64
+_digest = mmh3.mmh3_x64_128_digest
+_MAGIC = b"SIEVEBF\x00"
+_VERSION = 1
+_HEAD = struct.Struct("<8sHHIdddQQI")  # magic, version, reserved, seed, P, r, growth, C, count, n
+_STAGE = struct.Struct("<QdIQQ")  # capacity, error rate, k, m, set bits
+_DIGEST = 16  # blake2b-128 of everything before it
+_BATCH_MIN = 40  # below this many keys the plain loop beats numpy (measured: even at ~32)
+
+
+class SieveFormatError(ValueError):
+    """A saved Sieve is truncated, corrupt, from another program or from an unknown version."""
+
+
+def hash_pair(item: str | bytes) -> tuple[int, int]:
+    """The two halves (h1, h2) of the item's 128-bit MurmurHash3 (x64, SEED) as signed 64-bit ints.
+
+    They are the little-endian halves of ``mmh3.mmh3_x64_128_digest``; a ``str`` hashes as its
+    UTF-8 bytes. Feed the pair to `Sieve.add_hashed` to avoid hashing twice.
+    """
+    return _hash64(item, SEED)
+
+
+def fingerprint(item: str | bytes) -> int:
+    """A signed 64-bit fingerprint (fits SQLite's INTEGER): h1 of `hash_pair`, the Sieve's hash."""
+    return _hash64(item, SEED)[0]
+
+
+class StageStats(NamedTuple):
+    """A snapshot of one stage's figures."""
+
+    stage: int
+    capacity: int
+    error_rate: float
+    k: int
+    m: int
+    set_bits: int
+    estimated_items: float
+
+
+class BloomStage:
+    """One plain Bloom filter for `capacity` items at false-positive rate `error_rate`."""
+
+    __slots__ = ("_grow_at", "bits", "capacity", "error_rate", "k", "m", "set_bits")
+
+    def __init__(self, capacity: int, error_rate: float) -> None:
+        if not isinstance(capacity, int) or capacity < 1:
+            raise ValueError(f"capacity must be an integer >= 1, got {capacity!r}")
+        if not 0.0 < error_rate < 1.0:
+            raise ValueError(f"error_rate must be in (0, 1), got {error_rate!r}")
+        m = math.ceil(-capacity * math.log(error_rate) / math.log(2) ** 2)
+        self.capacity = capacity
+        self.error_rate = float(error_rate)
+        self.m = -(-m // 64) * 64
+        self.k = max(1, round(-math.log2(error_rate)))
+        self.bits = bitarray(self.m, endian="little")
+        self.bits.setall(0)
+        self.set_bits = 0
+        self._grow_at = self._threshold()
+
+    @classmethod
+    def _restore(
+        cls, capacity: int, error_rate: float, k: int, m: int, bits: bitarray
+    ) -> BloomStage:
+        stage = cls.__new__(cls)
+        stage.capacity, stage.error_rate, stage.k, stage.m = capacity, error_rate, k, m
+        stage.bits, stage.set_bits = bits, bits.count()
+        stage._grow_at = stage._threshold()
+        return stage
+
+    def _threshold(self) -> int:
+        """The smallest set-bit count whose cardinality estimate exceeds the capacity."""
+        x = min(self.m, math.floor(self.m * -math.expm1(-self.capacity * self.k / self.m)) + 1)
+        while x > 0 and self._estimate(x - 1) > self.capacity:
+            x -= 1
+        while self._estimate(x) <= self.capacity:
+            x += 1
+        return x
+
+    def _estimate(self, x: int) -> float:
+        if x >= self.m:
+            return math.inf
+        return -(self.m / self.k) * math.log1p(-x / self.m) if x else 0.0
+
+    @property
+    def estimated_items(self) -> float:
+        """Swamidass–Baldi estimate of distinct items inserted: -(m/k) ln(1 - X/m)."""
+        return self._estimate(self.set_bits)
+
+    @property
+    def false_positive_rate(self) -> float:
+        """The expected false-positive rate at the current fill: (X/m)^k."""
+        return float((self.set_bits / self.m) ** self.k)
+
+    def positions(self, h1: int, h2: int) -> list[int]:
+        """The k bit positions of a hash pair."""
+        m = self.m
+        a, b = h1 % m, (h2 | 1) % m
+        return [x % m for x in range(a, a + self.k * b, b)]
+
+    def contains_hashed(self, h1: int, h2: int) -> bool:
+        bits = self.bits
+        return all(bits[x] for x in self.positions(h1, h2))
+
+    def add_hashed(self, h1: int, h2: int) -> bool:
+        """Set the pair's bits; True if any bit flipped (the item was new to this stage)."""
+        bits, flips = self.bits, 0
+        for x in self.positions(h1, h2):
+            if not bits[x]:
+                bits[x] = 1
+                flips += 1
+        self.set_bits += flips
+        return flips > 0
+
+    def add(self, item: str | bytes) -> bool:
+        return self.add_hashed(*_hash64(item, SEED))
+
+    def __contains__(self, item: str | bytes) -> bool:
+        return self.contains_hashed(*_hash64(item, SEED))
+
+    def stats(self, index: int = 0) -> StageStats:
+        return StageStats(
+            index, self.capacity, self.error_rate, self.k, self.m, self.set_bits,
+            self.estimated_items,
+        )  # fmt: skip
+
+    def __repr__(self) -> str:
+        return (
+            f"BloomStage(capacity={self.capacity}, error_rate={self.error_rate:.3g}, k={self.k}, "
+            f"m={self.m}, set_bits={self.set_bits}, estimate={self.estimated_items:.0f})"
+        )
+
+
+def _check(capacity: int, error_rate: float, ratio: float, growth: float) -> None:
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+        raise ValueError(f"capacity must be an integer >= 1, got {capacity!r}")
+    if not 0.0 < error_rate < 1.0:
+        raise ValueError(f"error_rate must be in (0, 1), got {error_rate!r}")
+    if not 0.0 < ratio < 1.0:
+        raise ValueError(f"ratio must be in (0, 1), got {ratio!r}")
+    if not growth >= 1.0:
+        raise ValueError(f"growth must be >= 1, got {growth!r}")
+
+
+class Sieve:
+    """A scalable Bloom filter: a chain of `BloomStage`s whose total false-positive rate stays < P.
+
+    Why the defaults: ``capacity`` 1,000,000 keys covers a focused crawl in one 2.9 MB stage (16
+    hash positions); ``error_rate`` 1e-4 wrongly skips about one new page in 10,000, invisible in
+    a crawl's coverage; ``ratio`` 0.85 tightens each new stage only slowly (k grows by one every
+    ~4 stages, so later stages stay cheap) while leaving stage 0 P*0.15; ``growth`` 2 doubles
+    stage sizes, so a crawl 100x over its capacity tests only 7 stages per key.
+    """
+
+    __slots__ = (
+        "_all", "_bits", "_count", "_cur", "_k", "_m", "_old", "_stages",
+        "error_rate", "growth", "initial_capacity", "ratio",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        capacity: int = 1_000_000,
+        error_rate: float = 1e-4,
+        ratio: float = 0.85,
+        growth: float = 2.0,
+    ) -> None:
+        _check(capacity, error_rate, ratio, growth)
+        self.initial_capacity = capacity
+        self.error_rate = float(error_rate)
+        self.ratio = float(ratio)
+        self.growth = float(growth)
+        self._count = 0
+        self._stages: list[BloomStage] = []
+        self._all: tuple[tuple[bitarray, int, int], ...] = ()
+        self._old: tuple[tuple[bitarray, int, int], ...] = ()
+        self._open_stage()
+
+    # -- stage chain ------------------------------------------------------------------------
+    def stage_params(self, i: int) -> tuple[int, float]:
+        """Capacity and error rate of stage `i`: C*growth^i and P*(1-r)*r^i."""
+        cap = math.ceil(self.initial_capacity * self.growth**i)
+        return cap, self.error_rate * (1.0 - self.ratio) * self.ratio**i
+
+    def _open_stage(self, stage: BloomStage | None = None) -> None:
+        if stage is None:
+            stage = BloomStage(*self.stage_params(len(self._stages)))
+        self._stages.append(stage)
+        self._all = tuple((s.bits, s.m, s.k - 1) for s in self._stages)
+        self._old = self._all[:-1]
+        self._cur, self._bits, self._m, self._k = stage, stage.bits, stage.m, stage.k
+
+    def _grow(self) -> None:
+        cur, i = self._cur, len(self._stages)
+        cap, p = self.stage_params(i)
+        log.warning(
+            "sieve stage %d passed its capacity (estimate %.1f > %d items); "
+            "opening stage %d with capacity %d at error rate %.3g",
+            i - 1, cur.estimated_items, cur.capacity, i, cap, p,
+        )  # fmt: skip
+        self._open_stage(BloomStage(cap, p))
+
+    # -- the hot path -----------------------------------------------------------------------
+    def add(self, item: str | bytes) -> bool:
+        """Insert `item`; True if it was new, False if it was (probably) seen before."""
+        h1, h2 = _hash64(item, SEED)
+        return self.add_hashed(h1, h2)
+
+    def add_hashed(self, h1: int, h2: int) -> bool:
+        """`add` for a pair from `hash_pair` (so the caller can keep h1 as a fingerprint)."""
+        h2 |= 1
+        for bits, m, k1 in self._old:  # seen by an older stage? (k1 = k - 1)
+            x = h1 % m
+            if bits[x]:
+                b = h2 % m
+                for _ in range(k1):
+                    x = (x + b) % m
+                    if not bits[x]:
+                        break
+                else:
+                    return False
+        bits, m = self._bits, self._m
+        b = h2 % m
+        a = h1 % m
+        flips = 0
+        for x in range(a, a + self._k * b, b):
+            x %= m
+            if not bits[x]:
+                bits[x] = 1
+                flips += 1
+        if not flips:
+            return False
+        cur = self._cur
+        cur.set_bits += flips
+        self._count += 1
+        if cur.set_bits >= cur._grow_at:
+            self._grow()
+        return True
+
+    def contains_hashed(self, h1: int, h2: int) -> bool:
+        """`in` for a pair from `hash_pair`."""
+        h2 |= 1
+        for bits, m, k1 in self._all:
+            x = h1 % m
+            if bits[x]:
+                b = h2 % m
+                for _ in range(k1):
+                    x = (x + b) % m
+                    if not bits[x]:
+                        break
+                else:
+                    return True
+        return False
+
+    def __contains__(self, item: str | bytes) -> bool:
+        h1, h2 = _hash64(item, SEED)  # contains_hashed, inlined: +10% lookups/s (measured)
+        h2 |= 1
+        for bits, m, k1 in self._all:
+            x = h1 % m
+            if bits[x]:
+                b = h2 % m
+                for _ in range(k1):
+                    x = (x + b) % m
+                    if not bits[x]:
+                        break
+                else:
+                    return True
+        return False
+
+    def add_many(self, items: Sequence[str | bytes]) -> list[bool]:
+        """`[self.add(x) for x in items]` (same answers, same bits), vectorized for big batches."""
+        if np is None or len(items) < _BATCH_MIN:
+            add = self.add
+            return [add(x) for x in items]
+        try:
+            raw = b"".join([_digest(x.encode(), SEED) for x in items])  # type: ignore[union-attr]
+        except AttributeError:  # some keys are bytes already
+            raw = b"".join(
+                [_digest(x if isinstance(x, bytes) else x.encode(), SEED) for x in items]
+            )
+        return self._add_array(np.frombuffer(raw, dtype="<i8"))
+
+    def add_many_hashed(self, pairs: Sequence[tuple[int, int]]) -> list[bool]:
+        """`add_many` for pairs from `hash_pair`."""
+        if np is None or len(pairs) < _BATCH_MIN:
+            add = self.add_hashed
+            return [add(h1, h2) for h1, h2 in pairs]
+        return self._add_array(np.array(pairs, dtype=np.int64).ravel())
+
+    def update(self, items: Iterable[str | bytes]) -> None:
+        """Add every item (in batches of 4096)."""
+        batch: list[str | bytes] = []
+        for item in items:
+            batch.append(item)
+            if len(batch) >= 4096:
+                self.add_many(batch)
+                batch.clear()
+        self.add_many(batch)
+
+    # -- figures ---------------------------------------------------------------------------
+    @property
+    def count(self) -> int:
+        """Exact number of `add` calls that returned True."""
+        return self._count
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def approx_items(self) -> float:
+        """Sum of the stages' cardinality estimates."""
+        return sum(s.estimated_items for s in self._stages)
+
+    @property
+    def capacity(self) -> int:
+        """Items the open stages hold before the next growth (sum of stage capacities)."""
+        return sum(s.capacity for s in self._stages)
+
+    @property
+    def stages(self) -> tuple[StageStats, ...]:
+        return tuple(s.stats(i) for i, s in enumerate(self._stages))
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Bytes of filter bits (all stages)."""
+        return sum(s.m // 8 for s in self._stages)
+
+    @property
+    def false_positive_bound(self) -> float:
+        """Sum of the stages' configured error rates: always < error_rate."""
+        return sum(s.error_rate for s in self._stages)
+
+    @property
+    def false_positive_estimate(self) -> float:
+        """Chance that an unseen key is reported seen now: 1 - prod(1 - (X_i/m_i)^k_i)."""
+        return -math.expm1(math.fsum(math.log1p(-s.false_positive_rate) for s in self._stages))
+
+    def __repr__(self) -> str:
+        return (
+            f"Sieve(count={self._count}, approx_items={self.approx_items:.0f}, "
+            f"capacity={self.capacity}, stages={len(self._stages)}, "
+            f"size_in_bytes={self.size_in_bytes}, error_rate={self.error_rate:.3g}, "
+            f"false_positive_bound={self.false_positive_bound:.3g}, "
+            f"false_positive_estimate={self.false_positive_estimate:.3g})"
+        )
+
+    # -- persistence -----------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        """Versioned header, parameters, stage table, every stage's bits, blake2b-128 checksum."""
+        parts = [
+            _HEAD.pack(
+                _MAGIC, _VERSION, 0, SEED, self.error_rate, self.ratio, self.growth,
+                self.initial_capacity, self._count, len(self._stages),
+            )
+        ]  # fmt: skip
+        parts += [_STAGE.pack(s.capacity, s.error_rate, s.k, s.m, s.set_bits) for s in self._stages]
+        parts += [s.bits.tobytes() for s in self._stages]
+        body = b"".join(parts)
+        return body + hashlib.blake2b(body, digest_size=_DIGEST).digest()
+
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview) -> Sieve:
+        """Rebuild a Sieve from `to_bytes` output; raises `SieveFormatError` naming the problem."""
+        data = bytes(data)
+        if data[: len(_MAGIC)] != _MAGIC[: len(data)] or not data:
+            raise SieveFormatError("not a Sieve file: bad magic bytes")
+        if len(data) < _HEAD.size + _DIGEST:
+            raise SieveFormatError(f"truncated Sieve data: {len(data)} bytes, header incomplete")
+        _, version, _, seed, p, r, growth, cap, count, n = _HEAD.unpack_from(data)
+        if version != _VERSION:
+            raise SieveFormatError(f"unsupported Sieve format version {version} (reads {_VERSION})")
+        table_end = _HEAD.size + n * _STAGE.size
+        if len(data) < table_end + _DIGEST:
+            raise SieveFormatError(f"truncated Sieve data: {len(data)} bytes, stage table cut")
+        table = [_STAGE.unpack_from(data, _HEAD.size + i * _STAGE.size) for i in range(n)]
+        expected = table_end + sum(m // 8 for _, _, _, m, _ in table) + _DIGEST
+        if len(data) != expected:
+            what = "truncated" if len(data) < expected else "trailing bytes in"
+            raise SieveFormatError(f"{what} Sieve data: {len(data)} bytes, expected {expected}")
+        body, digest = data[:-_DIGEST], data[-_DIGEST:]
+        if hashlib.blake2b(body, digest_size=_DIGEST).digest() != digest:
+            raise SieveFormatError("corrupt Sieve data: checksum mismatch")
+        if seed != SEED:
+            raise SieveFormatError(
+                f"Sieve saved with hash seed {seed:#x}, this build uses {SEED:#x}"
+            )
+        try:
+            _check(cap, p, r, growth)
+        except ValueError as exc:
+            raise SieveFormatError(f"invalid Sieve parameters: {exc}") from None
+        sieve = cls(1, p, r, growth)
+        sieve.initial_capacity, sieve._stages = cap, []
+        offset = table_end
+        for i, (s_cap, s_p, k, m, set_bits) in enumerate(table):
+            if n == 0 or m == 0 or m % 64 or k < 1:
+                raise SieveFormatError(f"invalid Sieve stage {i}: m={m}, k={k}")
+            bits = bitarray(endian="little")
+            bits.frombytes(data[offset : offset + m // 8])
+            offset += m // 8
+            stage = BloomStage._restore(s_cap, s_p, k, m, bits)
+            if stage.set_bits != set_bits:
+                raise SieveFormatError(f"invalid Sieve stage {i}: set-bit count does not match")
+            sieve._open_stage(stage)
+        if not sieve._stages:
+            raise SieveFormatError("invalid Sieve data: no stages")
+        sieve._count = count
+        return sieve
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write `to_bytes()` atomically: temp file in the same directory, fsync, rename."""
+        target = Path(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(self.to_bytes())
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        dir_fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Sieve:
+        """Read a file written by `save`; raises `SieveFormatError` (with the path) if it is bad."""
+        try:
+            return cls.from_bytes(Path(path).read_bytes())
+        except SieveFormatError as exc:
+            raise SieveFormatError(f"{path}: {exc}") from None
+
+    def _add_array(self, h: NDArray[np.int64]) -> list[bool]:
+        """Vectorized add (h: flat h1, h2, h1, h2...) with exactly the answers of sequential adds.
+
+        Keys seen before the batch are seen. Every newest-stage bit a key would set and that is
+        unset before the batch is credited to the FIRST key (batch order) that sets it; a key is
+        new iff it is credited at least one bit, exactly as when the keys are added one by one.
+        A growth mid-batch commits the prefix up to the growing key and re-runs the rest.
+        """
+        h1, h2 = h[0::2], h[1::2] | 1
+        out = np.zeros(h1.size, dtype=bool)
+        pending = np.arange(h1.size)
+        while pending.size:
+            for bits, m, k1 in self._old:
+                p = pending
+                unset = _np_unset(bits, _np_positions(m, k1 + 1, h1[p], h2[p]))
+                pending = p[unset.any(axis=1)]
+            cur = self._cur
+            pos = _np_positions(cur.m, cur.k, h1[pending], h2[pending])
+            unset = _np_unset(cur.bits, pos)
+            fresh = pos[unset]
+            srt = np.sort(fresh)
+            if srt.size > 1 and bool((srt[1:] == srt[:-1]).any()):  # two keys share a new bit
+                fresh, first = np.unique(fresh, return_index=True)
+                flips = np.bincount(np.nonzero(unset)[0][first], minlength=pending.size)
+            else:
+                fresh, flips = srt, np.count_nonzero(unset, axis=1)
+            last = pending.size
+            if cur.set_bits + fresh.size >= cur._grow_at:  # the stage fills up within this batch
+                last = int(np.searchsorted(np.cumsum(flips), cur._grow_at - cur.set_bits)) + 1
+                fresh = np.unique(pos[:last][unset[:last]])
+            buf = np.frombuffer(memoryview(cur.bits), dtype=np.uint8)
+            np.bitwise_or.at(buf, fresh >> 3, _MASKS[fresh & 7])
+            cur.set_bits += fresh.size
+            new = flips[:last] > 0
+            out[pending[:last]] = new
+            self._count += int(np.count_nonzero(new))
+            if last == pending.size:
+                break
+            self._grow()
+            pending = pending[last:]
+        result: list[bool] = out.tolist()
+        return result
+
+
+def _np_positions(m: int, k: int, h1: NDArray[np.int64], h2: NDArray[np.int64]) -> NDArray[Any]:
+    """The (keys, k) matrix of bit positions; int64 floor-mod matches Python's `%`."""
+    got: NDArray[Any] = ((h1 % m)[:, None] + (h2 % m)[:, None] * np.arange(k)) % m
+    return got
+
+
+def _np_unset(bits: bitarray, pos: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Which of the positions are 0 in `bits` (little-endian bit order)."""
+    buf = np.frombuffer(memoryview(bits), dtype=np.uint8)
+    got: NDArray[np.bool_] = (buf[pos >> 3] & _MASKS[pos & 7]) == 0
+    return got
