@@ -16,21 +16,27 @@ import contextlib
 import json
 import logging
 import os
+import shlex
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TextIO
 
+from crawler.components import settings
 from crawler.config import Config, load_config
 from crawler.engine import Crawler
 from crawler.errors import ConfigError, SeedError
 from crawler.fixture import FixtureSite
 from crawler.progress import ProgressReporter, print_summary
+from crawler.state import CrawlState, StateError
 from crawler.warc import WarcOutput
 
 __all__ = ["main", "read_seeds"]
 
 log = logging.getLogger("crawler")
+
+SHUTDOWN_GRACE = 5.0  # seconds fetches in flight get to finish after SIGINT/SIGTERM
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="SECONDS",
         help="minimum seconds between requests to one host",
+    )
+    parser.add_argument(
+        "--state", metavar="DIR", help="keep a crash-safe crawl state in DIR; run again to resume"
+    )
+    parser.add_argument(
+        "--fresh", action="store_true", help="discard the state in --state DIR and start over"
     )
     parser.add_argument(
         "--demo",
@@ -120,6 +132,8 @@ def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
         config = config.override("output", stats=args.stats)
     if args.warc is not None:
         config = config.override("output", warc=args.warc)
+    if args.state is not None:
+        config = config.override("state", dir=args.state)
     return config
 
 
@@ -135,11 +149,42 @@ def setup_logging(verbose: int, quiet: bool) -> None:
 
 @contextlib.contextmanager
 def open_output(path: str) -> Iterator[TextIO]:
+    """stdout, or `path` opened for appending (never truncated) after `repair_jsonl`."""
     if path in ("", "-"):
         yield sys.stdout
         return
+    repair_jsonl(Path(path))
     with open(path, "a", encoding="utf-8") as fh:
         yield fh
+
+
+def repair_jsonl(path: Path) -> None:
+    """Cut a partial last line left by a crash, so appended records start on a line of their own.
+
+    The URL of a cut line was not marked done in the state, so a resumed crawl writes it again.
+    """
+    try:
+        with open(path, "r+b") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return
+            end = size
+            while end > 0:
+                start = max(0, end - 65536)
+                fh.seek(start)
+                chunk = fh.read(end - start)
+                cut = chunk.rfind(b"\n")
+                if cut >= 0:
+                    end = start + cut + 1
+                    break
+                end = start
+            fh.truncate(end)
+            log.warning("%s: removed a partial last line (%d bytes)", path, size - end)
+    except FileNotFoundError:
+        return
 
 
 async def run(
@@ -149,30 +194,79 @@ async def run(
     *,
     keys: set[str] | None = None,
     progress: bool = True,
-) -> Crawler:
-    """Crawl `seeds`, writing JSON Lines to `out` (and WARC, progress, as configured)."""
+    fresh: bool = False,
+) -> tuple[Crawler, int]:
+    """Crawl `seeds`, writing JSON Lines to `out` (and WARC, progress, state, as configured).
+
+    Returns the crawler and the exit status: 0 when the crawl completed, 128 + the signal
+    number when SIGINT/SIGTERM stopped it.
+    """
     o = config.output
+    state = (
+        CrawlState.open(config.state.dir, settings(config), fresh=fresh)
+        if config.state.dir
+        else None
+    )
     warc = WarcOutput(o.warc, max_size=o.warc_max_size) if o.warc else None
-    crawler = Crawler(config, recorder=warc.write if warc is not None else None)
+    crawler = Crawler(config, recorder=warc.write if warc is not None else None, state=state)
     reporter = ProgressReporter(crawler, sys.stderr, interval=o.progress_interval)
+    stopped_by: list[int] = []
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        if stopped_by:  # a second Ctrl-C: leave now; the state database is consistent
+            os._exit(128 + stopped_by[0])
+        stopped_by.append(signum)
+        name = signal.Signals(signum).name
+        print(
+            f"\ncrawl: {name}: finishing fetches in flight (up to {SHUTDOWN_GRACE:g} s); "
+            "press Ctrl-C again to quit at once",
+            file=sys.stderr,
+        )
+        crawler.stop()
+        loop.call_later(SHUTDOWN_GRACE, crawler.abort)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, on_signal, signum)
+    failed = True
     try:
         async with crawler, contextlib.AsyncExitStack() as stack:
             if progress and (reporter.tty or o.progress_interval > 0):
                 await stack.enter_async_context(reporter)
             async for result in crawler.crawl(seeds):
                 out.write(result.to_json() + "\n")
+                if state is not None:
+                    out.flush()  # written before the state marks the URL done
                 if keys is not None:
                     keys.add(result.key)
             out.flush()
+        failed = False
     finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
         if warc is not None:
             warc.close()
-    return crawler
+        if state is not None and failed:
+            state.abandon()  # leave the state as the journal has it: nothing overwritten
+        elif state is not None:
+            status = "finished" if crawler.complete else "interrupted"
+            state.close(crawler.sieve, crawler.stats.as_dict(), status)
+    if stopped_by:
+        where = f"; state saved in {config.state.dir}" if state is not None else ""
+        again = " ".join(shlex.quote(a) for a in sys.argv[1:])
+        hint = (
+            f"resume with: crawl {again}"
+            if state is not None
+            else "it cannot be resumed: run with --state DIR to make crawls resumable"
+        )
+        print(f"crawl: interrupted{where}; {hint}", file=sys.stderr)
+        return crawler, 128 + stopped_by[0]
+    return crawler, 0
 
 
 async def run_demo(
     config: Config, out: IO[str], explicit_delay: bool, progress: bool
-) -> tuple[Crawler, bool]:
+) -> tuple[Crawler, int]:
     """Serve the fixture site on loopback, crawl it, and check the result against its truth."""
     async with FixtureSite() as site:
         config = config.override("fetch", resolve={**config.fetch.resolve, **site.resolve})
@@ -182,13 +276,15 @@ async def run_demo(
               f"(hosts: {', '.join(site.resolve)}), seeds: {' '.join(site.seeds)}",
               file=sys.stderr)  # fmt: skip
         keys: set[str] = set()
-        crawler = await run(config, site.seeds, out, keys=keys, progress=progress)
+        crawler, status = await run(config, site.seeds, out, keys=keys, progress=progress)
+        if status:
+            return crawler, status
         expected = site.expected(config.crawl.max_depth) | site.refused()
         ok = keys == expected if not config.crawl.max_pages else keys <= expected
         verdict = "equals" if ok else "DIFFERS FROM"
         print(f"demo: {len(keys)} results; the crawled set {verdict} the fixture's ground truth "
               f"({len(expected)} URLs)", file=sys.stderr)  # fmt: skip
-        return crawler, ok
+        return crawler, 0 if ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         config = apply_overrides(load_config(args.config), args)
         if args.demo and args.targets:
             raise ConfigError("--demo crawls the bundled fixture site; give no seeds with it")
+        if args.fresh and not config.state.dir:
+            raise ConfigError("--fresh needs a state directory (--state DIR or [state] dir)")
         seeds = [] if args.demo else collect_seeds(args.targets)
         if not args.demo and not seeds:
             parser.print_usage(sys.stderr)
@@ -213,12 +311,13 @@ def main(argv: list[str] | None = None) -> int:
         with open_output(config.output.path) as out:
             if args.demo:
                 demo = run_demo(config, out, args.delay is not None, not args.quiet)
-                crawler, ok = asyncio.run(demo)
+                crawler, status = asyncio.run(demo)
             else:
-                crawler, ok = asyncio.run(run(config, seeds, out, progress=not args.quiet)), True
-    except KeyboardInterrupt:
-        print("crawl: interrupted", file=sys.stderr)
-        return 130
+                job = run(config, seeds, out, progress=not args.quiet, fresh=args.fresh)
+                crawler, status = asyncio.run(job)
+    except StateError as exc:
+        print(f"crawl: error: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # the reader of our stdout went away (e.g. `crawl ... | head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -230,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         print_summary(crawler.stats_dict(), sys.stderr)
     if config.output.stats:
         Path(config.output.stats).write_text(json.dumps(crawler.stats_dict(), indent=2) + "\n")
-    return 0 if ok else 1
+    return status
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ __all__ = [
     "PolitenessConfig",
     "ScopeConfig",
     "SieveConfig",
+    "StateConfig",
     "UrlsConfig",
     "load_config",
 ]
@@ -103,6 +104,7 @@ class SieveConfig:
     error_rate: float = 1e-4
     ratio: float = 0.85
     growth: int = 2
+    confirm: str = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +115,12 @@ class UrlsConfig:
     strip_www: bool = False
     fetch_canonical: bool = False
     memo_size: int = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class StateConfig:
+    dir: str = ""
+    checkpoint_interval: float = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +141,7 @@ class Config:
     sieve: SieveConfig = field(default_factory=SieveConfig)
     urls: UrlsConfig = field(default_factory=UrlsConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
+    state: StateConfig = field(default_factory=StateConfig)
 
     def override(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section replaced (used for CLI flags); validated."""
@@ -226,7 +235,7 @@ _POSITIVE = {"concurrency", "per_host_concurrency", "capacity", "growth", "warc_
 _NON_NEGATIVE = {
     "max_pages", "max_depth", "delay", "max_delay", "robots_ttl", "backoff_base", "backoff_max",
     "max_retry_after", "retries", "max_redirects", "max_pages_per_host", "memo_size",
-    "max_links_per_page", "progress_interval",
+    "max_links_per_page", "progress_interval", "checkpoint_interval",
 }  # fmt: skip
 _POSITIVE_FLOAT = {
     "connect_timeout",
@@ -251,6 +260,10 @@ def _check_ranges(obj: Any, where: str) -> None:
             raise ConfigError(f"{where} error_rate: must be between 0 and 1, got {obj.error_rate}")
         if not 0 < obj.ratio < 1:
             raise ConfigError(f"{where} ratio: must be between 0 and 1, got {obj.ratio}")
+        if obj.confirm not in ("auto", "none", "exact"):
+            raise ConfigError(
+                f"{where} confirm: must be one of 'auto', 'none', 'exact', got {obj.confirm!r}"
+            )
     if isinstance(obj, ScopeConfig):
         for key in ("include", "exclude"):
             for pattern in getattr(obj, key):

@@ -22,16 +22,17 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
+from crawler.components import make_fetcher, make_frontier, make_scope, make_sieve, make_urls
 from crawler.config import Config
+from crawler.dedup import Dedup
 from crawler.errors import FetchError, SeedError
-from crawler.fetcher import Fetcher, Response
+from crawler.fetcher import Response
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
 from crawler.links import extract
 from crawler.results import CrawlResult, CrawlStats
 from crawler.robots import policy_from_response, product_token
 from crawler.scope import Scope, split_host
-from crawler.sieve import Sieve
-from crawler.urls import UrlNormalizer
+from crawler.state import CrawlState, SeenStore
 
 __all__ = ["Crawler"]
 
@@ -63,38 +64,27 @@ class Crawler:
         *,
         clock: Callable[[], float] | None = None,
         recorder: Callable[[Response], None] | None = None,
+        state: CrawlState | None = None,
     ) -> None:
         """`clock` drives politeness (default: the event loop's); `recorder` sees every HTTP
-        response as received, robots.txt and redirects included (the WARC writer is one)."""
+        response as received, robots.txt and redirects included (the WARC writer is one);
+        `state` makes the crawl crash-safe and resumable (see `crawler.state`)."""
         self.config = config = config or Config()
         self._clock = clock
         self._recorder = recorder
+        self.state = state
         self.stats = CrawlStats()
-        s, u, f = config.sieve, config.urls, config.fetch
-        self.sieve = Sieve(
-            capacity=s.capacity, error_rate=s.error_rate, ratio=s.ratio, growth=s.growth
-        )
-        self.urls = UrlNormalizer(
-            session_params=u.session_params,
-            tracking_params=u.tracking_params,
-            sort_query=u.sort_query,
-            strip_www=u.strip_www,
-            memo_size=u.memo_size,
-        )
-        self.fetcher = Fetcher(
-            user_agent=config.crawl.user_agent,
-            connect_timeout=f.connect_timeout,
-            read_timeout=f.read_timeout,
-            total_timeout=f.total_timeout,
-            max_body=f.max_body,
-            max_header_size=f.max_header_size,
-            resolve=f.resolve,
-            connections=max(100, config.crawl.concurrency * 2),
-        )
+        self.sieve = make_sieve(config)
+        self.dedup = Dedup(self.sieve)
+        self.urls = make_urls(config)
+        self.fetcher = make_fetcher(config)
         self.frontier: Frontier | None = None
         self.scope: Scope | None = None
+        self.stopped = False
         self._token = product_token(config.crawl.user_agent)
-        self._results: asyncio.Queue[CrawlResult | _WorkerDone] | None = None
+        self._results: asyncio.Queue[CrawlResult | _WorkerDone] = asyncio.Queue()
+        self._room = asyncio.Semaphore(2 * config.crawl.concurrency)
+        self._workers: list[asyncio.Task[None]] = []
 
     async def __aenter__(self) -> Crawler:
         await self.fetcher.__aenter__()
@@ -107,32 +97,6 @@ class Crawler:
 
     # -- the crawl -------------------------------------------------------------------------
 
-    def _make_frontier(self) -> Frontier:
-        p = self.config.politeness
-        return Frontier(
-            delay=p.delay,
-            per_host_concurrency=p.per_host_concurrency,
-            max_delay=p.max_delay,
-            adaptive=p.adaptive,
-            backoff_base=p.backoff_base,
-            backoff_max=p.backoff_max,
-            max_retry_after=p.max_retry_after,
-            respect_robots=p.respect_robots,
-            robots_ttl=p.robots_ttl,
-            clock=self._clock,
-        )
-
-    def _make_scope(self) -> Scope:
-        sc, c = self.config.scope, self.config.crawl
-        return Scope(
-            allowed_domains=sc.allowed_domains,
-            include=sc.include,
-            exclude=sc.exclude,
-            skip_extensions=sc.skip_extensions,
-            max_depth=c.max_depth,
-            max_pages_per_host=sc.max_pages_per_host,
-        )
-
     def seed_entries(self, seeds: Iterable[str]) -> list[Entry]:
         """Validate seeds into frontier entries; raises SeedError naming a bad one."""
         entries = []
@@ -144,21 +108,43 @@ class Crawler:
             entries.append(Entry(url=fetch, key=key, depth=0))
         return entries
 
+    def _prepare(self, seeds: Iterable[str]) -> None:
+        """Set up frontier, scope and the seen test; restore a saved state; admit the seeds."""
+        entries = self.seed_entries(seeds)
+        self.frontier, self.scope = make_frontier(self.config, self._clock), make_scope(self.config)
+        confirm = self.config.sieve.confirm
+        exact = confirm == "exact" or (confirm == "auto" and self.state is not None)
+        state = self.state
+        if state is not None and state.resumed:
+            self.sieve = state.restore_sieve(self.sieve)
+            self.stats.restore(state.stats() or {})
+        store = (state.seen if state is not None else SeenStore()) if exact else None
+        self.dedup = Dedup(self.sieve, store)
+        hosts = {split_host(e.key) for e in entries}
+        if state is not None:
+            hosts = state.seed_hosts(hosts)
+            resumed = 0
+            for entry in state.pending():
+                resumed += self.frontier.put(entry)
+                self.scope.admitted(entry.key)
+            if resumed:
+                log.warning("resuming: %d URLs still to fetch", resumed)
+        if not self.config.scope.allowed_domains:
+            for host in hosts:
+                self.scope.add_host(host)
+        for entry in entries:
+            if self._room_for_more() and self.dedup.add(entry.key):
+                self._admit(entry)
+
     async def crawl(self, seeds: Iterable[str]) -> AsyncIterator[CrawlResult]:
         """Crawl from `seeds`, yielding one result per fetched, failed or refused URL."""
-        entries = self.seed_entries(seeds)
-        self.frontier, self.scope = self._make_frontier(), self._make_scope()
-        for entry in entries:
-            if not self.config.scope.allowed_domains:
-                self.scope.add_host(split_host(entry.key))
-        for entry in entries:
-            if self.sieve.add(entry.key):
-                self._admit(entry)
-        n = self.config.crawl.concurrency
-        results: asyncio.Queue[CrawlResult | _WorkerDone] = asyncio.Queue(maxsize=2 * n)
-        self._results = results
-        self.stats.started = time.monotonic()
-        workers = [asyncio.create_task(self._worker(i), name=f"crawl-worker-{i}") for i in range(n)]
+        self._prepare(seeds)
+        state, results, n = self.state, self._results, self.config.crawl.concurrency
+        self.stats.started = time.monotonic() - self.stats.elapsed
+        checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
+        self._workers = [
+            asyncio.create_task(self._worker(), name=f"crawl-worker-{i}") for i in range(n)
+        ]
         finished = 0
         try:
             while finished < n:
@@ -171,37 +157,64 @@ class Crawler:
                 self.stats.record(item)
                 self.stats.elapsed = time.monotonic() - self.stats.started
                 yield item
+                # The consumer has taken the result: only now is the URL done for good.
+                self._room.release()
+                if state is not None:
+                    state.completed(item.key)
+                    if time.monotonic() >= checkpoint_at:
+                        state.checkpoint(self.sieve, self.stats.as_dict())
+                        checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
         finally:
-            self.frontier.close()
-            for task in workers:
-                task.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            self.stop()
+            self.abort()
+            await asyncio.gather(*self._workers, return_exceptions=True)
             self.stats.elapsed = time.monotonic() - self.stats.started
 
     def stop(self) -> None:
-        """Stop handing out work; in-flight fetches finish and the crawl ends."""
+        """Stop handing out work; fetches in flight finish, then the crawl ends."""
+        self.stopped = True
         if self.frontier is not None:
             self.frontier.close()
 
-    def _admit(self, entry: Entry) -> bool:
-        """Put a new (Sieve-approved, in-scope) entry in the frontier; count what does not fit."""
-        assert self.frontier is not None and self.scope is not None
+    def abort(self) -> None:
+        """Cancel the fetches in flight (with a state, they stay pending for a resume)."""
+        for task in self._workers:
+            task.cancel()
+
+    @property
+    def complete(self) -> bool:
+        """True when the crawl ran out of work (rather than being stopped)."""
+        return not self.stopped
+
+    def _room_for_more(self) -> bool:
         limit = self.config.crawl.max_pages
         if limit and self.stats.admitted >= limit:
             self.stats.over_limit += 1
             return False
+        return True
+
+    def _admit(self, entry: Entry) -> bool:
+        """Put a new (seen-test-approved, in-scope) entry in the frontier and the journal."""
+        assert self.frontier is not None
+        assert self.scope is not None
         if not self.frontier.put(entry):
             self.stats.dropped_full += 1
             return False
         self.stats.admitted += 1
         self.scope.admitted(entry.key)
+        if self.state is not None:
+            self.state.admitted(entry)
         return True
 
     # -- workers ---------------------------------------------------------------------------
 
-    async def _worker(self, number: int) -> None:
-        assert self.frontier is not None and self._results is not None
-        frontier, results = self.frontier, self._results
+    async def _emit(self, result: CrawlResult) -> None:
+        await self._room.acquire()  # back-pressure: at most 2 x concurrency results waiting
+        self._results.put_nowait(result)
+
+    async def _worker(self) -> None:
+        assert self.frontier is not None
+        frontier = self.frontier
         error: BaseException | None = None
         try:
             while (entry := await frontier.get()) is not None:
@@ -212,21 +225,21 @@ class Crawler:
                         outcome = await self._fetch_robots(entry)
                     elif entry.kind is EntryKind.REFUSED:
                         self.stats.robots_refused += 1
-                        await results.put(self._refused(entry))
+                        await self._emit(self._failed(entry, "robots: disallowed by robots.txt"))
                     else:
                         outcome, retry, result = await self._fetch_page(entry)
                         if result is not None:
-                            await results.put(result)
+                            await self._emit(result)
                 except Exception as exc:  # a bug handling one URL must not kill the crawl
                     log.exception("internal error while crawling %s", entry.url)
-                    await results.put(self._failed(entry, f"internal: {type(exc).__name__}: {exc}"))
+                    await self._emit(self._failed(entry, f"internal: {type(exc).__name__}: {exc}"))
                 finally:
                     frontier.done(entry, outcome, retry=retry)
         except asyncio.CancelledError:
-            raise
+            pass  # aborted: the entry in flight stays pending in the state, if any
         except BaseException as exc:
             error = exc
-        await results.put(_WorkerDone(error))
+        self._results.put_nowait(_WorkerDone(error))
 
     async def _fetch_page(self, entry: Entry) -> tuple[Outcome, bool, CrawlResult | None]:
         """Fetch one page; returns (outcome for the frontier, retry?, result or None if retried)."""
@@ -317,10 +330,14 @@ class Crawler:
         if not keys:
             return 0
         canonical = self.config.urls.fetch_canonical
+        if not self._room_for_more():
+            return 0
         new = 0
-        for fetch_url, key, is_new in zip(fetch_urls, keys, self.sieve.add_many(keys), strict=True):
+        for fetch_url, key, is_new in zip(fetch_urls, keys, self.dedup.add_many(keys), strict=True):
             if not is_new:
                 self.stats.duplicates += 1
+                continue
+            if not self._room_for_more():
                 continue
             child = Entry(url=key if canonical else fetch_url, key=key, depth=depth,
                           parent=entry.url)  # fmt: skip
@@ -341,7 +358,7 @@ class Crawler:
             return CrawlResult(**base, location=fetch_url, error=error)
         new = 0
         if self.scope.check(key, entry.depth) is None:
-            if self.sieve.add(key):
+            if self._room_for_more() and self.dedup.add(key):
                 target = key if self.config.urls.fetch_canonical else fetch_url
                 child = Entry(url=target, key=key, depth=entry.depth, parent=entry.url,
                               redirects=entry.redirects + 1)  # fmt: skip
@@ -355,9 +372,6 @@ class Crawler:
     def _failed(self, entry: Entry, error: str) -> CrawlResult:
         return CrawlResult(url=entry.url, key=entry.key, status=None, depth=entry.depth,
                            parent=entry.parent, fetched_at=_now_iso(), error=error)  # fmt: skip
-
-    def _refused(self, entry: Entry) -> CrawlResult:
-        return self._failed(entry, "robots: disallowed by robots.txt")
 
     async def _fetch_robots(self, entry: Entry) -> Outcome:
         """Fetch robots.txt per RFC 9309 (up to 5 redirects, body capped) and hand the policy on."""
@@ -400,6 +414,9 @@ class Crawler:
             "size_in_bytes": sieve.size_in_bytes,
             "false_positive_bound": sieve.false_positive_bound,
             "false_positive_estimate": sieve.false_positive_estimate,
+            "confirm": "exact" if self.dedup.exact is not None else "none",
+            "rescued_false_positives": self.dedup.rescued,
+            "measured_false_positive_rate": self.dedup.measured_false_positive_rate,
         }
         out["memo_hit_rate"] = round(self.urls.memo_hit_rate, 4)
         if self.frontier is not None:

@@ -91,6 +91,16 @@ class CrawlStats:
         if result.error is not None:
             self.errors[result.error.split(":", 1)[0]] += 1
 
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Continue counting from a saved `as_dict()` (a resumed crawl)."""
+        for name in ("pages", "bytes", "retries", "robots_refused", "robots_fetches",
+                     "out_of_scope", "over_limit", "duplicates", "links_seen", "admitted",
+                     "dropped_full"):  # fmt: skip
+            setattr(self, name, int(saved.get(name, 0)))
+        self.status_classes = Counter(saved.get("status_classes", {}))
+        self.errors = Counter(saved.get("errors", {}))
+        self.elapsed = float(saved.get("elapsed_s", 0.0))
+
     def as_dict(self) -> dict[str, Any]:
         rate = self.pages / self.elapsed if self.elapsed > 0 else 0.0
         return {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import logging
+import zlib
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
@@ -64,6 +65,10 @@ class WarcOutput:
                 return self._writer
             self._file.close()
             self._index += 1
+        elif not self.files:  # first write: continue an earlier run's series, repaired
+            while self._name(self._index + 1).exists():
+                self._index += 1
+            _repair(self._name(self._index))
         path = self._name(self._index)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(path, "ab")  # noqa: SIM115 - kept open across writes; appended, never truncated
@@ -118,3 +123,42 @@ class WarcOutput:
 
     def __repr__(self) -> str:
         return f"<WarcOutput {str(self.path)!r} files={len(self.files)} records={self.records}>"
+
+
+def _repair(path: Path) -> None:
+    """Cut a torn last record (a crash mid-write) so records appended after it stay readable.
+
+    Every record is its own gzip member: keep the file up to the end of the last complete one.
+    """
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb") as fh:
+        good = _complete_members_end(fh)
+    size = path.stat().st_size
+    if good < size:
+        with path.open("r+b") as fh:
+            fh.truncate(good)
+        log.warning("%s: removed %d bytes of a torn last record", path, size - good)
+
+
+def _complete_members_end(fh: IO[bytes]) -> int:
+    """The file offset where the last complete gzip member ends (inflating in bounded steps)."""
+    good = base = fed = 0
+    z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    while chunk := fh.read(1 << 20):
+        buf = chunk
+        while buf:
+            try:
+                z.decompress(buf, 1 << 16)
+            except zlib.error:
+                return good
+            if z.eof:
+                rest = z.unused_data
+                base += fed + len(buf) - len(rest)
+                good, fed = base, 0
+                z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                buf = rest
+            else:
+                fed += len(buf) - len(z.unconsumed_tail)
+                buf = z.unconsumed_tail
+    return good

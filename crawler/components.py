@@ -1,0 +1,95 @@
+"""Build the crawl's components from the typed config (config flows one way: into here).
+
+Each component takes plain keyword arguments; only this module knows which config key feeds
+which argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from crawler.config import Config
+from crawler.fetcher import Fetcher
+from crawler.frontier import Frontier
+from crawler.scope import Scope
+from crawler.sieve import Sieve
+from crawler.urls import UrlNormalizer
+
+__all__ = ["make_fetcher", "make_frontier", "make_scope", "make_sieve", "make_urls", "settings"]
+
+
+def make_sieve(config: Config) -> Sieve:
+    s = config.sieve
+    return Sieve(capacity=s.capacity, error_rate=s.error_rate, ratio=s.ratio, growth=s.growth)
+
+
+def make_urls(config: Config) -> UrlNormalizer:
+    u = config.urls
+    return UrlNormalizer(
+        session_params=u.session_params,
+        tracking_params=u.tracking_params,
+        sort_query=u.sort_query,
+        strip_www=u.strip_www,
+        memo_size=u.memo_size,
+    )
+
+
+def make_fetcher(config: Config) -> Fetcher:
+    f = config.fetch
+    return Fetcher(
+        user_agent=config.crawl.user_agent,
+        connect_timeout=f.connect_timeout,
+        read_timeout=f.read_timeout,
+        total_timeout=f.total_timeout,
+        max_body=f.max_body,
+        max_header_size=f.max_header_size,
+        resolve=f.resolve,
+        connections=max(100, config.crawl.concurrency * 2),
+    )
+
+
+def make_frontier(config: Config, clock: Callable[[], float] | None = None) -> Frontier:
+    p = config.politeness
+    return Frontier(
+        delay=p.delay,
+        per_host_concurrency=p.per_host_concurrency,
+        max_delay=p.max_delay,
+        adaptive=p.adaptive,
+        backoff_base=p.backoff_base,
+        backoff_max=p.backoff_max,
+        max_retry_after=p.max_retry_after,
+        respect_robots=p.respect_robots,
+        robots_ttl=p.robots_ttl,
+        clock=clock,
+    )
+
+
+def make_scope(config: Config) -> Scope:
+    sc, c = config.scope, config.crawl
+    return Scope(
+        allowed_domains=sc.allowed_domains,
+        include=sc.include,
+        exclude=sc.exclude,
+        skip_extensions=sc.skip_extensions,
+        max_depth=c.max_depth,
+        max_pages_per_host=sc.max_pages_per_host,
+    )
+
+
+_FREE_TO_CHANGE = frozenset({"urls.memo_size", "sieve.confirm"})
+
+
+def settings(config: Config) -> dict[str, object]:
+    """The settings a resumed crawl must share with the crawl it resumes: what decides which
+    URLs are admitted and how they are keyed (scope, URL rules, Sieve, depth and page limits)."""
+    out: dict[str, object] = {}
+    for section in ("scope", "urls", "sieve"):
+        table = getattr(config, section)
+        for name in table.__dataclass_fields__:
+            if f"{section}.{name}" in _FREE_TO_CHANGE:
+                continue
+            value = getattr(table, name)
+            out[f"{section}.{name}"] = list(value) if isinstance(value, tuple) else value
+    out["crawl.max_depth"] = config.crawl.max_depth
+    out["crawl.max_pages"] = config.crawl.max_pages
+    return out

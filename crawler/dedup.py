@@ -1,0 +1,72 @@
+"""The URL-seen test: the Sieve, optionally backed by an exact confirmation tier.
+
+Bloom's own 1970 design: a cheap, compact gate in front of an exact check that runs only on the
+gate's positives. With `exact` set, every key the Sieve takes in also has its 64-bit fingerprint
+kept in a `SeenStore`; when the Sieve answers "seen", the store confirms it, so no URL is ever
+dropped by a false positive. The rescued false positives are counted, which gives a live,
+measured false-positive rate. Navigation links repeat on every page, so recently confirmed
+fingerprints are remembered in a small bounded set and skip the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from crawler.sieve import Sieve, fingerprint
+from crawler.state import SeenStore
+
+__all__ = ["Dedup"]
+
+
+class Dedup:
+    __slots__ = ("_recent", "_recent_max", "confirmed", "exact", "rescued", "sieve")
+
+    def __init__(self, sieve: Sieve, exact: SeenStore | None = None, *, recent: int = 65_536):
+        self.sieve = sieve
+        self.exact = exact
+        self.rescued = 0
+        self.confirmed = 0
+        self._recent: set[int] = set()
+        self._recent_max = recent
+
+    def add(self, key: str) -> bool:
+        """True if `key` is new (and now recorded), False if it was seen."""
+        return self.add_many([key])[0]
+
+    def add_many(self, keys: Sequence[str]) -> list[bool]:
+        """`add` for the links of one page: one Sieve batch, then confirmations of positives."""
+        flags = self.sieve.add_many(keys)
+        exact = self.exact
+        if exact is None:
+            return flags
+        recent = self._recent
+        for i, (key, new) in enumerate(zip(keys, flags, strict=True)):
+            fp = fingerprint(key)
+            if new:
+                exact.add(fp)
+                continue
+            if fp in recent:
+                continue
+            if fp in exact:
+                self.confirmed += 1
+                if len(recent) >= self._recent_max:
+                    recent.clear()
+                recent.add(fp)
+                continue
+            # The Sieve said "seen" for a key it never took in: a false positive, rescued.
+            self.rescued += 1
+            exact.add(fp)
+            flags[i] = True
+        return flags
+
+    @property
+    def measured_false_positive_rate(self) -> float | None:
+        """Rescued false positives per truly new key (None without the exact tier)."""
+        if self.exact is None:
+            return None
+        new = self.sieve.count + self.rescued
+        return self.rescued / new if new else 0.0
+
+    def __repr__(self) -> str:
+        tier = "exact" if self.exact is not None else "bloom only"
+        return f"<Dedup {tier} rescued={self.rescued} confirmed={self.confirmed} {self.sieve!r}>"

@@ -1,0 +1,278 @@
+"""Crash-safe crawl state in one directory: ``DIR/state.sqlite`` (stdlib sqlite3, WAL mode).
+
+What is kept, and when:
+
+- ``urls``: a journal of every URL admitted to the frontier (its canonical key, the URL fetched
+  when it differs, depth, parent, redirect hops) with ``done = 0``. A row is written when the URL
+  is admitted; it is marked ``done = 1`` once its result has been handed to the consumer (and,
+  for the CLI, written to the output). Each completion commits, together with everything
+  admitted before it, so after a crash every admitted URL is either done or still pending, and
+  only fetches that were in flight can be repeated.
+- ``seen``: the 64-bit fingerprints of every key the Sieve took in: the exact confirmation tier
+  (`SeenStore`), consulted only when the Bloom filter says "seen".
+- ``sieve``: a periodic snapshot of the Sieve's bytes and the last ``urls`` row it covers.
+  Resuming loads the snapshot and replays only the rows written after it, so restart cost does
+  not grow with the size of the crawl.
+- ``meta``: format version, the settings that must not change across a resume (scope, URL
+  rules, Sieve parameters, depth and page limits), the stats and the crawl's status.
+
+A missing directory starts a new crawl. A directory with an unfinished crawl resumes it, unless
+a setting that matters changed: then `StateError` names the settings, and `--fresh` starts
+over explicitly. A corrupt or foreign file is a `StateError`, never a silent fresh start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from crawler.errors import CrawlerError
+from crawler.frontier import Entry
+from crawler.sieve import Sieve, SieveFormatError, fingerprint
+
+__all__ = ["FORMAT", "CrawlState", "SeenStore", "StateError"]
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+FILENAME = "state.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS urls (
+    id INTEGER PRIMARY KEY,
+    fp INTEGER NOT NULL UNIQUE,
+    key TEXT NOT NULL,
+    url TEXT,
+    depth INTEGER NOT NULL,
+    parent TEXT,
+    redirects INTEGER NOT NULL,
+    done INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS urls_pending ON urls (done, id);
+CREATE TABLE IF NOT EXISTS seen (fp INTEGER PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sieve (id INTEGER PRIMARY KEY CHECK (id = 0), upto INTEGER NOT NULL,
+                                  data BLOB NOT NULL);
+"""
+
+
+class StateError(CrawlerError):
+    """The state directory cannot be used: corrupt, foreign, or from an incompatible crawl."""
+
+
+class SeenStore:
+    """The exact tier behind the Sieve: 64-bit fingerprints of every key taken in.
+
+    In memory (a set) when no state directory is used; in the state database otherwise.
+    """
+
+    __slots__ = ("_db", "_mem")
+
+    def __init__(self, db: sqlite3.Connection | None = None) -> None:
+        self._db = db
+        self._mem: set[int] | None = set() if db is None else None
+
+    def add(self, fp: int) -> None:
+        if self._mem is not None:
+            self._mem.add(fp)
+        else:
+            assert self._db is not None
+            self._db.execute("INSERT OR IGNORE INTO seen (fp) VALUES (?)", (fp,))
+
+    def __contains__(self, fp: int) -> bool:
+        if self._mem is not None:
+            return fp in self._mem
+        assert self._db is not None
+        row = self._db.execute("SELECT 1 FROM seen WHERE fp = ?", (fp,)).fetchone()
+        return row is not None
+
+    def __repr__(self) -> str:
+        where = f"memory, {len(self._mem)} fingerprints" if self._mem is not None else "database"
+        return f"<SeenStore {where}>"
+
+
+class CrawlState:
+    """The state database of one crawl. Use `CrawlState.open(directory, settings)`."""
+
+    __slots__ = ("_db", "_pending_commit", "directory", "finished", "resumed", "seen")
+
+    def __init__(self, directory: Path, db: sqlite3.Connection, *, resumed: bool) -> None:
+        self.directory = directory
+        self._db = db
+        self.resumed = resumed
+        self.finished = False
+        self.seen = SeenStore(db)
+        self._pending_commit = False
+
+    @classmethod
+    def open(
+        cls, directory: str | Path, settings: dict[str, Any], *, fresh: bool = False
+    ) -> CrawlState:
+        """Open (or create) the state in `directory` for a crawl with these `settings`."""
+        directory = Path(directory)
+        path = directory / FILENAME
+        if fresh and path.exists():
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            log.warning("--fresh: removed the previous crawl state in %s", directory)
+        if directory.exists() and not directory.is_dir():
+            raise StateError(f"{directory}: not a directory")
+        existed = path.exists()
+        if directory.exists() and not existed and any(directory.iterdir()):
+            raise StateError(f"{directory}: not empty and holds no crawl state ({FILENAME})")
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            if existed:
+                _check_existing(db, path, settings)
+            else:
+                db.executescript(_SCHEMA)
+                _put_meta(db, format=str(FORMAT), settings=json.dumps(settings, sort_keys=True),
+                          status="running", created=time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                  time.gmtime()))  # fmt: skip
+        except sqlite3.DatabaseError as exc:
+            raise StateError(f"{path}: corrupt or not a crawl state database ({exc})") from None
+        state = cls(directory, db, resumed=existed)
+        db.execute("BEGIN")
+        return state
+
+    @property
+    def status(self) -> str:
+        return self._meta("status") or "running"
+
+    def _meta(self, name: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    # -- resuming --------------------------------------------------------------------------
+
+    def restore_sieve(self, new: Sieve) -> Sieve:
+        """The Sieve as of the crash: the last snapshot plus every key admitted after it."""
+        with self._reading("the Sieve snapshot"):
+            return self._restore_sieve(new)
+
+    @contextlib.contextmanager
+    def _reading(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise StateError(f"{self.directory}: cannot read {what}: {exc}") from None
+
+    def _restore_sieve(self, new: Sieve) -> Sieve:
+        row = self._db.execute("SELECT upto, data FROM sieve WHERE id = 0").fetchone()
+        sieve, upto = new, 0
+        if row is not None:
+            try:
+                sieve = Sieve.from_bytes(row[1])
+            except SieveFormatError as exc:
+                raise StateError(
+                    f"{self.directory}: the Sieve snapshot is corrupt: {exc}"
+                ) from None
+            upto = int(row[0])
+        replayed = 0
+        for (key,) in self._db.execute("SELECT key FROM urls WHERE id > ? ORDER BY id", (upto,)):
+            sieve.add(key)
+            replayed += 1
+        log.info("state: Sieve restored (%d keys replayed after the snapshot)", replayed)
+        return sieve
+
+    def pending(self) -> Iterator[Entry]:
+        """Every admitted URL not yet done, in admission order (what was in flight included)."""
+        with self._reading("the pending URLs"):
+            rows = self._db.execute(
+                "SELECT key, url, depth, parent, redirects FROM urls WHERE done = 0 ORDER BY id"
+            ).fetchall()
+        for key, url, depth, parent, redirects in rows:
+            yield Entry(url=url or key, key=key, depth=depth, parent=parent, redirects=redirects)
+
+    def seed_hosts(self, hosts: set[str]) -> set[str]:
+        """The seed hosts of every run of this crawl (the default scope), these included."""
+        text = self._meta("seed_hosts")
+        merged = set(json.loads(text)) | hosts if text else set(hosts)
+        _put_meta(self._db, seed_hosts=json.dumps(sorted(merged)))
+        return merged
+
+    def stats(self) -> dict[str, Any] | None:
+        text = self._meta("stats")
+        return None if text is None else dict(json.loads(text))
+
+    # -- journal ---------------------------------------------------------------------------
+
+    def admitted(self, entry: Entry) -> None:
+        """Journal a URL admitted to the frontier (committed with the next completion)."""
+        url = None if entry.url == entry.key else entry.url
+        self._db.execute(
+            "INSERT OR IGNORE INTO urls (fp, key, url, depth, parent, redirects) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (fingerprint(entry.key), entry.key, url, entry.depth, entry.parent, entry.redirects),
+        )
+
+    def completed(self, key: str) -> None:
+        """Mark a URL done and commit everything journaled so far."""
+        self._db.execute("UPDATE urls SET done = 1 WHERE fp = ?", (fingerprint(key),))
+        self.commit()
+
+    def commit(self) -> None:
+        self._db.execute("COMMIT")
+        self._db.execute("BEGIN")
+
+    def checkpoint(self, sieve: Sieve, stats: dict[str, Any], status: str = "running") -> None:
+        """Snapshot the Sieve and the stats (and the status), then commit."""
+        upto = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM urls").fetchone()[0]
+        self._db.execute(
+            "INSERT OR REPLACE INTO sieve (id, upto, data) VALUES (0, ?, ?)",
+            (upto, sieve.to_bytes()),
+        )
+        _put_meta(self._db, stats=json.dumps(stats), status=status)
+        self.commit()
+
+    def counts(self) -> tuple[int, int]:
+        """(admitted, done) URLs in the journal."""
+        row = self._db.execute("SELECT COUNT(*), COALESCE(SUM(done), 0) FROM urls").fetchone()
+        return int(row[0]), int(row[1])
+
+    def close(self, sieve: Sieve, stats: dict[str, Any], status: str) -> None:
+        """Write a last checkpoint with the crawl's status and close the database."""
+        self.checkpoint(sieve, stats, status)
+        self._db.execute("COMMIT")
+        self._db.close()
+        self.finished = status == "finished"
+
+    def abandon(self) -> None:
+        """Commit the journal as it stands and close, without a snapshot or a status change."""
+        self._db.execute("COMMIT")
+        self._db.close()
+
+    def __repr__(self) -> str:
+        return f"<CrawlState {str(self.directory)!r} resumed={self.resumed}>"
+
+
+def _put_meta(db: sqlite3.Connection, **values: str) -> None:
+    db.executemany("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", list(values.items()))
+
+
+def _check_existing(db: sqlite3.Connection, path: Path, settings: dict[str, Any]) -> None:
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not {"meta", "urls", "seen", "sieve"} <= tables:
+        raise StateError(f"{path}: not a crawl state database (tables missing)")
+    meta = dict(db.execute("SELECT name, value FROM meta").fetchall())
+    if meta.get("format") != str(FORMAT):
+        raise StateError(f"{path}: state format {meta.get('format')!r}, expected {FORMAT}")
+    try:
+        saved = json.loads(meta["settings"])
+    except (KeyError, ValueError):
+        raise StateError(f"{path}: the saved settings are missing or corrupt") from None
+    changed = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
+    if changed:
+        raise StateError(
+            f"{path.parent}: the crawl was started with other settings ({', '.join(changed)}); "
+            "resume with the same config, or use --fresh to start over"
+        )

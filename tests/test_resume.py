@@ -1,0 +1,177 @@
+"""Pause, resume and crash safety, end to end: `crawl --state` in a subprocess, interrupted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import signal
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from crawler.config import Config
+from crawler.engine import Crawler
+from crawler.fixture import FixtureSite
+from crawler.urls import canonicalize
+from tests.conftest import site_config
+
+CONCURRENCY = 4
+
+
+def write_config(site: FixtureSite, path: Path) -> Path:
+    resolve = ", ".join(f'"{h}" = "127.0.0.1"' for h in site.resolve)
+    path.write_text(
+        f"[crawl]\nconcurrency = {CONCURRENCY}\n"
+        "[politeness]\ndelay = 0.0\nbackoff_base = 0.05\n"
+        f"[fetch]\nresolve = {{ {resolve} }}\n"
+        "[output]\nprogress_interval = 0.0\n"
+    )
+    return path
+
+
+async def start(site: FixtureSite, tmp: Path, *extra: str) -> asyncio.subprocess.Process:
+    args = [*site.seeds, "--config", str(tmp / "c.toml"), "--state", str(tmp / "state"),
+            "-o", str(tmp / "out.jsonl"), "-q", *extra]  # fmt: skip
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "crawler.cli", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+
+
+def output_keys(tmp: Path) -> Counter[str]:
+    keys: Counter[str] = Counter()
+    for line in (tmp / "out.jsonl").read_text().splitlines():
+        key = canonicalize(json.loads(line)["url"])  # every line is whole JSON
+        assert key is not None
+        keys[key] += 1
+    return keys
+
+
+async def wait_for_lines(tmp: Path, n: int, proc: asyncio.subprocess.Process) -> None:
+    out = tmp / "out.jsonl"
+    async with asyncio.timeout(30):
+        while not out.exists() or out.read_text().count("\n") < n:
+            assert proc.returncode is None, "the crawl ended before it could be interrupted"
+            await asyncio.sleep(0.02)
+
+
+async def run_to_end(site: FixtureSite, tmp: Path, *extra: str) -> tuple[int, str]:
+    proc = await start(site, tmp, *extra)
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode is not None
+    return proc.returncode, err.decode()
+
+
+@pytest.fixture
+async def slow_site() -> object:
+    async with FixtureSite(crawl_delay=0.1, slow=0.1) as site:
+        yield site
+
+
+async def test_sigint_then_resume_equals_uninterrupted_crawl(
+    slow_site: FixtureSite, tmp_path: Path
+) -> None:
+    site = slow_site
+    write_config(site, tmp_path / "c.toml")
+    proc = await start(site, tmp_path)
+    await wait_for_lines(tmp_path, 8, proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 130, err
+    assert "resume with: crawl " in err.decode()
+    before = sum(output_keys(tmp_path).values())
+    assert 8 <= before < len(site.expected() | site.refused())
+    code, err2 = await run_to_end(site, tmp_path)
+    assert code == 0, err2
+    keys = output_keys(tmp_path)
+    assert set(keys) == site.expected() | site.refused()
+    assert max(keys.values()) == 1, "a URL was written twice after a graceful stop"
+
+
+async def test_sigterm_exits_143(slow_site: FixtureSite, tmp_path: Path) -> None:
+    write_config(slow_site, tmp_path / "c.toml")
+    proc = await start(slow_site, tmp_path)
+    await wait_for_lines(tmp_path, 3, proc)
+    proc.send_signal(signal.SIGTERM)
+    await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 143
+
+
+async def test_kill_9_at_random_points_loses_nothing(
+    slow_site: FixtureSite, tmp_path: Path
+) -> None:
+    site = slow_site
+    write_config(site, tmp_path / "c.toml")
+    rng = random.Random(9)
+    kills = 0
+    for _ in range(3):
+        proc = await start(site, tmp_path)
+        await asyncio.sleep(rng.uniform(0.4, 1.6))
+        if proc.returncode is not None:
+            break
+        proc.kill()
+        await proc.wait()
+        kills += 1
+    assert kills >= 2
+    code, err = await run_to_end(site, tmp_path)
+    assert code == 0, err
+    keys = output_keys(tmp_path)
+    assert set(keys) == site.expected() | site.refused(), "an admitted URL was lost"
+    repeats = sum(n - 1 for n in keys.values())
+    # only fetches in flight at a crash may be repeated (workers x crashes, at most)
+    assert repeats <= kills * CONCURRENCY
+
+
+async def test_changed_config_is_refused_then_fresh_starts_over(
+    site: FixtureSite, tmp_path: Path
+) -> None:
+    write_config(site, tmp_path / "c.toml")
+    code, err = await run_to_end(site, tmp_path, "--max-pages", "5")
+    assert code == 0, err
+    code, err = await run_to_end(site, tmp_path, "--max-pages", "9")
+    assert code == 2
+    assert "crawl.max_pages" in err
+    assert "--fresh" in err
+    code, err = await run_to_end(site, tmp_path, "--max-pages", "9", "--fresh")
+    assert code == 0, err
+
+
+async def test_corrupt_state_is_an_error_not_a_fresh_start(
+    site: FixtureSite, tmp_path: Path
+) -> None:
+    write_config(site, tmp_path / "c.toml")
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "state.sqlite").write_bytes(b"\0garbage" * 512)
+    code, err = await run_to_end(site, tmp_path)
+    assert code == 2
+    assert "corrupt" in err
+    assert not (tmp_path / "out.jsonl").exists() or not (tmp_path / "out.jsonl").read_text()
+
+
+async def test_exact_tier_rescues_false_positives_of_a_saturated_sieve(
+    site: FixtureSite,
+) -> None:
+    config = site_config(site).override(
+        "sieve", capacity=2, error_rate=0.99, ratio=0.01, growth=1, confirm="exact"
+    )
+    async with Crawler(config) as crawler:
+        keys = {r.key async for r in crawler.crawl(site.seeds)}
+    assert keys == site.expected() | site.refused()
+    stats = crawler.stats_dict()["sieve"]
+    assert stats["confirm"] == "exact"
+    assert stats["rescued_false_positives"] > 0
+    assert 0 < stats["measured_false_positive_rate"] < 1
+
+
+async def test_without_the_exact_tier_a_saturated_sieve_loses_urls(site: FixtureSite) -> None:
+    config = site_config(site).override("sieve", capacity=2, error_rate=0.99, ratio=0.01, growth=1)
+    async with Crawler(config) as crawler:
+        keys = {r.key async for r in crawler.crawl(site.seeds)}
+    assert keys < site.expected() | site.refused()
+
+
+def test_confirm_defaults() -> None:
+    assert Config().sieve.confirm == "auto"
