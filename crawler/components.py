@@ -11,11 +11,20 @@ from collections.abc import Callable
 from crawler.config import Config
 from crawler.fetcher import Fetcher
 from crawler.frontier import Frontier
+from crawler.guard import AddressGuard
 from crawler.scope import Scope
 from crawler.sieve import Sieve
 from crawler.urls import UrlNormalizer
 
-__all__ = ["make_fetcher", "make_frontier", "make_scope", "make_sieve", "make_urls", "settings"]
+__all__ = [
+    "make_fetcher",
+    "make_frontier",
+    "make_guard",
+    "make_scope",
+    "make_sieve",
+    "make_urls",
+    "settings",
+]
 
 
 def make_sieve(config: Config) -> Sieve:
@@ -45,7 +54,14 @@ def make_fetcher(config: Config) -> Fetcher:
         max_header_size=f.max_header_size,
         resolve=f.resolve,
         connections=max(100, config.crawl.concurrency * 2),
+        guard=make_guard(config),
     )
+
+
+def make_guard(config: Config) -> AddressGuard:
+    """The SSRF guard (always built; `ssrf_guard = false` turns it off, exemptions kept)."""
+    s = config.security
+    return AddressGuard(s.allow_networks, enabled=s.ssrf_guard)
 
 
 def make_frontier(config: Config, clock: Callable[[], float] | None = None) -> Frontier:

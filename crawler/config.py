@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from crawler.errors import ConfigError
+from crawler.guard import parse_network
 
 __all__ = [
     "Config",
@@ -26,6 +27,7 @@ __all__ = [
     "OutputConfig",
     "PolitenessConfig",
     "ScopeConfig",
+    "SecurityConfig",
     "SieveConfig",
     "StateConfig",
     "UrlsConfig",
@@ -124,6 +126,12 @@ class StateConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class SecurityConfig:
+    ssrf_guard: bool = True
+    allow_networks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class OutputConfig:
     path: str = "-"
     stats: str = ""
@@ -141,6 +149,7 @@ class Config:
     sieve: SieveConfig = field(default_factory=SieveConfig)
     urls: UrlsConfig = field(default_factory=UrlsConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
+    security: SecurityConfig = field(default_factory=SecurityConfig)
     state: StateConfig = field(default_factory=StateConfig)
 
     def override(self, section: str, **values: Any) -> Config:
@@ -264,6 +273,12 @@ def _check_ranges(obj: Any, where: str) -> None:
             raise ConfigError(
                 f"{where} confirm: must be one of 'auto', 'none', 'exact', got {obj.confirm!r}"
             )
+    if isinstance(obj, SecurityConfig):
+        for network in obj.allow_networks:
+            try:
+                parse_network(network)
+            except ValueError as exc:  # "allow_networks: '10.0.0.1/8' is not a valid network: ..."
+                raise ConfigError(f"{where} {exc}") from None
     if isinstance(obj, ScopeConfig):
         for key in ("include", "exclude"):
             for pattern in getattr(obj, key):

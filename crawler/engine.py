@@ -25,7 +25,7 @@ from typing import Any
 from crawler.components import make_fetcher, make_frontier, make_scope, make_sieve, make_urls
 from crawler.config import Config
 from crawler.dedup import Dedup
-from crawler.errors import FetchError, SeedError
+from crawler.errors import BlockedAddress, FetchError, SeedError
 from crawler.fetcher import Response
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
 from crawler.links import extract
@@ -132,6 +132,11 @@ class Crawler:
         if not self.config.scope.allowed_domains:
             for host in hosts:
                 self.scope.add_host(host)
+        # SSRF guard: the seeds' hosts (and every address they resolve to) are exempt.
+        guard = self.fetcher.guard
+        if guard is not None:
+            for host in hosts | {split_host(e.url) for e in entries}:
+                guard.allow_host(host)
         for entry in entries:
             if self._room_for_more() and self.dedup.add(entry.key):
                 self._admit(entry)
@@ -383,7 +388,9 @@ class Crawler:
                 response = await self.fetcher.fetch(url, max_body=ROBOTS_MAX_BYTES, truncate=True)
             except FetchError as exc:
                 log.info("robots.txt %s unreachable: %s", url, exc.describe())
-                status = None
+                # The SSRF guard refuses the host itself: allow all, so that each of its URLs
+                # gets its own "blocked" result rather than a misleading robots refusal.
+                status = 404 if isinstance(exc, BlockedAddress) and url == entry.url else None
                 break
             if self._recorder is not None:
                 self._recorder(response)
@@ -419,6 +426,8 @@ class Crawler:
             "measured_false_positive_rate": self.dedup.measured_false_positive_rate,
         }
         out["memo_hit_rate"] = round(self.urls.memo_hit_rate, 4)
+        guard = self.fetcher.guard
+        out["ssrf_blocked"] = guard.blocked if guard is not None else 0
         if self.frontier is not None:
             fs = self.frontier.stats
             out["frontier"] = {

@@ -4,6 +4,10 @@ Redirects are not followed here: a 3xx comes back as a `Response` with its `loca
 engine sends the target through canonicalization, scope and the Sieve like any other link.
 Every aiohttp, asyncio and OS error is translated into a `crawler.errors.FetchError` subclass by
 `translate_error()`; nothing else in the crawler catches aiohttp's exceptions.
+
+With an `AddressGuard` (the SSRF guard, `crawler.guard`) the resolver is wrapped in a
+`GuardedResolver`, so aiohttp only ever connects to addresses the guard allows, and IP-literal URLs
+(which aiohttp never resolves) are checked before connecting; both raise `BlockedAddress`.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from crawler.errors import (
+    BlockedAddress,
     BodyTooLarge,
     ConnectError,
     DecodingError,
@@ -31,6 +36,7 @@ from crawler.errors import (
     FetchTimeout,
     ProtocolError,
 )
+from crawler.guard import AddressGuard, GuardedResolver, parse_address
 
 __all__ = ["Fetcher", "OverrideResolver", "Response", "translate_error"]
 
@@ -120,10 +126,25 @@ class OverrideResolver(AbstractResolver):
         return f"<OverrideResolver {self._overrides!r}>"
 
 
+def _blocked_cause(exc: BaseException) -> BlockedAddress | None:
+    """A BlockedAddress that `exc` was raised from, however deep (aiohttp may wrap it)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, BlockedAddress):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def translate_error(exc: BaseException) -> FetchError:
     """Map a foreign exception raised while fetching to the crawler's own FetchError."""
     if isinstance(exc, FetchError):
         return exc
+    blocked = _blocked_cause(exc)
+    if blocked is not None:
+        return blocked
     if isinstance(exc, aiohttp.ClientConnectorDNSError):
         return DNSError(f"cannot resolve {exc.host}")
     if isinstance(exc, aiohttp.ClientSSLError):
@@ -155,9 +176,11 @@ class Fetcher:
 
     __slots__ = (
         "_connector_limit",
+        "_guarded",
         "_resolver",
         "_session",
         "_timeout",
+        "guard",
         "max_body",
         "max_header_size",
         "user_agent",
@@ -175,14 +198,19 @@ class Fetcher:
         resolve: Mapping[str, str] | None = None,
         connections: int = 100,
         resolver: AbstractResolver | None = None,
+        guard: AddressGuard | None = None,
     ) -> None:
+        """`guard` (None: no SSRF guard) filters every resolver answer and IP-literal URL."""
         self.user_agent = user_agent
         self.max_body = max_body
         self.max_header_size = max_header_size
         self._timeout = aiohttp.ClientTimeout(
             total=total_timeout, sock_connect=connect_timeout, sock_read=read_timeout
         )
-        self._resolver = resolver or OverrideResolver(resolve or {})
+        base = resolver or OverrideResolver(resolve or {})
+        self.guard = guard
+        self._guarded = None if guard is None else GuardedResolver(base, guard)
+        self._resolver: AbstractResolver = base if self._guarded is None else self._guarded
         self._connector_limit = connections
         self._session: aiohttp.ClientSession | None = None
 
@@ -232,6 +260,8 @@ class Fetcher:
         started = time.monotonic()
         try:
             target = URL(url, encoded=True)
+            if self._guarded is not None:
+                await self._check_literal(target)
             async with self._session.get(target, allow_redirects=False) as resp:
                 latency = time.monotonic() - started
                 ip = _peer_ip(resp)
@@ -258,6 +288,21 @@ class Fetcher:
                 )
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
             raise translate_error(exc) from exc
+
+    async def _check_literal(self, target: URL) -> None:
+        """Check an IP-literal host (aiohttp connects to those without calling the resolver)."""
+        assert self._guarded is not None and self.guard is not None
+        host = target.raw_host
+        # aiohttp's own test for "this host is an address": a colon, or only digits and dots.
+        if not host or not (":" in host or host.replace(".", "").isdigit()):
+            return
+        try:
+            address = parse_address(host)
+        except ValueError:
+            if self.guard.enabled:  # 127.1, 2130706433, 0177.0.0.1: the OS may map them
+                raise self.guard.error(host, host, "not a canonical IP address") from None
+            return
+        await self._guarded.check(host, address)
 
     def __repr__(self) -> str:
         state = "open" if self._session is not None else "closed"

@@ -52,6 +52,8 @@ def test_partial_file_overrides_only_its_keys(tmp_path: Path) -> None:
         ("[scope]\nallowed_domains = 'a.test'\n", "expected a list of strings"),
         ("[fetch]\nresolve = { a = 1 }\n", "expected a table of strings"),
         ("[crawl\n", "not valid TOML"),
+        ("[security]\nallow_networks = ['10.0.0.1/8']\n", "allow_networks: '10.0.0.1/8'"),
+        ("[sieve]\nconfirm = 'maybe'\n", "confirm: must be one of"),
         ("crawl = 3\n", "[crawl] must be a table"),
     ],
 )
