@@ -25,12 +25,12 @@ from typing import Any
 from crawler.components import make_fetcher, make_frontier, make_scope, make_sieve, make_urls
 from crawler.config import Config
 from crawler.dedup import Dedup
-from crawler.errors import BlockedAddress, FetchError, SeedError
+from crawler.errors import FetchError, SeedError
 from crawler.fetcher import Response
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
 from crawler.links import extract
 from crawler.results import CrawlResult, CrawlStats
-from crawler.robots import policy_from_response, product_token
+from crawler.robots import fetch_robots, policy_from_response, product_token
 from crawler.scope import Scope, split_host
 from crawler.state import CrawlState, SeenStore
 
@@ -40,7 +40,6 @@ log = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 ROBOTS_MAX_BYTES = 500 * 1024
-ROBOTS_MAX_REDIRECTS = 5
 THREAD_PARSE_BYTES = 256 * 1024
 
 
@@ -379,33 +378,21 @@ class Crawler:
                            parent=entry.parent, fetched_at=_now_iso(), error=error)  # fmt: skip
 
     async def _fetch_robots(self, entry: Entry) -> Outcome:
-        """Fetch robots.txt per RFC 9309 (up to 5 redirects, body capped) and hand the policy on."""
+        """Fetch robots.txt (RFC 9309 rules in `crawler.robots`) and hand the policy on."""
         assert self.frontier is not None
         self.stats.robots_fetches += 1
-        url, status, body, latency = entry.url, None, None, None
-        for _ in range(ROBOTS_MAX_REDIRECTS + 1):
-            try:
-                response = await self.fetcher.fetch(url, max_body=ROBOTS_MAX_BYTES, truncate=True)
-            except FetchError as exc:
-                log.info("robots.txt %s unreachable: %s", url, exc.describe())
-                # The SSRF guard refuses the host itself: allow all, so that each of its URLs
-                # gets its own "blocked" result rather than a misleading robots refusal.
-                status = 404 if isinstance(exc, BlockedAddress) and url == entry.url else None
-                break
+
+        async def fetch(url: str) -> Response:
+            response = await self.fetcher.fetch(url, max_body=ROBOTS_MAX_BYTES, truncate=True)
             if self._recorder is not None:
                 self._recorder(response)
-            latency, status, body = response.latency, response.status, response.body
-            location = response.location
-            if location is None:
-                break
-            resolved = self.urls.resolve(location, url)
-            if resolved is None:
-                break
-            url = resolved[0]
-        else:
-            status, body = 404, None  # RFC 9309: too many redirects -> treat as unavailable
-        if status is not None and 300 <= status < 400:
-            status = 404
+            return response
+
+        def join(location: str, base: str) -> str | None:
+            resolved = self.urls.resolve(location, base)
+            return None if resolved is None else resolved[0]
+
+        status, body, latency = await fetch_robots(fetch, join, entry.url)
         policy = policy_from_response(status, body, self.config.crawl.user_agent)
         self.frontier.set_robots(host_key(entry.url), policy)
         return Outcome(status=status, latency=latency, failed=status is None)

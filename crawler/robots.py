@@ -25,14 +25,21 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Final
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
 
 from protego import Protego
+
+from crawler.errors import BlockedAddress, FetchError
+
+if TYPE_CHECKING:
+    from crawler.fetcher import Response
 
 __all__ = [
     "ALLOW_ALL",
     "DEFAULT_MAX_BYTES",
     "RobotsPolicy",
+    "fetch_robots",
     "policy_from_response",
     "product_token",
 ]
@@ -174,3 +181,42 @@ def policy_from_response(
         parser=parser,
         token=token,
     )
+
+
+MAX_REDIRECTS = 5
+
+
+async def fetch_robots(
+    fetch: Callable[[str], Awaitable[Response]],
+    join: Callable[[str, str], str | None],
+    url: str,
+) -> tuple[int | None, bytes | None, float | None]:
+    """Fetch robots.txt following up to 5 redirects (RFC 9309 section 2.3.1.2).
+
+    `fetch(url)` does one capped GET; `join(location, base)` resolves a Location. Returns the
+    (status, body, latency) that `policy_from_response` turns into a policy: status None when
+    unreachable; 404 (allow all) after too many redirects, a redirect without a usable Location,
+    or when the SSRF guard refuses the host itself (so that each of its URLs then gets its own
+    "blocked" result rather than a misleading robots refusal).
+    """
+    target, status, body, latency = url, None, None, None
+    for _ in range(MAX_REDIRECTS + 1):
+        try:
+            response = await fetch(target)
+        except FetchError as exc:
+            logger.info("robots.txt %s unreachable: %s", target, exc.describe())
+            blocked_host = isinstance(exc, BlockedAddress) and target == url
+            return (404 if blocked_host else None), None, latency
+        status, body, latency = response.status, response.body, response.latency
+        location = response.location
+        if location is None:
+            break
+        nxt = join(location, target)
+        if nxt is None:
+            break
+        target = nxt
+    else:
+        return 404, None, latency
+    if status is not None and 300 <= status < 400:
+        return 404, None, latency
+    return status, body, latency
