@@ -11,48 +11,24 @@ many stages accrete.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 import os
-import struct
-import tempfile
 from collections.abc import Iterable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import NamedTuple
 
 import mmh3
 from bitarray import bitarray
 
-try:  # numpy only speeds up add_many; everything works without it
-    import numpy as np
-except ImportError:  # pragma: no cover - exercised only where numpy is absent
-    np = None  # type: ignore[assignment]
-else:
-    _MASKS = np.array([1 << i for i in range(8)], dtype=np.uint8)
-
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
+from crawler import sieve_batch, sieve_format
+from crawler.sieve_format import SEED, SieveFormatError
 
 __all__ = ["SEED", "BloomStage", "Sieve", "SieveFormatError", "StageStats", "fingerprint"]
 __all__ += ["hash_pair"]
 
 log = logging.getLogger(__name__)
 
-SEED = 0x5EED_C0DE
-"""The MurmurHash3 seed. Part of the file format: changing it invalidates every saved Sieve."""
 _hash64 = mmh3.hash64
-_digest = mmh3.mmh3_x64_128_digest
-_MAGIC = b"SIEVEBF\x00"
-_VERSION = 1
-_HEAD = struct.Struct("<8sHHIdddQQI")  # magic, version, reserved, seed, P, r, growth, C, count, n
-_STAGE = struct.Struct("<QdIQQ")  # capacity, error rate, k, m, set bits
-_DIGEST = 16  # blake2b-128 of everything before it
-_BATCH_MIN = 40  # below this many keys the plain loop beats numpy (measured: even at ~32)
-
-
-class SieveFormatError(ValueError):
-    """A saved Sieve is truncated, corrupt, from another program or from an unknown version."""
 
 
 def hash_pair(item: str | bytes) -> tuple[int, int]:
@@ -102,12 +78,10 @@ class BloomStage:
         self._grow_at = self._threshold()
 
     @classmethod
-    def _restore(
-        cls, capacity: int, error_rate: float, k: int, m: int, bits: bitarray
-    ) -> BloomStage:
+    def _restore(cls, rec: sieve_format.StageRecord) -> BloomStage:
+        """The stage a decoded (already validated) record describes."""
         stage = cls.__new__(cls)
-        stage.capacity, stage.error_rate, stage.k, stage.m = capacity, error_rate, k, m
-        stage.bits, stage.set_bits = bits, bits.count()
+        stage.capacity, stage.error_rate, stage.k, stage.m, stage.set_bits, stage.bits = rec
         stage._grow_at = stage._threshold()
         return stage
 
@@ -311,23 +285,11 @@ class Sieve:
 
     def add_many(self, items: Sequence[str | bytes]) -> list[bool]:
         """`[self.add(x) for x in items]` (same answers, same bits), vectorized for big batches."""
-        if np is None or len(items) < _BATCH_MIN:
-            add = self.add
-            return [add(x) for x in items]
-        try:
-            raw = b"".join([_digest(x.encode(), SEED) for x in items])  # type: ignore[union-attr]
-        except AttributeError:  # some keys are bytes already
-            raw = b"".join(
-                [_digest(x if isinstance(x, bytes) else x.encode(), SEED) for x in items]
-            )
-        return self._add_array(np.frombuffer(raw, dtype="<i8"))
+        return sieve_batch.add_many(self, items)
 
     def add_many_hashed(self, pairs: Sequence[tuple[int, int]]) -> list[bool]:
         """`add_many` for pairs from `hash_pair`."""
-        if np is None or len(pairs) < _BATCH_MIN:
-            add = self.add_hashed
-            return [add(h1, h2) for h1, h2 in pairs]
-        return self._add_array(np.array(pairs, dtype=np.int64).ravel())
+        return sieve_batch.add_many_hashed(self, pairs)
 
     def update(self, items: Iterable[str | bytes]) -> None:
         """Add every item (in batches of 4096)."""
@@ -386,147 +348,35 @@ class Sieve:
             f"false_positive_estimate={self.false_positive_estimate:.3g})"
         )
 
-    # -- persistence -----------------------------------------------------------------------
+    # -- persistence (the format lives in crawler.sieve_format) ---------------------------
     def to_bytes(self) -> bytes:
         """Versioned header, parameters, stage table, every stage's bits, blake2b-128 checksum."""
-        parts = [
-            _HEAD.pack(
-                _MAGIC, _VERSION, 0, SEED, self.error_rate, self.ratio, self.growth,
-                self.initial_capacity, self._count, len(self._stages),
-            )
-        ]  # fmt: skip
-        parts += [_STAGE.pack(s.capacity, s.error_rate, s.k, s.m, s.set_bits) for s in self._stages]
-        parts += [s.bits.tobytes() for s in self._stages]
-        body = b"".join(parts)
-        return body + hashlib.blake2b(body, digest_size=_DIGEST).digest()
+        header = sieve_format.Header(
+            self.error_rate, self.ratio, self.growth, self.initial_capacity, self._count
+        )
+        return sieve_format.encode(header, self._stages)
 
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> Sieve:
         """Rebuild a Sieve from `to_bytes` output; raises `SieveFormatError` naming the problem."""
-        data = bytes(data)
-        if data[: len(_MAGIC)] != _MAGIC[: len(data)] or not data:
-            raise SieveFormatError("not a Sieve file: bad magic bytes")
-        if len(data) < _HEAD.size + _DIGEST:
-            raise SieveFormatError(f"truncated Sieve data: {len(data)} bytes, header incomplete")
-        _, version, _, seed, p, r, growth, cap, count, n = _HEAD.unpack_from(data)
-        if version != _VERSION:
-            raise SieveFormatError(f"unsupported Sieve format version {version} (reads {_VERSION})")
-        table_end = _HEAD.size + n * _STAGE.size
-        if len(data) < table_end + _DIGEST:
-            raise SieveFormatError(f"truncated Sieve data: {len(data)} bytes, stage table cut")
-        table = [_STAGE.unpack_from(data, _HEAD.size + i * _STAGE.size) for i in range(n)]
-        expected = table_end + sum(m // 8 for _, _, _, m, _ in table) + _DIGEST
-        if len(data) != expected:
-            what = "truncated" if len(data) < expected else "trailing bytes in"
-            raise SieveFormatError(f"{what} Sieve data: {len(data)} bytes, expected {expected}")
-        body, digest = data[:-_DIGEST], data[-_DIGEST:]
-        if hashlib.blake2b(body, digest_size=_DIGEST).digest() != digest:
-            raise SieveFormatError("corrupt Sieve data: checksum mismatch")
-        if seed != SEED:
-            raise SieveFormatError(
-                f"Sieve saved with hash seed {seed:#x}, this build uses {SEED:#x}"
-            )
-        try:
-            _check(cap, p, r, growth)
-        except ValueError as exc:
-            raise SieveFormatError(f"invalid Sieve parameters: {exc}") from None
-        sieve = cls(1, p, r, growth)
-        sieve.initial_capacity, sieve._stages = cap, []
-        offset = table_end
-        for i, (s_cap, s_p, k, m, set_bits) in enumerate(table):
-            if n == 0 or m == 0 or m % 64 or k < 1:
-                raise SieveFormatError(f"invalid Sieve stage {i}: m={m}, k={k}")
-            bits = bitarray(endian="little")
-            bits.frombytes(data[offset : offset + m // 8])
-            offset += m // 8
-            stage = BloomStage._restore(s_cap, s_p, k, m, bits)
-            if stage.set_bits != set_bits:
-                raise SieveFormatError(f"invalid Sieve stage {i}: set-bit count does not match")
-            sieve._open_stage(stage)
-        if not sieve._stages:
-            raise SieveFormatError("invalid Sieve data: no stages")
-        sieve._count = count
-        return sieve
+        return cls._assemble(*sieve_format.decode(data, _check))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write `to_bytes()` atomically: temp file in the same directory, fsync, rename."""
-        target = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(self.to_bytes())
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        sieve_format.write_atomic(path, self.to_bytes())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Sieve:
         """Read a file written by `save`; raises `SieveFormatError` (with the path) if it is bad."""
-        try:
-            return cls.from_bytes(Path(path).read_bytes())
-        except SieveFormatError as exc:
-            raise SieveFormatError(f"{path}: {exc}") from None
+        return cls._assemble(*sieve_format.read(path, _check))
 
-    def _add_array(self, h: NDArray[np.int64]) -> list[bool]:
-        """Vectorized add (h: flat h1, h2, h1, h2...) with exactly the answers of sequential adds.
-
-        Keys seen before the batch are seen. Every newest-stage bit a key would set and that is
-        unset before the batch is credited to the FIRST key (batch order) that sets it; a key is
-        new iff it is credited at least one bit, exactly as when the keys are added one by one.
-        A growth mid-batch commits the prefix up to the growing key and re-runs the rest.
-        """
-        h1, h2 = h[0::2], h[1::2] | 1
-        out = np.zeros(h1.size, dtype=bool)
-        pending = np.arange(h1.size)
-        while pending.size:
-            for bits, m, k1 in self._old:
-                p = pending
-                unset = _np_unset(bits, _np_positions(m, k1 + 1, h1[p], h2[p]))
-                pending = p[unset.any(axis=1)]
-            cur = self._cur
-            pos = _np_positions(cur.m, cur.k, h1[pending], h2[pending])
-            unset = _np_unset(cur.bits, pos)
-            fresh = pos[unset]
-            srt = np.sort(fresh)
-            if srt.size > 1 and bool((srt[1:] == srt[:-1]).any()):  # two keys share a new bit
-                fresh, first = np.unique(fresh, return_index=True)
-                flips = np.bincount(np.nonzero(unset)[0][first], minlength=pending.size)
-            else:
-                fresh, flips = srt, np.count_nonzero(unset, axis=1)
-            last = pending.size
-            if cur.set_bits + fresh.size >= cur._grow_at:  # the stage fills up within this batch
-                last = int(np.searchsorted(np.cumsum(flips), cur._grow_at - cur.set_bits)) + 1
-                fresh = np.unique(pos[:last][unset[:last]])
-            buf = np.frombuffer(memoryview(cur.bits), dtype=np.uint8)
-            np.bitwise_or.at(buf, fresh >> 3, _MASKS[fresh & 7])
-            cur.set_bits += fresh.size
-            new = flips[:last] > 0
-            out[pending[:last]] = new
-            self._count += int(np.count_nonzero(new))
-            if last == pending.size:
-                break
-            self._grow()
-            pending = pending[last:]
-        result: list[bool] = out.tolist()
-        return result
-
-
-def _np_positions(m: int, k: int, h1: NDArray[np.int64], h2: NDArray[np.int64]) -> NDArray[Any]:
-    """The (keys, k) matrix of bit positions; int64 floor-mod matches Python's `%`."""
-    got: NDArray[Any] = ((h1 % m)[:, None] + (h2 % m)[:, None] * np.arange(k)) % m
-    return got
-
-
-def _np_unset(bits: bitarray, pos: NDArray[np.int64]) -> NDArray[np.bool_]:
-    """Which of the positions are 0 in `bits` (little-endian bit order)."""
-    buf = np.frombuffer(memoryview(bits), dtype=np.uint8)
-    got: NDArray[np.bool_] = (buf[pos >> 3] & _MASKS[pos & 7]) == 0
-    return got
+    @classmethod
+    def _assemble(
+        cls, header: sieve_format.Header, stages: list[sieve_format.StageRecord]
+    ) -> Sieve:
+        """The Sieve a decoded (already validated) file describes."""
+        sieve = cls(1, header.error_rate, header.ratio, header.growth)
+        sieve.initial_capacity, sieve._count, sieve._stages = header.capacity, header.item_count, []
+        for rec in stages:
+            sieve._open_stage(BloomStage._restore(rec))
+        return sieve
