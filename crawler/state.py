@@ -189,9 +189,11 @@ class CrawlState:
         with self._reading("the pending URLs"):
             rows = self._db.execute(
                 "SELECT key, url, depth, parent, redirects FROM urls WHERE done = 0 ORDER BY id"
-            ).fetchall()
-        for key, url, depth, parent, redirects in rows:
-            yield Entry(url=url or key, key=key, depth=depth, parent=parent, redirects=redirects)
+            )
+            while batch := rows.fetchmany(10_000):
+                for key, url, depth, parent, redirects in batch:
+                    yield Entry(url=url or key, key=key, depth=depth, parent=parent,
+                                redirects=redirects)  # fmt: skip
 
     def seed_hosts(self, hosts: set[str]) -> set[str]:
         """The seed hosts of every run of this crawl (the default scope), these included."""
