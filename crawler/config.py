@@ -97,6 +97,7 @@ class ScopeConfig:
     max_pages_per_host: int = 0
     skip_extensions: tuple[str, ...] = DEFAULT_SKIP_EXTENSIONS
     follow_nofollow: bool = False
+    use_sitemaps: bool = False
     max_links_per_page: int = 10_000
 
 

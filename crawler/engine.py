@@ -32,6 +32,7 @@ from crawler.links import extract
 from crawler.results import CrawlResult, CrawlStats
 from crawler.robots import fetch_robots, policy_from_response, product_token
 from crawler.scope import Scope, split_host
+from crawler.sitemaps import SitemapError, parse_sitemap
 from crawler.state import CrawlState, SeenStore
 
 __all__ = ["Crawler"]
@@ -268,6 +269,8 @@ class Crawler:
             return outcome, True, None
         if response.location is not None:
             return outcome, False, self._redirect(entry, response, response.location)
+        if entry.sitemap and response.status < 300:
+            return outcome, False, self._sitemap(entry, response)
         return outcome, False, await self._page(entry, response)
 
     def _base_result(self, entry: Entry, response: Response) -> dict[str, Any]:
@@ -364,8 +367,14 @@ class Crawler:
         if self.scope.check(key, entry.depth) is None:
             if self._room_for_more() and self.dedup.add(key):
                 target = key if self.config.urls.fetch_canonical else fetch_url
-                child = Entry(url=target, key=key, depth=entry.depth, parent=entry.url,
-                              redirects=entry.redirects + 1)  # fmt: skip
+                child = Entry(
+                    url=target,
+                    key=key,
+                    depth=entry.depth,
+                    parent=entry.url,
+                    redirects=entry.redirects + 1,
+                    sitemap=entry.sitemap,
+                )
                 new = int(self._admit(child))
             else:
                 self.stats.duplicates += 1
@@ -395,7 +404,37 @@ class Crawler:
         status, body, latency = await fetch_robots(fetch, join, entry.url)
         policy = policy_from_response(status, body, self.config.crawl.user_agent)
         self.frontier.set_robots(host_key(entry.url), policy)
+        if self.config.scope.use_sitemaps and not policy.temporary:
+            for loc in policy.sitemaps:
+                self._admit_sitemap(loc, entry.url, 0)
         return Outcome(status=status, latency=latency, failed=status is None)
+
+    def _admit_sitemap(self, loc: str, parent: str, depth: int) -> bool:
+        """Admit a sitemap URL (from robots.txt or a sitemap index) like a seed of the crawl."""
+        assert self.scope is not None
+        resolved = self.urls.resolve(loc, parent)
+        if resolved is None:
+            return False
+        url, key = resolved
+        if self.scope.check(key, depth) not in (None, "extension"):  # sitemaps are often .gz
+            self.stats.out_of_scope += 1
+            return False
+        if not (self._room_for_more() and self.dedup.add(key)):
+            return False
+        entry = Entry(url=url, key=key, depth=depth, parent=parent, sitemap=True)
+        return self._admit(entry)
+
+    def _sitemap(self, entry: Entry, response: Response) -> CrawlResult:
+        base = self._base_result(entry, response)
+        try:
+            sitemap = parse_sitemap(response.body, max_bytes=self.config.fetch.max_body)
+        except SitemapError as exc:
+            return CrawlResult(**base, error=f"sitemap: {exc}")
+        if sitemap.is_index:
+            new = sum(self._admit_sitemap(loc, entry.url, entry.depth) for loc in sitemap.locs)
+        else:
+            new = self._follow(entry, sitemap.locs, entry.url)
+        return CrawlResult(**base, links=len(sitemap.locs), new_links=new)
 
     def stats_dict(self) -> dict[str, Any]:
         """Crawl, frontier, Sieve and canonicalizer figures in one JSON-ready dict."""

@@ -7,7 +7,8 @@ resolver override (`resolve`), never /etc/hosts:
   Crawl-delay, a redirect chain, a redirect loop, a redirect to site-b, 404/500/429 with
   Retry-After, a slow page, JSON, HTML served as application/octet-stream, nofollow links
   (rel, meta robots, X-Robots-Tag), ``<base href>``, an image map, an endless calendar (a crawler
-  trap only `max_depth` stops), and links out of scope.
+  trap only `max_depth` stops), links out of scope, and a sitemap index (listed in robots.txt)
+  pointing to a gzipped sitemap with one page linked from nowhere else.
 - ``site-b.test``: a second seed host; its robots.txt is a 404 (allow all).
 - ``out.test``: linked but out of scope; a correct crawl never contacts it.
 
@@ -20,6 +21,7 @@ per-host intervals server-side.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import html
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ __all__ = ["FixtureSite", "LoggedRequest"]
 A, B, OUT = "site-a.test", "site-b.test", "out.test"
 HOSTS = (A, B, OUT)
 CALENDAR_START = 2026
+SITEMAP_PAGES = ("/from-sitemap", "/about", "/private/secret")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +105,13 @@ class FixtureSite:
         out.update({self.url(B, p): d for p, d in b.items()})
         return out
 
-    def expected(self, max_depth: int = 16) -> set[str]:
-        """Canonical URLs a correct default-scope crawl with this depth limit has results for."""
+    def expected(self, max_depth: int = 16, *, sitemaps: bool = False) -> set[str]:
+        """Canonical URLs a correct default-scope crawl with this depth limit has results for
+        (with `sitemaps`: a crawl with `use_sitemaps` on)."""
         urls = {u for u, d in self.pages().items() if not max_depth or d <= max_depth}
+        if sitemaps:
+            paths = ("/sitemap.xml", "/sitemap-pages.xml.gz", "/from-sitemap")
+            urls |= {self.url(A, p) for p in paths}
         months = max_depth if max_depth else 24
         urls.update(self.url(A, _month_path(i)) for i in range(1, months + 1))
         return urls
@@ -199,6 +206,7 @@ class FixtureSite:
             return web.Response(status=status, headers={"Location": location})
         if path == "/robots.txt":
             text = f"User-agent: *\nDisallow: /private/\nCrawl-delay: {self.crawl_delay}\n"
+            text += f"Sitemap: {self.url(A, '/sitemap.xml')}\n"
             return web.Response(text=text, content_type="text/plain")
         if path == "/":
             return self._index()
@@ -251,6 +259,24 @@ class FixtureSite:
         if path == "/meta-nofollow":
             return _page("Meta nofollow", ["/hidden-m"],
                          head='<meta name="robots" content="nofollow">')  # fmt: skip
+        if path == "/sitemap.xml":
+            index = (
+                '<?xml version="1.0" encoding="UTF-8"?>\n'
+                '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                "<sitemap><loc>/sitemap-pages.xml.gz</loc></sitemap></sitemapindex>"
+            )
+            return web.Response(text=index, content_type="application/xml")
+        if path == "/sitemap-pages.xml.gz":
+            locs = "".join(f"<url><loc>{self.url(A, p)}</loc></url>" for p in SITEMAP_PAGES)
+            urlset = (
+                '<?xml version="1.0" encoding="UTF-8"?>\n'
+                f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{locs}</urlset>'
+            )
+            return web.Response(
+                body=gzip.compress(urlset.encode()), content_type="application/gzip"
+            )
+        if path == "/from-sitemap":
+            return _page("Only in the sitemap", ["/"])
         if path == "/image.png":
             return web.Response(body=b"\x89PNG\r\n\x1a\n", content_type="image/png")
         raise web.HTTPNotFound()

@@ -73,6 +73,7 @@ class Entry:
     retries: int = 0
     redirects: int = 0  # redirect hops that led to this URL
     kind: EntryKind = EntryKind.PAGE
+    sitemap: bool = False  # a sitemap (parsed as XML for more URLs), not a page
 
 
 @dataclass(frozen=True, slots=True)

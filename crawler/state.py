@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS urls (
     depth INTEGER NOT NULL,
     parent TEXT,
     redirects INTEGER NOT NULL,
+    sitemap INTEGER NOT NULL DEFAULT 0,
     done INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS urls_pending ON urls (done, id);
@@ -188,12 +189,19 @@ class CrawlState:
         """Every admitted URL not yet done, in admission order (what was in flight included)."""
         with self._reading("the pending URLs"):
             rows = self._db.execute(
-                "SELECT key, url, depth, parent, redirects FROM urls WHERE done = 0 ORDER BY id"
+                "SELECT key, url, depth, parent, redirects, sitemap FROM urls WHERE done = 0 "
+                "ORDER BY id"
             )
             while batch := rows.fetchmany(10_000):
-                for key, url, depth, parent, redirects in batch:
-                    yield Entry(url=url or key, key=key, depth=depth, parent=parent,
-                                redirects=redirects)  # fmt: skip
+                for key, url, depth, parent, redirects, sitemap in batch:
+                    yield Entry(
+                        url=url or key,
+                        key=key,
+                        depth=depth,
+                        parent=parent,
+                        redirects=redirects,
+                        sitemap=bool(sitemap),
+                    )
 
     def seed_hosts(self, hosts: set[str]) -> set[str]:
         """The seed hosts of every run of this crawl (the default scope), these included."""
@@ -212,9 +220,17 @@ class CrawlState:
         """Journal a URL admitted to the frontier (committed with the next completion)."""
         url = None if entry.url == entry.key else entry.url
         self._db.execute(
-            "INSERT OR IGNORE INTO urls (fp, key, url, depth, parent, redirects) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (fingerprint(entry.key), entry.key, url, entry.depth, entry.parent, entry.redirects),
+            "INSERT OR IGNORE INTO urls (fp, key, url, depth, parent, redirects, sitemap) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                fingerprint(entry.key),
+                entry.key,
+                url,
+                entry.depth,
+                entry.parent,
+                entry.redirects,
+                int(entry.sitemap),
+            ),
         )
 
     def completed(self, key: str) -> None:
