@@ -81,6 +81,7 @@ class Crawler:
         self.frontier: Frontier | None = None
         self.scope: Scope | None = None
         self.stopped = False
+        self._ran_out = False
         self._token = product_token(config.crawl.user_agent)
         self._results: asyncio.Queue[CrawlResult | _WorkerDone] = asyncio.Queue()
         self._room = asyncio.Semaphore(2 * config.crawl.concurrency)
@@ -142,7 +143,11 @@ class Crawler:
                 self._admit(entry)
 
     async def crawl(self, seeds: Iterable[str]) -> AsyncIterator[CrawlResult]:
-        """Crawl from `seeds`, yielding one result per fetched, failed or refused URL."""
+        """Crawl from `seeds`, yielding one result per fetched, failed or refused URL.
+
+        A Crawler runs one crawl; breaking out of the loop ends it cleanly."""
+        if self._workers:
+            raise RuntimeError("this Crawler has already crawled; make a new one")
         self._prepare(seeds)
         state, results, n = self.state, self._results, self.config.crawl.concurrency
         self.stats.started = time.monotonic() - self.stats.elapsed
@@ -169,8 +174,10 @@ class Crawler:
                     if time.monotonic() >= checkpoint_at:
                         state.checkpoint(self.sieve, self.stats.as_dict())
                         checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
+            self._ran_out = not self.stopped
         finally:
-            self.stop()
+            assert self.frontier is not None
+            self.frontier.close()
             self.abort()
             await asyncio.gather(*self._workers, return_exceptions=True)
             self.stats.elapsed = time.monotonic() - self.stats.started
@@ -188,8 +195,8 @@ class Crawler:
 
     @property
     def complete(self) -> bool:
-        """True when the crawl ran out of work (rather than being stopped)."""
-        return not self.stopped
+        """True when the crawl ran out of work (not stopped, not left early by its consumer)."""
+        return self._ran_out
 
     def _room_for_more(self) -> bool:
         limit = self.config.crawl.max_pages

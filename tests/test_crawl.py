@@ -172,3 +172,21 @@ async def test_bad_seed_is_refused_before_crawling(site: FixtureSite) -> None:
         with pytest.raises(SeedError, match="mailto"):
             async for _ in crawler.crawl(["mailto:x@y.z"]):
                 pass
+
+
+async def test_a_crawler_runs_one_crawl(site: FixtureSite) -> None:
+    async with Crawler(site_config(site, max_pages=2)) as crawler:
+        async for _ in crawler.crawl(site.seeds):
+            pass
+        assert crawler.complete
+        with pytest.raises(RuntimeError, match="already crawled"):
+            async for _ in crawler.crawl(site.seeds):
+                pass
+
+
+async def test_stopped_crawl_is_not_complete(site: FixtureSite) -> None:
+    async with Crawler(site_config(site)) as crawler:
+        async for _ in crawler.crawl(site.seeds):
+            crawler.stop()
+    assert crawler.stopped
+    assert not crawler.complete

@@ -6,6 +6,7 @@ import asyncio
 import json
 import random
 import signal
+import sqlite3
 import sys
 from collections import Counter
 from pathlib import Path
@@ -131,6 +132,9 @@ async def test_changed_config_is_refused_then_fresh_starts_over(
     write_config(site, tmp_path / "c.toml")
     code, err = await run_to_end(site, tmp_path, "--max-pages", "5")
     assert code == 0, err
+    db = sqlite3.connect(tmp_path / "state" / "state.sqlite")
+    assert db.execute("SELECT value FROM meta WHERE name = 'status'").fetchone() == ("finished",)
+    db.close()
     code, err = await run_to_end(site, tmp_path, "--max-pages", "9")
     assert code == 2
     assert "crawl.max_pages" in err
