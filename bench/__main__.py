@@ -11,7 +11,7 @@ import platform
 import sys
 import time
 
-BENCHMARKS = ("sieve", "urls", "links", "frontier")
+BENCHMARKS = ("sieve", "urls", "links", "frontier", "state", "memory", "crawl")
 
 
 def main(argv: list[str]) -> int:

@@ -321,40 +321,51 @@ class Crawler:
         )
 
     def _follow(self, entry: Entry, hrefs: Iterable[str], base: str) -> int:
-        """The per-link path: resolve, scope, Sieve (one batch per page), frontier."""
+        """The per-link path: resolve, scope, Sieve (one batch per page), frontier.
+
+        A page repeats keys (navigation, ``page.html#anchor`` links): the scope check and the
+        Sieve see each distinct key once; a repeat counts as out of scope or as a duplicate,
+        like its first occurrence."""
         assert self.scope is not None
         depth = entry.depth + 1
         resolve, check = self.urls.resolve, self.scope.check
-        keys: list[str] = []
-        fetch_urls: list[str] = []
-        out_of_scope = seen = 0
+        pending: dict[str, str | None] = {}  # key -> fetch URL, or None when out of scope
+        out_of_scope = repeats = seen = 0
         for href in hrefs:
             seen += 1
             resolved = resolve(href, base)
             if resolved is None:
                 continue
             fetch_url, key = resolved
-            if check(key, depth) is not None:
-                out_of_scope += 1
+            if key in pending:
+                if pending[key] is None:
+                    out_of_scope += 1
+                else:
+                    repeats += 1
                 continue
-            keys.append(key)
-            fetch_urls.append(fetch_url)
-        self.stats.links_seen += seen
-        self.stats.out_of_scope += out_of_scope
-        if not keys:
+            if check(key, depth) is not None:
+                pending[key] = None
+                out_of_scope += 1
+            else:
+                pending[key] = fetch_url
+        stats = self.stats
+        stats.links_seen += seen
+        stats.out_of_scope += out_of_scope
+        stats.duplicates += repeats
+        keys = [key for key, url in pending.items() if url is not None]
+        if not keys or not self._room_for_more():
             return 0
         canonical = self.config.urls.fetch_canonical
-        if not self._room_for_more():
-            return 0
         new = 0
-        for fetch_url, key, is_new in zip(fetch_urls, keys, self.dedup.add_many(keys), strict=True):
+        for key, is_new in zip(keys, self.dedup.add_many(keys), strict=True):
             if not is_new:
-                self.stats.duplicates += 1
+                stats.duplicates += 1
                 continue
             if not self._room_for_more():
                 continue
-            child = Entry(url=key if canonical else fetch_url, key=key, depth=depth,
-                          parent=entry.url)  # fmt: skip
+            url = pending[key]
+            assert url is not None
+            child = Entry(url=key if canonical else url, key=key, depth=depth, parent=entry.url)
             new += self._admit(child)
         return new
 

@@ -305,6 +305,8 @@ class UrlNormalizer:
         key = (
             f"{scheme}://{key_netloc}{path}?{query}" if query else f"{scheme}://{key_netloc}{path}"
         )
+        if key == fetch:  # the usual case: share one string (a queued URL holds both)
+            key = fetch
         return fetch, key
 
     def _parts(self, href: str, base: _Base | None) -> _Parts | None:

@@ -111,3 +111,15 @@ def test_bundled_seeds_file_parses() -> None:
     text = (Path(__file__).resolve().parent.parent / "seeds.txt").read_text()
     seeds = read_seeds("seeds.txt", iter(text.splitlines()))
     assert len(seeds) >= 3 and all(s.startswith("https://") for s in seeds)
+
+
+def test_run_loop_falls_back_to_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from crawler.cli import run_loop
+
+    async def loop_name() -> str:
+        return type(asyncio.get_running_loop()).__module__
+
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if not installed
+    assert run_loop(loop_name()).startswith("asyncio")

@@ -338,11 +338,11 @@ def test_charset_decodes_title_too() -> None:
 def test_deep_nesting_does_not_crash_or_hang(wrap: object) -> None:
     inner = (
         '<title>Deep &amp; down</title><a href="/deep?a=1&amp;b=2">d</a>'
-        '<a rel=nofollow href="/nf">n</a><link rel=canonical href=/c>'
+        '<a rel=nofollow href="/nf">n</a>'
     )
     body = wrap(100_000, inner)  # type: ignore[operator]
     start = time.perf_counter()
-    p = page("<html><head><base href=/b/></head><body>" + body)
+    p = page("<html><head><base href=/b/><link rel=canonical href=/c></head><body>" + body)
     elapsed = time.perf_counter() - start
     assert p.links == ("/deep?a=1&b=2",)
     assert (p.links_found, p.nofollow_skipped) == (2, 1)
@@ -437,3 +437,18 @@ def test_fuzz_extract_never_raises(
         assert p.title == " ".join(p.title.split()) and len(p.title) <= TITLE_MAX_CHARS
     if not p.is_html:
         assert (p.charset, p.links_found, p.base) == (None, 0, URL)
+
+
+def test_head_elements_outside_the_head() -> None:
+    # The first <base href> and <title> anywhere count (HTML spec); a rel=canonical in the body
+    # is ignored, as search engines ignore it.
+    body = (
+        "<html><head><meta charset=utf-8></head><body><p>text</p>"
+        "<base href=/elsewhere/><title>Late title</title><link rel=canonical href=/c>"
+        "<a href=x>x</a></body></html>"
+    )
+    p = page(body)
+    assert p.base == "http://site.test/elsewhere/"
+    assert p.title == "Late title"
+    assert p.canonical is None
+    assert p.links == ("x",)

@@ -1,0 +1,263 @@
+"""End-to-end crawl of a real site on loopback: this crawler vs Scrapy vs the single-process limit.
+
+nginx (bench.nginx) serves Debian's python3.11-doc HTML on 127.0.0.1; every figure below comes from
+the same run, each crawler in its own process (so CPU and RSS are its own, measured by os.wait4):
+
+- sieve-crawler: crawler.engine.Crawler via the library API, concurrency 32 (per host too: the
+  site is one host), delay 0, robots off, no depth limit, scope = the seed's host; with asyncio's
+  loop and, when uvloop is installed, with uvloop.
+- Scrapy (bench/scrapy_spider.py, `scrapy runspider`): the same settings, LinkExtractor.
+- Limits on the URLs our crawl fetched: fetch-only (aiohttp, 32 concurrent), parse-only
+  (selectolax floor; crawler.links.extract; extract + the per-link canonicalize/scope path), and
+  fetch+parse = 1 / (1/fetch + 1/parse): one process doing both, nothing else.
+
+Our crawl rows are the median (by pages/s) of OURS_RUNS runs; Scrapy's is one run (~30 s).
+pages/s and CPU ms/page cover the crawl itself (from first request to last result); proc CPU s
+and peak RSS are the whole process's, start-up included. BENCH_QUICK=1: 100 pages, seconds.
+
+    python -m bench.bench_crawl                      # the tables
+    python -m bench.profile_crawl                    # where our crawl's time goes (and patches)
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from bench.corpus import ensure_docs
+from bench.nginx import Nginx
+
+HERE = Path(__file__).resolve().parent
+SPIDER = HERE / "scrapy_spider.py"
+QUICK_PAGES = 100
+OURS_RUNS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """A child's JSON answer plus what os.wait4 says about the whole process."""
+
+    data: dict[str, Any]
+    proc_cpu_s: float
+    peak_rss_mb: float
+
+
+def has(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def measure(cmd: Sequence[str]) -> Measured:
+    """Run `cmd`, parse the last JSON line it prints, and take its rusage from os.wait4."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, cwd=HERE.parent)
+        assert proc.stdout is not None
+        out = proc.stdout.read().decode()
+        proc.stdout.close()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            err.seek(0)
+            tail = err.read().decode(errors="replace")[-2000:]
+            raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{tail}")
+    cpu = usage.ru_utime + usage.ru_stime
+    return Measured(json.loads(lines[-1]), cpu, usage.ru_maxrss / 1024)
+
+
+def child_cmd(run: str, port: int, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "bench.bench_crawl", "--run", run, "--port", str(port), *extra]
+
+
+def warm_page_cache(root: Path) -> None:
+    """Read the whole site once so that no crawler pays for cold disk reads."""
+    for path in root.rglob("*"):
+        if path.is_file():
+            path.read_bytes()
+
+
+def crawl_row(name: str, m: Measured) -> str:
+    d = m.data
+    st = d["statuses"]
+    codes = "/".join(str(st.get(c, 0)) for c in ("2xx", "3xx", "4xx"))
+    rate = d["pages"] / d["wall_s"]
+    return (
+        f"{name:<30} {d['pages']:>6} {d['distinct']:>8} {codes:>12} {d['wall_s']:>7.2f} "
+        f"{rate:>8.0f} {d['cpu_s'] / d['pages'] * 1e3:>8.2f} {d['cpu_s'] / d['wall_s']:>5.0%} "
+        f"{m.proc_cpu_s:>7.2f} {m.peak_rss_mb:>8.1f}"
+    )
+
+
+def url_kinds(urls: set[str]) -> str:
+    kinds: Counter[str] = Counter()
+    for url in urls:
+        name = url.rsplit("/", 1)[-1]
+        kinds[name.rsplit(".", 1)[-1] if "." in name else "(none)"] += 1
+    return ", ".join(f"{k}: {n}" for k, n in kinds.most_common(6))
+
+
+def compare_urls(ours: Sequence[str], theirs: Sequence[str]) -> list[str]:
+    a = {u.split("#", 1)[0] for u in ours}
+    b = {u.split("#", 1)[0] for u in theirs}
+    lines = [f"distinct URLs: sieve-crawler {len(a)}, Scrapy {len(b)}, both {len(a & b)}"]
+    for label, only in (("only sieve-crawler", a - b), ("only Scrapy", b - a)):
+        if only:
+            examples = ", ".join(sorted(only)[:3])
+            kinds = url_kinds(only)
+            lines.append(f"  {label}: {len(only)} by extension ({kinds}); e.g. {examples}")
+    return lines
+
+
+def run_all(quick: bool) -> None:
+    root = ensure_docs()
+    max_pages = QUICK_PAGES if quick else 0
+    ours_runs = 1 if quick else OURS_RUNS
+    limit = ["--max-pages", str(max_pages)]
+    loops = ["asyncio", "uvloop"] if has("uvloop") else ["asyncio"]
+    warm_page_cache(root)
+    with Nginx(root) as server, tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
+        port = server.port
+        ours: dict[str, Measured] = {}
+        for loop in loops:  # median run of OURS_RUNS (a crawl takes ~2 s: load bursts show)
+            flag = ["--uvloop"] if loop == "uvloop" else []
+            runs = [measure(child_cmd("ours", port, *limit, *flag)) for _ in range(ours_runs)]
+            runs.sort(key=lambda m: m.data["pages"] / m.data["wall_s"])
+            ours[loop] = runs[len(runs) // 2]
+        scrapy: Measured | None = None
+        scrapy_urls: list[str] = []
+        if has("scrapy"):
+            urls_out = Path(tmp) / "scrapy-urls.txt"
+            start = f"start_url={server.base_url}index.html"
+            cmd = [sys.executable, "-m", "scrapy", "runspider", str(SPIDER)]
+            cmd += ["-a", start, "-a", f"urls_out={urls_out}"]
+            if max_pages:
+                cmd += ["-s", f"CLOSESPIDER_PAGECOUNT={max_pages}"]
+            scrapy = measure(cmd)
+            scrapy_urls = urls_out.read_text().split()
+        url_file = Path(tmp) / "urls.txt"
+        url_file.write_text("\n".join(ours["asyncio"].data["urls"]) + "\n")
+        fetch = {}
+        for loop in loops:
+            flag = ["--uvloop"] if loop == "uvloop" else []
+            fetch[loop] = measure(child_cmd("fetch", port, "--urls", str(url_file), *flag))
+        parse = measure(child_cmd("parse", port, "--urls", str(url_file)))
+
+    size = f"quick: {max_pages} pages" if quick else "whole site"
+    print(f"site: {root} ({size}) via nginx on 127.0.0.1:{port}")
+    print("settings: concurrency 32 (per host too), delay 0, robots off, no depth limit")
+    header = (
+        "crawler",
+        "pages",
+        "distinct",
+        "2xx/3xx/4xx",
+        "wall s",
+        "pages/s",
+        "CPU ms/p",
+        "CPU%",
+        "proc CPU",
+        "RSS MB",
+    )
+    print("{:<30} {:>6} {:>8} {:>12} {:>7} {:>8} {:>8} {:>5} {:>7} {:>8}".format(*header))
+    for loop, m in ours.items():
+        print(crawl_row(f"sieve-crawler ({loop})", m))
+    if scrapy is not None:
+        print(crawl_row(f"Scrapy {version('scrapy')} (asyncio reactor)", scrapy))
+    else:
+        print("(Scrapy not installed: pip install 'scrapy>=2.11' to add it as a peer)")
+
+    p = parse.data
+    n = p["pages"]
+    print(
+        f"\nsingle-process limits over the same {n} URLs ({p['html_pages']} HTML, parsed; "
+        "best of 5 passes each)"
+    )
+    print("{:<44} {:>9} {:>10}".format("limit", "pages/s", "ms/page"))
+    rates: dict[str, float] = {}
+    for loop, m in fetch.items():
+        rates[f"fetch-only aiohttp x32 ({loop})"] = m.data["pages"] / m.data["wall_s"]
+    names = {
+        "floor": "parse-only selectolax a[href] (floor)",
+        "extract": "parse-only crawler.links.extract",
+        "per_link": "parse + resolve + scope (per-link path)",
+    }
+    for key, name in names.items():
+        rates[name] = n / p[key]["wall_s"]
+    for loop in fetch:
+        f = rates[f"fetch-only aiohttp x32 ({loop})"]
+        rates[f"fetch+parse limit ({loop})"] = 1 / (1 / f + 1 / rates[names["floor"]])
+        rates[f"fetch+parse+per-link limit ({loop})"] = 1 / (1 / f + 1 / rates[names["per_link"]])
+    for name, rate in rates.items():
+        print(f"{name:<44} {rate:>9.0f} {1e3 / rate:>10.3f}")
+
+    print()
+    for loop, m in ours.items():
+        rate = m.data["pages"] / m.data["wall_s"]
+        share = rate / rates[f"fetch+parse limit ({loop})"]
+        line = f"sieve-crawler ({loop}): {share:.0%} of the fetch+parse limit"
+        if scrapy is not None:
+            ratio = rate / (scrapy.data["pages"] / scrapy.data["wall_s"])
+            line += f", {ratio:.1f}x Scrapy's pages/s"
+        print(line + "  (targets: >= 80%, >= 8x)")
+    if scrapy is not None:
+        print("\n".join(compare_urls(ours["asyncio"].data["urls"], scrapy_urls)))
+        if quick:
+            print("  (quick: each crawler stops after its first pages, in its own order)")
+
+
+def child(args: argparse.Namespace) -> None:
+    from bench import crawl_runs  # imports the crawler: children only
+
+    if args.patch:
+        from bench.patches import apply
+
+        apply(args.patch.split(","))
+    base = f"http://127.0.0.1:{args.port}/"
+    urls = Path(args.urls).read_text().split() if args.urls else []
+    if args.run == "ours":
+        out = crawl_runs.run_ours(
+            base, max_pages=args.max_pages, use_uvloop=args.uvloop, profile_path=args.profile_out
+        )
+    elif args.run == "fetch":
+        out = crawl_runs.run_fetch(urls, use_uvloop=args.uvloop)
+    else:
+        out = crawl_runs.run_parse(urls, ensure_docs())
+    print(json.dumps(out), flush=True)
+
+
+def main() -> None:
+    run_all(os.environ.get("BENCH_QUICK") == "1")
+
+
+def cli(argv: Sequence[str]) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.bench_crawl",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--run", choices=("ours", "fetch", "parse"), help="one child run")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--max-pages", type=int, default=0)
+    parser.add_argument("--uvloop", action="store_true")
+    parser.add_argument("--urls", default="")
+    parser.add_argument("--profile-out", default="")
+    parser.add_argument("--patch", default="", help="bench.patches to apply (comma-separated)")
+    args = parser.parse_args(argv)
+    quick = os.environ.get("BENCH_QUICK") == "1"
+    if args.run:
+        child(args)
+    else:
+        run_all(quick)
+
+
+if __name__ == "__main__":
+    cli(sys.argv[1:])
