@@ -120,7 +120,7 @@ def profile(mode: str, extra: Sequence[str]) -> None:
             print_pyspy(out, d["pages"], d["cpu_s"] / d["pages"] * 1e3)
 
 
-DEFAULT_VARIANTS = ("", "dedup", "inline", "switch", "dedup,inline")
+DEFAULT_VARIANTS = ("", "threadparse", "inline", "switch")
 
 
 def compare(repeat: int, extra: Sequence[str], variants: Sequence[str] = DEFAULT_VARIANTS) -> None:
