@@ -89,6 +89,10 @@ def make_scope(config: Config) -> Scope:
         skip_extensions=sc.skip_extensions,
         max_depth=c.max_depth,
         max_pages_per_host=sc.max_pages_per_host,
+        max_url_length=sc.max_url_length,
+        max_path_depth=sc.max_path_depth,
+        max_segment_repeats=sc.max_segment_repeats,
+        max_query_params=sc.max_query_params,
     )
 
 

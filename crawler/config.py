@@ -8,6 +8,7 @@ wrong type are `ConfigError`s that name the file and the key.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import tomllib
 import types
@@ -19,6 +20,7 @@ from typing import Any
 
 from crawler.errors import ConfigError
 from crawler.guard import parse_network
+from crawler.urls import UrlNormalizer
 
 __all__ = [
     "Config",
@@ -99,6 +101,10 @@ class ScopeConfig:
     follow_nofollow: bool = False
     use_sitemaps: bool = False
     max_links_per_page: int = 10_000
+    max_url_length: int = 2048
+    max_path_depth: int = 32
+    max_segment_repeats: int = 2
+    max_query_params: int = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +251,8 @@ _POSITIVE = {"concurrency", "per_host_concurrency", "capacity", "growth", "warc_
 _NON_NEGATIVE = {
     "max_pages", "max_depth", "delay", "max_delay", "robots_ttl", "backoff_base", "backoff_max",
     "max_retry_after", "retries", "max_redirects", "max_pages_per_host", "memo_size",
-    "max_links_per_page", "progress_interval", "checkpoint_interval",
+    "max_links_per_page", "progress_interval", "checkpoint_interval", "max_url_length",
+    "max_path_depth", "max_segment_repeats", "max_query_params",
 }  # fmt: skip
 _POSITIVE_FLOAT = {
     "connect_timeout",
@@ -259,6 +266,8 @@ _POSITIVE_FLOAT = {
 def _check_ranges(obj: Any, where: str) -> None:
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{where} {f.name}: must be a finite number, got {value!r}")
         if f.name in _POSITIVE and value < 1:
             raise ConfigError(f"{where} {f.name}: must be >= 1, got {value!r}")
         if f.name in _NON_NEGATIVE and value < 0:
@@ -280,10 +289,16 @@ def _check_ranges(obj: Any, where: str) -> None:
                 parse_network(network)
             except ValueError as exc:  # "allow_networks: '10.0.0.1/8' is not a valid network: ..."
                 raise ConfigError(f"{where} {exc}") from None
+    if isinstance(obj, UrlsConfig):
+        try:  # the patterns are compiled by UrlNormalizer: check them now, not at crawl time
+            UrlNormalizer(session_params=obj.session_params,
+                          tracking_params=obj.tracking_params, memo_size=0)  # fmt: skip
+        except ValueError as exc:
+            raise ConfigError(f"{where} {exc}") from None
     if isinstance(obj, ScopeConfig):
         for key in ("include", "exclude"):
             for pattern in getattr(obj, key):
                 try:
                     re.compile(pattern)
-                except re.error as exc:
+                except (re.error, OverflowError, RecursionError) as exc:
                     raise ConfigError(f"{where} {key}: bad regex {pattern!r}: {exc}") from None

@@ -329,30 +329,27 @@ class Crawler:
         assert self.scope is not None
         depth = entry.depth + 1
         resolve, check = self.urls.resolve, self.scope.check
-        pending: dict[str, str | None] = {}  # key -> fetch URL, or None when out of scope
-        out_of_scope = repeats = seen = 0
+        in_scope: dict[str, str] = {}  # key -> URL to fetch
+        refused: dict[str, str] = {}  # key -> why the scope refuses it
+        counts = self.stats.scope_refused
+        repeats = seen = 0
         for href in hrefs:
             seen += 1
             resolved = resolve(href, base)
             if resolved is None:
                 continue
             fetch_url, key = resolved
-            if key in pending:
-                if pending[key] is None:
-                    out_of_scope += 1
-                else:
-                    repeats += 1
-                continue
-            if check(key, depth) is not None:
-                pending[key] = None
-                out_of_scope += 1
+            if key in in_scope:
+                repeats += 1
+            elif (reason := refused.get(key) or check(key, depth)) is not None:
+                refused[key] = reason
+                counts[reason] += 1
             else:
-                pending[key] = fetch_url
+                in_scope[key] = fetch_url
         stats = self.stats
         stats.links_seen += seen
-        stats.out_of_scope += out_of_scope
         stats.duplicates += repeats
-        keys = [key for key, url in pending.items() if url is not None]
+        keys = list(in_scope)
         if not keys or not self._room_for_more():
             return 0
         canonical = self.config.urls.fetch_canonical
@@ -363,9 +360,8 @@ class Crawler:
                 continue
             if not self._room_for_more():
                 continue
-            url = pending[key]
-            assert url is not None
-            child = Entry(url=key if canonical else url, key=key, depth=depth, parent=entry.url)
+            url = key if canonical else in_scope[key]
+            child = Entry(url=url, key=key, depth=depth, parent=entry.url)
             new += self._admit(child)
         return new
 
@@ -382,22 +378,23 @@ class Crawler:
             error = f"redirect: more than {self.config.fetch.max_redirects} hops"
             return CrawlResult(**base, location=fetch_url, error=error)
         new = 0
-        if self.scope.check(key, entry.depth) is None:
-            if self._room_for_more() and self.dedup.add(key):
-                target = key if self.config.urls.fetch_canonical else fetch_url
-                child = Entry(
-                    url=target,
-                    key=key,
-                    depth=entry.depth,
-                    parent=entry.url,
-                    redirects=entry.redirects + 1,
-                    sitemap=entry.sitemap,
-                )
-                new = int(self._admit(child))
-            else:
-                self.stats.duplicates += 1
+        reason = self.scope.check(key, entry.depth)
+        if reason is not None:
+            self.stats.scope_refused[reason] += 1
+        elif not self._room_for_more():
+            pass
+        elif self.dedup.add(key):
+            child = Entry(
+                url=key if self.config.urls.fetch_canonical else fetch_url,
+                key=key,
+                depth=entry.depth,
+                parent=entry.url,
+                redirects=entry.redirects + 1,
+                sitemap=entry.sitemap,
+            )
+            new = int(self._admit(child))
         else:
-            self.stats.out_of_scope += 1
+            self.stats.duplicates += 1
         return CrawlResult(**base, location=fetch_url, links=1, new_links=new)
 
     def _failed(self, entry: Entry, error: str) -> CrawlResult:
@@ -434,8 +431,9 @@ class Crawler:
         if resolved is None:
             return False
         url, key = resolved
-        if self.scope.check(key, depth) not in (None, "extension"):  # sitemaps are often .gz
-            self.stats.out_of_scope += 1
+        reason = self.scope.check(key, depth)
+        if reason not in (None, "extension"):  # sitemaps are often .gz
+            self.stats.scope_refused[reason] += 1
             return False
         if not (self._room_for_more() and self.dedup.add(key)):
             return False

@@ -52,7 +52,7 @@ class FetchError(CrawlerError):
 
     def describe(self) -> str:
         """The `kind: message` form stored in a result's `error` field."""
-        message = str(self) or self.__class__.__name__
+        message = " ".join(str(self).split()) or self.__class__.__name__  # one line, always
         return f"{self.kind}: {message}"
 
 

@@ -318,6 +318,11 @@ class _Decoder:
         self._z = zlib.decompressobj(wbits)
         self._first = wbits == zlib.MAX_WBITS
 
+    @property
+    def eof(self) -> bool:
+        """True once the end of the compressed stream has been decoded."""
+        return self._z.eof
+
     @classmethod
     def make(cls, encoding: str) -> _Decoder | None:
         if encoding in ("", "identity"):
@@ -369,6 +374,10 @@ async def _read_capped(
             decoded.append(chunk[: len(chunk) - (total - cap)])
             break
         decoded.append(chunk)
+        if truncate and raw_total >= cap:
+            break  # the bytes as sent are capped too: they may decode to (almost) nothing
+        if decoder is not None and decoder.eof:
+            break  # after the end of a gzip/deflate stream comes only junk: stop reading
     body = b"".join(decoded)
     return (body, body) if decoder is None else (b"".join(raw), body)
 

@@ -108,6 +108,8 @@ def summary_table(stats: dict[str, Any]) -> Table:
     add("retries", stats["retries"])
     add("robots-refused", stats["robots_refused"])
     add("out of scope", stats["out_of_scope"])
+    for reason, n in stats["scope_refused"].items():
+        add(f"  {reason}", n)
     add("duplicates caught", stats["duplicates"])
     add("over limits", stats["over_limit"] + stats["dropped_full"])
     add("memo hit rate", f"{stats['memo_hit_rate']:.1%}")

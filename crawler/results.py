@@ -74,7 +74,7 @@ class CrawlStats:
     retries: int = 0
     robots_refused: int = 0
     robots_fetches: int = 0
-    out_of_scope: int = 0
+    scope_refused: Counter[str] = field(default_factory=Counter)  # links refused, by reason
     over_limit: int = 0
     duplicates: int = 0
     links_seen: int = 0
@@ -82,6 +82,11 @@ class CrawlStats:
     dropped_full: int = 0
     started: float = 0.0
     elapsed: float = 0.0
+
+    @property
+    def out_of_scope(self) -> int:
+        """Links the scope refused, all reasons together."""
+        return sum(self.scope_refused.values())
 
     def record(self, result: CrawlResult) -> None:
         self.pages += 1
@@ -94,11 +99,12 @@ class CrawlStats:
     def restore(self, saved: dict[str, Any]) -> None:
         """Continue counting from a saved `as_dict()` (a resumed crawl)."""
         for name in ("pages", "bytes", "retries", "robots_refused", "robots_fetches",
-                     "out_of_scope", "over_limit", "duplicates", "links_seen", "admitted",
+                     "over_limit", "duplicates", "links_seen", "admitted",
                      "dropped_full"):  # fmt: skip
             setattr(self, name, int(saved.get(name, 0)))
         self.status_classes = Counter(saved.get("status_classes", {}))
         self.errors = Counter(saved.get("errors", {}))
+        self.scope_refused = Counter(saved.get("scope_refused", {}))
         self.elapsed = float(saved.get("elapsed_s", 0.0))
 
     def as_dict(self) -> dict[str, Any]:
@@ -112,6 +118,7 @@ class CrawlStats:
             "robots_refused": self.robots_refused,
             "robots_fetches": self.robots_fetches,
             "out_of_scope": self.out_of_scope,
+            "scope_refused": dict(sorted(self.scope_refused.items())),
             "over_limit": self.over_limit,
             "duplicates": self.duplicates,
             "links_seen": self.links_seen,

@@ -1,19 +1,58 @@
-"""Which canonical URLs a crawl follows.
+"""Which canonical URLs a crawl follows, and the crawler-trap guards.
 
 By default the crawl stays on its seeds' hosts (exact host names). `allowed_domains` replaces that
-with a list of domains, each admitting its subdomains too. Then, in this order: depth, skipped file
-extensions, exclude regexes, include regexes (when any is given, a URL must match one), and the
-per-host page limit. `check()` runs on every extracted link, so it works on the canonical string
-without parsing it again.
+with a list of domains, each admitting its subdomains too. Then, in this order: depth, the URL
+limits (length, path depth, repeated path segments, query parameters), skipped file extensions,
+exclude regexes, include regexes (when any is given, a URL must match one), and the per-host page
+limit. `check()` runs on every extracted link, so it works on the canonical string without
+parsing it again, and returns a short reason (one of `REASONS`) for a refused URL.
+
+The URL limits are the crawler-trap guards: pages that link to ever longer URLs of themselves
+(relative-link loops like ``a/b/a/b/...``, session ids appended forever, calendars with filters)
+never end on their own. Each limit is 0 to switch it off.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable
+from typing import Final
 
-__all__ = ["Scope", "split_host"]
+__all__ = [
+    "DEFAULT_MAX_PATH_DEPTH",
+    "DEFAULT_MAX_QUERY_PARAMS",
+    "DEFAULT_MAX_SEGMENT_REPEATS",
+    "DEFAULT_MAX_URL_LENGTH",
+    "REASONS",
+    "Scope",
+    "split_host",
+]
+
+DEFAULT_MAX_URL_LENGTH: Final = 2048
+"""Longest canonical URL followed, in characters (browsers and Heritrix use about 2k)."""
+DEFAULT_MAX_PATH_DEPTH: Final = 32
+"""Most ``/`` in a URL's path: ``/a/b/c`` and ``/a/b/`` both have 3."""
+DEFAULT_MAX_SEGMENT_REPEATS: Final = 2
+"""Most times one non-empty path segment may occur (Heritrix's PathologicalPath rule, but the
+repeats need not be consecutive, which also catches ``/a/b/a/b/a/`` relative-link loops)."""
+DEFAULT_MAX_QUERY_PARAMS: Final = 32
+"""Most ``&``-separated pairs in a URL's query."""
+
+REASONS: Final = (
+    "domain",
+    "depth",
+    "url_length",
+    "query_params",
+    "path_depth",
+    "repeated_segment",
+    "extension",
+    "exclude",
+    "include",
+    "host_limit",
+)
+"""Every reason `Scope.check` can return, in the order the checks run."""
 
 
 def split_host(key: str) -> str:
@@ -27,14 +66,41 @@ def split_host(key: str) -> str:
     return authority if colon < 0 else authority[:colon]
 
 
+def _limit(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0 (0 = no limit), got {value!r}")
+    return value
+
+
+def _most_repeated(segments: list[str]) -> int:
+    """How often the most frequent non-empty segment occurs."""
+    counts = Counter(segments)
+    del counts[""]
+    return max(counts.values(), default=0)
+
+
 class Scope:
+    """The crawl's scope. Limits given as 0 are off.
+
+    `max_depth`: links found deeper than this are refused ("depth"). `max_pages_per_host`: URLs
+    admitted per host ("host_limit"). Trap guards, on by default: `max_url_length` characters in
+    the canonical URL ("url_length"); `max_path_depth` slashes in its path ("path_depth");
+    `max_segment_repeats` occurrences of any one non-empty path segment ("repeated_segment");
+    `max_query_params` pairs in its query ("query_params").
+    """
+
     __slots__ = (
         "_domains",
         "_exclude",
         "_hosts",
         "_include",
+        "_max_path_depth",
+        "_max_query_params",
+        "_max_segment_repeats",
+        "_max_url_length",
         "_per_host",
         "_skip",
+        "_trap_min",
         "max_depth",
         "max_pages_per_host",
     )
@@ -49,15 +115,47 @@ class Scope:
         skip_extensions: Iterable[str] = (),
         max_depth: int = 0,
         max_pages_per_host: int = 0,
+        max_url_length: int = DEFAULT_MAX_URL_LENGTH,
+        max_path_depth: int = DEFAULT_MAX_PATH_DEPTH,
+        max_segment_repeats: int = DEFAULT_MAX_SEGMENT_REPEATS,
+        max_query_params: int = DEFAULT_MAX_QUERY_PARAMS,
     ) -> None:
         self._hosts: set[str] = {h.lower() for h in hosts}
         self._domains = tuple(d.lower().strip(".") for d in allowed_domains if d.strip("."))
         self._include = [re.compile(p) for p in include]
         self._exclude = [re.compile(p) for p in exclude]
         self._skip = frozenset(e.lower().lstrip(".") for e in skip_extensions)
-        self.max_depth = max_depth
-        self.max_pages_per_host = max_pages_per_host
+        self.max_depth = _limit("max_depth", max_depth)
+        self.max_pages_per_host = _limit("max_pages_per_host", max_pages_per_host)
+        self._max_url_length = _limit("max_url_length", max_url_length)
+        self._max_path_depth = _limit("max_path_depth", max_path_depth)
+        self._max_segment_repeats = _limit("max_segment_repeats", max_segment_repeats)
+        self._max_query_params = _limit("max_query_params", max_query_params)
+        # The shortest path that can spring a path trap: max_path_depth + 1 slashes, or
+        # "/a" repeated max_segment_repeats + 1 times.
+        shortest = []
+        if max_path_depth:
+            shortest.append(max_path_depth + 1)
+        if max_segment_repeats:
+            shortest.append(2 * max_segment_repeats + 2)
+        self._trap_min = min(shortest, default=sys.maxsize)
         self._per_host: Counter[str] = Counter()
+
+    @property
+    def max_url_length(self) -> int:
+        return self._max_url_length
+
+    @property
+    def max_path_depth(self) -> int:
+        return self._max_path_depth
+
+    @property
+    def max_segment_repeats(self) -> int:
+        return self._max_segment_repeats
+
+    @property
+    def max_query_params(self) -> int:
+        return self._max_query_params
 
     def add_host(self, host: str) -> None:
         """Admit a seed's host (used only when no `allowed_domains` are configured)."""
@@ -69,17 +167,49 @@ class Scope:
         return host in self._hosts
 
     def check(self, key: str, depth: int) -> str | None:
-        """None when `key` at `depth` is in scope, else the reason it is not."""
-        host = split_host(key)
+        """None when canonical URL `key` found at `depth` is in scope, else the reason (one of
+        `REASONS`) it is not."""
+        start = key.find("//") + 2
+        slash = key.find("/", start)
+        authority = key[start:] if slash < 0 else key[start:slash]
+        if authority.startswith("["):
+            host = authority[: authority.find("]") + 1]
+        else:
+            colon = authority.rfind(":")
+            host = authority if colon < 0 else authority[:colon]
         if not self.host_allowed(host):
             return "domain"
         if self.max_depth and depth > self.max_depth:
             return "depth"
+        if self._max_url_length and len(key) > self._max_url_length:
+            return "url_length"
+        if slash < 0:
+            slash = end = len(key)
+        else:
+            end = key.find("?", slash)
+            if end < 0:
+                end = len(key)
+            elif (
+                self._max_query_params
+                and len(key) - end > self._max_query_params  # room for that many pairs
+                and key.count("&", end) >= self._max_query_params
+            ):
+                return "query_params"
+        if end - slash >= self._trap_min:  # a shorter path cannot spring a path trap
+            segments = key[slash + 1 : end].split("/")  # as many as the path has slashes
+            if self._max_path_depth and len(segments) > self._max_path_depth:
+                return "path_depth"
+            repeats = self._max_segment_repeats
+            # A segment occurring more than `repeats` times makes at least `repeats` duplicates.
+            if (
+                repeats
+                and len(segments) - len(set(segments)) >= repeats
+                and _most_repeated(segments) > repeats
+            ):
+                return "repeated_segment"
         if self._skip:
-            path_end = key.find("?")
-            path = key if path_end < 0 else key[:path_end]
-            dot = path.rfind(".")
-            if dot > path.rfind("/") and path[dot + 1 :].lower() in self._skip:
+            dot = key.rfind(".", slash, end)
+            if dot > key.rfind("/", slash, end) and key[dot + 1 : end].lower() in self._skip:
                 return "extension"
         if self._exclude and any(p.search(key) for p in self._exclude):
             return "exclude"
@@ -100,5 +230,8 @@ class Scope:
         )
         return (
             f"<Scope {where} max_depth={self.max_depth} include={len(self._include)} "
-            f"exclude={len(self._exclude)}>"
+            f"exclude={len(self._exclude)} max_url_length={self._max_url_length} "
+            f"max_path_depth={self._max_path_depth} "
+            f"max_segment_repeats={self._max_segment_repeats} "
+            f"max_query_params={self._max_query_params}>"
         )

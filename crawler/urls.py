@@ -50,6 +50,9 @@ _ASCII_HOST_OK: Final = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=]+").fullmatch
 _PATTERN_OK: Final = re.compile(r"[^\s=&;#?/*]*\*?[^\s=&;#?/*]*").fullmatch
 _INVALID: Final = ("", "")  # memo/cache value standing for "None": never a real result
 _CACHE_LIMIT: Final = 4096
+# Hrefs and bases longer than this bypass the memo and the caches, so that what they hold stays
+# bounded (about memo_size x 1.5 KiB) whatever a hostile page links to. Real links are shorter.
+_MEMO_MAX_LENGTH: Final = 512
 
 _Result = tuple[str, str]  # (fetch URL, dedup key)
 _Parts = tuple[str, str, str, str, str | None]  # scheme, netloc, key netloc, path, query
@@ -223,6 +226,8 @@ class UrlNormalizer:
     # -- memo ---------------------------------------------------------------------------------
 
     def _lookup(self, href: str, base: str | None) -> _Result | None:
+        if base is not None and len(base) > _MEMO_MAX_LENGTH:
+            return self._compute(href, self._parse_base(base))
         if base is None:
             b = None
         elif base is self._last_base_str or base == self._last_base_str:
@@ -236,7 +241,7 @@ class UrlNormalizer:
                     self._base_cache.clear()
                 self._base_cache[base] = b
             self._last_base_str, self._last_base = base, b
-        if not self._memo_size:
+        if not self._memo_size or len(href) > _MEMO_MAX_LENGTH:
             return self._compute(href, b)
         # Nothing after the first "#" can change the result, so the memo key stops there.
         # The context is the smallest part of the base that the result can depend on.

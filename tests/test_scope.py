@@ -53,3 +53,107 @@ def test_max_pages_per_host() -> None:
         scope.admitted("http://a.test/x")
     assert scope.check("http://a.test/y", 1) == "host_limit"
     assert scope.check("http://b.test/y", 1) is None
+
+
+# -- trap guards and URL limits -------------------------------------------------------------
+
+
+def test_trap_guards_are_on_by_default() -> None:
+    scope = Scope(hosts=["a.test"])
+    assert (scope.max_url_length, scope.max_path_depth) == (2048, 32)
+    assert (scope.max_segment_repeats, scope.max_query_params) == (2, 32)
+    assert scope.check("http://a.test/" + "x" * 2034, 1) is None  # 2048 characters
+    assert scope.check("http://a.test/" + "x" * 2035, 1) == "url_length"
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("/a/b/c", None),
+        ("/a/a/b", None),  # twice is fine
+        ("/a/a/a", "repeated_segment"),  # Heritrix: more than 2 repetitions
+        ("/a/b/a/b/a/", "repeated_segment"),  # a relative-link loop, not consecutive
+        ("/x/a/y/a/z/a.html", None),  # "a.html" is another segment
+        ("/a//b//c//d/", None),  # empty segments are not counted
+        ("/A/a/A/", None),  # case matters
+        ("/2024/01/01/01/post", "repeated_segment"),
+        ("/" + "/".join(str(i) for i in range(32)), None),  # 32 slashes
+        ("/" + "/".join(str(i) for i in range(33)), "path_depth"),
+        ("/" + "x/" * 32, "path_depth"),  # depth is checked first
+    ],
+)
+def test_path_traps(path: str, reason: str | None) -> None:
+    scope = Scope(hosts=["a.test"])
+    assert scope.check("http://a.test" + path, 1) == reason
+    assert scope.check("http://a.test" + path + "?q=a/a/a/a", 1) == reason  # query not counted
+
+
+def test_query_params_limit() -> None:
+    scope = Scope(hosts=["a.test"], max_query_params=3)
+    assert scope.check("http://a.test/?a=1&b=2&c=3", 1) is None
+    assert scope.check("http://a.test/?a=1&b=2&c=3&d=4", 1) == "query_params"
+    assert scope.check("http://a.test/a&b&c&d?x", 1) is None  # "&" in the path is not a pair
+
+
+def test_limits_can_be_switched_off() -> None:
+    scope = Scope(
+        hosts=["a.test"],
+        max_url_length=0,
+        max_path_depth=0,
+        max_segment_repeats=0,
+        max_query_params=0,
+    )
+    key = "http://a.test" + "/a" * 3000 + "?" + "&".join(["p=1"] * 100)
+    assert scope.check(key, 1) is None
+
+
+def test_check_order_puts_cheap_and_strong_reasons_first() -> None:
+    scope = Scope(hosts=["a.test"], max_depth=2, max_url_length=30, max_pages_per_host=1)
+    long_trap = "/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a"
+    assert scope.check("http://b.test" + long_trap, 9) == "domain"
+    assert scope.check("http://a.test" + long_trap, 9) == "depth"
+    assert scope.check("http://a.test" + long_trap, 1) == "url_length"
+    scope.admitted("http://a.test/")
+    assert scope.check("http://a.test/a/a/a", 1) == "repeated_segment"
+    assert scope.check("http://a.test/b", 1) == "host_limit"
+
+
+def test_key_without_path_and_ipv6_host() -> None:
+    scope = Scope(hosts=["a.test", "[::1]"], skip_extensions=["test"])
+    assert scope.check("http://a.test", 1) is None
+    assert scope.check("http://[::1]:8080/a/a/a", 1) == "repeated_segment"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"max_url_length": -1}, {"max_path_depth": 1.5}, {"max_segment_repeats": True},
+     {"max_query_params": "3"}, {"max_depth": -2}],
+)  # fmt: skip
+def test_bad_limits_are_rejected(kwargs: dict[str, object]) -> None:
+    name = next(iter(kwargs))
+    with pytest.raises(ValueError, match=name):
+        Scope(hosts=["a.test"], **kwargs)  # type: ignore[arg-type]
+
+
+def test_every_reason_is_listed() -> None:
+    from crawler.scope import REASONS
+
+    scope = Scope(hosts=["a.test"], max_depth=1, skip_extensions=["png"], exclude=["ex"],
+                  include=["^http://a.test/(?!no)"], max_pages_per_host=1, max_url_length=200,
+                  max_query_params=2)  # fmt: skip
+    keys = {
+        "domain": ("http://b.test/", 1),
+        "depth": ("http://a.test/", 2),
+        "url_length": ("http://a.test/" + "x" * 300, 1),
+        "query_params": ("http://a.test/?a&b&c", 1),
+        "path_depth": ("http://a.test" + "/x" * 40, 1),
+        "repeated_segment": ("http://a.test/x/x/x", 1),
+        "extension": ("http://a.test/x.png", 1),
+        "exclude": ("http://a.test/ex", 1),
+        "include": ("http://a.test/no", 1),
+    }
+    for reason, (key, depth) in keys.items():
+        assert scope.check(key, depth) == reason, key
+    scope.admitted("http://a.test/")
+    assert scope.check("http://a.test/y", 1) == "host_limit"
+    assert tuple([*keys, "host_limit"]) == REASONS

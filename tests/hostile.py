@@ -1,0 +1,375 @@
+"""A hostile web server for the tests: every way a server can try to break a crawler.
+
+Three listeners, all on loopback:
+
+- an aiohttp app on 127.0.0.1 serving the virtual hosts ``hostile.test`` (the cases below) and
+  the ``robots-*.test`` hosts (each with a broken robots.txt);
+- a raw asyncio server on 127.0.0.1 (another port of ``hostile.test``) for what aiohttp.web
+  cannot do wrong enough: connection resets, bad Content-Length, slowloris, oversized headers;
+- a "private" server on 127.0.0.2 that only counts connections: the forbidden target of the
+  SSRF cases (reached as the literal IP and as ``private.test``, which resolves there).
+
+The crawler reaches the names through its resolver override (`resolve`), never /etc/hosts.
+`WEB_CASES` and `RAW_CASES` map each case's path to what it does; ``/`` links them all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import itertools
+import random
+import socket
+import struct
+import zlib
+from collections.abc import Iterator
+from types import TracebackType
+
+from aiohttp import web
+
+__all__ = [
+    "HOST",
+    "PRIVATE_NAME",
+    "RAW_CASES",
+    "ROBOTS_HOSTS",
+    "UNLINKED_CASES",
+    "WEB_CASES",
+    "HostileServer",
+]
+
+HOST = "hostile.test"
+PRIVATE_NAME = "private.test"
+PRIVATE_IP = "127.0.0.2"
+ROBOTS_HOSTS = {
+    "huge": "robots-huge.test",  # endless robots.txt (cut at 500 KiB by the crawler)
+    "binary": "robots-binary.test",  # 64 KiB of random bytes
+    "5xx": "robots-5xx.test",  # 503: RFC 9309 says disallow everything for now
+    "gzip-tail": "robots-gzip-tail.test",  # small gzip robots.txt, then endless junk
+}
+MiB = 1024 * 1024
+BOMB_MIB = 1024  # the gzip bomb inflates to 1 GiB
+LINKS = 10_000
+NESTING = 100_000
+
+WEB_CASES = {
+    "/redirect-chain/0": "302 to /redirect-chain/1, and so on forever",
+    "/loop/a": "302 to /loop/b, which 302s back to /loop/a",
+    "/to-private-ip": "302 to http://127.0.0.2:PORT/secret (SSRF)",
+    "/to-private-name": "302 to http://private.test:PORT/secret, a name for 127.0.0.2 (SSRF)",
+    "/gzip-bomb": "1 GiB of zeros as ~1 MiB of gzip",
+    "/endless": "an HTML body streamed forever",
+    "/many-links": f"{LINKS} distinct links",
+    "/deep-nesting": f"{NESTING} nested <div>s around a link",
+    "/bad-hrefs": "invalid and enormous hrefs",
+    "/calendar/2026/01": "an endless calendar: next month and next year, forever",
+    "/trap/": "relative links a/ and b/ on every page: /trap/a/b/a/...",
+    "/grow/": "each page links to a deeper path with a new segment",
+    "/long/": "each page links to a path 200 characters longer",
+    "/params": "each page links to its own URL with one more query parameter",
+}
+# Not linked from the index (the whole-site test): a pinned bug, see test_tag_flood.
+UNLINKED_CASES = {"/tag-flood": "10 MB of <a href=x>: a million elements, just under max_body"}
+RAW_CASES = {
+    "/reset": "the connection is reset before any response",
+    "/reset-mid-body": "reset after part of the body",
+    "/bad-length": "Content-Length: abc",
+    "/two-lengths": "two different Content-Length headers",
+    "/short-body": "Content-Length: 100000, then 10 bytes and close",
+    "/slowloris": "the status line, one byte per second",
+    "/slow-body": "headers at once, then the body one byte per second",
+    "/huge-header": "one 64 KiB header line",
+    "/many-headers": "10,000 small headers",
+    "/endless-headers": "1 KiB header lines, forever",
+}
+
+
+def _gzip_bomb(mib: int) -> Iterator[bytes]:
+    """A valid gzip stream of `mib` MiB of zeros, made without ever holding them inflated: the
+    deflate stream of one MiB of zeros after a full flush is the same bytes every time."""
+    zeros = bytes(MiB)
+    z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    yield z.compress(zeros) + z.flush(zlib.Z_FULL_FLUSH)
+    block = z.compress(zeros) + z.flush(zlib.Z_FULL_FLUSH)
+    for _ in range(mib - 1):
+        yield block
+    crc = 0
+    for _ in range(mib):  # reached only by a client that inflated the whole bomb
+        crc = zlib.crc32(zeros, crc)
+    yield zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS).flush()  # final empty block
+    yield struct.pack("<II", crc, (mib * MiB) & 0xFFFFFFFF)
+
+
+def _page(title: str, hrefs: list[str], extra: str = "") -> web.Response:
+    items = "".join(f'<a href="{html.escape(h, quote=True)}">x</a>\n' for h in hrefs)
+    body = f"<!DOCTYPE html><html><head><title>{title}</title></head><body>{items}{extra}</body>"
+    return web.Response(text=body + "</html>", content_type="text/html")
+
+
+async def _stream(
+    request: web.Request, chunks: Iterator[bytes], headers: dict[str, str], *, pause: float = 0
+) -> web.StreamResponse:
+    response = web.StreamResponse(headers=headers)
+    await response.prepare(request)
+    with contextlib.suppress(ConnectionError):  # the crawler hangs up: that is the point
+        for chunk in chunks:
+            await response.write(chunk)
+            if pause:
+                await asyncio.sleep(pause)
+    return response
+
+
+def _forever(chunk: bytes) -> Iterator[bytes]:
+    while True:
+        yield chunk
+
+
+class HostileServer:
+    """`async with HostileServer() as server:` serves every case on loopback."""
+
+    def __init__(self) -> None:
+        self.port = self.raw_port = self.private_port = 0
+        self.requests: list[tuple[str, str]] = []  # (host, path) seen by the aiohttp app
+        self.raw_requests: list[str] = []  # paths seen by the raw server
+        self.private_connections = 0
+        self._runner: web.AppRunner | None = None
+        self._servers: list[asyncio.Server] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- addresses -------------------------------------------------------------------------
+
+    def url(self, path: str, host: str = HOST) -> str:
+        return f"http://{host}:{self.port}{path}"
+
+    def raw_url(self, path: str) -> str:
+        return f"http://{HOST}:{self.raw_port}{path}"
+
+    @property
+    def resolve(self) -> dict[str, str]:
+        names = {name: "127.0.0.1" for name in (HOST, *ROBOTS_HOSTS.values())}
+        return {**names, PRIVATE_NAME: PRIVATE_IP}
+
+    @property
+    def seeds(self) -> list[str]:
+        return [self.url("/"), *(self.url("/", h) for h in ROBOTS_HOSTS.values())]
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_route("GET", "/{tail:.*}", self._dispatch)
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        assert isinstance(site._server, asyncio.Server)
+        self.port = site._server.sockets[0].getsockname()[1]
+        raw = await asyncio.start_server(self._raw, "127.0.0.1", 0)
+        private = await asyncio.start_server(self._private, PRIVATE_IP, 0)
+        self._servers = [raw, private]
+        self.raw_port = raw.sockets[0].getsockname()[1]
+        self.private_port = private.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        for server in self._servers:
+            server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for server in self._servers:
+            await server.wait_closed()
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    async def __aenter__(self) -> HostileServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- the aiohttp app -------------------------------------------------------------------
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        host = request.host.rsplit(":", 1)[0].lower()
+        self.requests.append((host, request.path_qs))
+        if host != HOST:
+            return await self._robots_host(request, host)
+        path = request.path
+        if path == "/robots.txt":
+            return web.Response(text="User-agent: *\nDisallow: /private/\n")
+        if path == "/":
+            links = [*WEB_CASES, *(self.raw_url(p) for p in RAW_CASES)]
+            return _page("Hostile", links)
+        if path.startswith("/redirect-chain/"):
+            n = int(path.rsplit("/", 1)[1])
+            return web.Response(status=302, headers={"Location": f"/redirect-chain/{n + 1}"})
+        redirects = {
+            "/loop/a": "/loop/b",
+            "/loop/b": "/loop/a",
+            "/to-private-ip": f"http://{PRIVATE_IP}:{self.private_port}/secret",
+            "/to-private-name": f"http://{PRIVATE_NAME}:{self.private_port}/secret",
+        }
+        if path in redirects:
+            return web.Response(status=302, headers={"Location": redirects[path]})
+        if path == "/gzip-bomb":
+            headers = {"Content-Type": "text/html", "Content-Encoding": "gzip"}
+            return await _stream(request, _gzip_bomb(BOMB_MIB), headers)
+        if path == "/endless":
+            chunk = b"<p>" + b"endless " * 8190 + b"</p>\n"
+            return await _stream(request, _forever(chunk), {"Content-Type": "text/html"})
+        return self._pages(path, request.query_string)
+
+    def _pages(self, path: str, query: str) -> web.Response:
+        if path == "/many-links":
+            return _page("Many links", [f"/many/{i}" for i in range(LINKS)])
+        if path == "/deep-nesting":
+            inner = '<a href="/deep-target">deep</a>'
+            return _page("Deep", [], extra="<div>" * NESTING + inner + "</div>" * NESTING)
+        if path == "/tag-flood":
+            return web.Response(body=b"<a href=x>" * 1_000_000, content_type="text/html")
+        if path == "/bad-hrefs":
+            return _page("Bad hrefs", _bad_hrefs())
+        if path.startswith("/calendar/"):
+            year, month = (int(p) for p in path.split("/")[2:4])
+            nxt = (year, month + 1) if month < 12 else (year + 1, 1)
+            return _page("Calendar", [f"/calendar/{nxt[0]}/{nxt[1]:02d}",
+                                      f"/calendar/{year + 1}/{month:02d}"])  # fmt: skip
+        if path.startswith("/trap/"):
+            return _page("Trap", ["a/", "b/"])
+        if path.startswith("/grow/"):
+            return _page("Grow", [f"s{path.count('/')}/"])
+        if path.startswith("/long/"):
+            return _page("Long", [f"{path.count('/'):03d}{'x' * 196}/"])
+        if path == "/params":
+            n = query.count("&") + 1 if query else 0
+            return _page("Params", [f"/params?{query}&p{n}=1" if query else "/params?p0=1"])
+        return _page("Plain", [])
+
+    async def _robots_host(self, request: web.Request, host: str) -> web.StreamResponse:
+        if request.path != "/robots.txt":
+            return _page(f"Page of {host}", ["/private/x", "/public"])
+        if host == ROBOTS_HOSTS["huge"]:
+            first = b"User-agent: *\nDisallow: /private/\n"
+            filler = b"# " + b"filler " * 1000 + b"\n"
+            return await _stream(request, itertools.chain([first], _forever(filler)), {})
+        if host == ROBOTS_HOSTS["binary"]:
+            junk = random.Random(8).randbytes(64 * 1024)
+            return web.Response(body=junk, content_type="text/plain")
+        if host == ROBOTS_HOSTS["gzip-tail"]:
+            robots = zlib.compress(b"User-agent: *\nDisallow: /private/\n", wbits=31)
+            headers = {"Content-Encoding": "gzip", "Content-Type": "text/plain"}
+            return await _stream(
+                request, itertools.chain([robots], _forever(b"junk" * 16384)), headers
+            )
+        return web.Response(status=503, text="down")
+
+    # -- the raw server --------------------------------------------------------------------
+
+    async def _raw(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            while True:  # keep-alive: the crawler may reuse the connection (robots.txt first)
+                head = await reader.readuntil(b"\r\n\r\n")
+                path = head.split(b" ", 2)[1].decode("latin-1")
+                self.raw_requests.append(path)
+                if not await self._raw_case(path, writer):
+                    break
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            pass
+        except asyncio.CancelledError:
+            pass  # close(): end quietly (Python 3.11 logs a cancelled stream handler as an error)
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+
+    async def _raw_case(self, path: str, writer: asyncio.StreamWriter) -> bool:
+        """Misbehave for `path`; True when the connection may serve another request."""
+        if path == "/robots.txt":
+            writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+            await writer.drain()
+            return True
+        if path in ("/reset", "/reset-mid-body"):
+            if path == "/reset-mid-body":
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n")
+                writer.write(b"Content-Length: 100000\r\n\r\n<html><body>" + b"x" * 5000)
+                await writer.drain()
+                await asyncio.sleep(0.05)
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()  # SO_LINGER 0: the kernel sends RST
+            return False
+        fixed = {
+            "/bad-length": b"HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\nhello",
+            "/two-lengths": b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\n"
+            b"hello!!",
+            "/short-body": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+            b"Content-Length: 100000\r\n\r\n<html>0123",
+            "/huge-header": b"HTTP/1.1 200 OK\r\nX-Big: " + b"y" * (64 * 1024) + b"\r\n\r\n",
+            "/many-headers": b"HTTP/1.1 200 OK\r\n"
+            + b"".join(b"X-H%d: v\r\n" % i for i in range(10_000))
+            + b"Content-Length: 0\r\n\r\n",
+        }
+        if path in fixed:
+            writer.write(fixed[path])
+            await writer.drain()
+            return False
+        if path == "/endless-headers":
+            writer.write(b"HTTP/1.1 200 OK\r\n")
+            for i in range(1_000_000):
+                writer.write(b"X-E%d: %s\r\n" % (i, b"e" * 1000))
+                await writer.drain()
+            return False
+        if path == "/slowloris":
+            for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok":
+                writer.write(bytes([byte]))
+                await writer.drain()
+                await asyncio.sleep(1.0)
+            return False
+        if path == "/slow-body":
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000\r\n\r\n"
+            )
+            for _ in range(1000):
+                writer.write(b"x")
+                await writer.drain()
+                await asyncio.sleep(1.0)
+            return False
+        writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        return True
+
+    async def _private(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """The SSRF target: count the connection, answer 200 so a leak is visible."""
+        self.private_connections += 1
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nsecret")
+            await writer.drain()
+        writer.close()
+
+
+def _bad_hrefs() -> list[str]:
+    enormous = "/" + "e" * (1024 * 1024)  # 1 MiB: refused by the URL length limit
+    return [
+        "http://[::1",
+        "http://a b.test/",
+        "http://%zz/",
+        "http://" + "a" * 300 + ".test/",
+        f"http://{HOST}:99999/",
+        f"http://{HOST}:-1/",
+        "http://user:pass@/",
+        "javascript:alert(1)",
+        "data:text/html,<a href=x>",
+        "\x00\x01\x02",
+        "http://\u0000.test/",
+        "/ok-after-bad",
+        "/" + "l" * 3000,  # over 2048 characters
+        enormous,
+        "?" + "&".join(f"q{i}=1" for i in range(100)),  # too many query parameters
+    ]
