@@ -19,6 +19,10 @@ waiting futures, and arms ONE timer (``loop.call_later``) for the heap head: the
 ``get()`` returns None to everybody once nothing is queued and nothing is in flight, or after
 ``close()``.
 
+Memory: a queued entry is kept as a compact two-item record in its host's deque
+(:class:`crawler.entries.Packer`); ``get()`` and ``pending()`` rebuild an Entry equal to the one
+put: about 100 bytes less per queued URL.
+
 Time: the clock defaults to the running loop's ``time()``. Tests and the benchmark run whole crawls
 deterministically in simulated time with :class:`crawler.simtime.SimulatedLoop`.
 """
@@ -26,7 +30,6 @@ deterministically in simulated time with :class:`crawler.simtime.SimulatedLoop`.
 from __future__ import annotations
 
 import asyncio
-import enum
 import heapq
 import itertools
 import logging
@@ -36,18 +39,19 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Any, Final
 
+from crawler.entries import Entry, EntryKind, Outcome, Packer
 from crawler.hosts import Host, Politeness, host_key, parse_retry_after, robots_url
 from crawler.robots import RobotsPolicy
 from crawler.simtime import SimulatedLoop
 
 __all__ = [
-    "Entry",
-    "EntryKind",
+    "Entry",  # re-exported from crawler.entries
+    "EntryKind",  # re-exported from crawler.entries
     "Frontier",
     "FrontierStats",
-    "Outcome",
+    "Outcome",  # re-exported from crawler.entries
     "SimulatedLoop",  # re-exported from crawler.simtime
     "host_key",  # re-exported from crawler.hosts
     "parse_retry_after",  # re-exported from crawler.hosts
@@ -56,32 +60,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _UNREACHABLE: Final = RobotsPolicy(status=None, temporary=True)
-
-
-class EntryKind(enum.Enum):
-    PAGE = "page"  # a URL of the crawl
-    ROBOTS = "robots"  # the host's robots.txt, handed out before its first page
-    REFUSED = "refused"  # a page robots.txt disallows: record it, do not fetch it
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    url: str  # the URL to fetch (as normalized)
-    key: str  # its canonical dedup key (== url for ROBOTS entries)
-    depth: int = 0
-    parent: str | None = None
-    retries: int = 0
-    redirects: int = 0  # redirect hops that led to this URL
-    kind: EntryKind = EntryKind.PAGE
-    sitemap: bool = False  # a sitemap (parsed as XML for more URLs), not a page
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    status: int | None = None  # HTTP status; None when no response was received
-    latency: float | None = None  # seconds to response headers (feeds the adaptive delay)
-    retry_after: str | None = None  # raw Retry-After header value
-    failed: bool = False  # connection error / timeout (backs the host off)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +85,7 @@ class Frontier:
     """Per-host politeness frontier. See the module docstring for the rules."""
 
     __slots__ = ("_clock", "_closed", "_dropped", "_flying", "_handed_out", "_heap", "_hosts",
-                 "_in_flight", "_loop", "_max_queued", "_max_queued_per_host", "_queued",
+                 "_in_flight", "_loop", "_max_queued", "_max_queued_per_host", "_packer", "_queued",
                  "_refusals", "_refused", "_respect_robots", "_retries", "_robots_fetches",
                  "_rules", "_seq", "_timer", "_timer_at", "_waiters")  # fmt: skip
 
@@ -158,6 +136,7 @@ class Frontier:
         self._dropped = [0, 0, 0]  # full, host full, closed
         self._refused = self._retries = 0
         self._robots_fetches = self._handed_out = 0
+        self._packer = Packer()
 
     # -- public API -------------------------------------------------------------------------
 
@@ -172,14 +151,16 @@ class Frontier:
         if self._queued >= self._max_queued:
             self._dropped[0] += 1
             return False
-        host = self._host(host_key(entry.url))
-        if len(host.queue) >= self._max_queued_per_host:
+        url = entry.url
+        host = self._host(host_key(url))
+        queue = host.queue
+        if len(queue) >= 2 * self._max_queued_per_host:  # two items per entry
             self._dropped[1] += 1
             return False
-        if host.policy is not None and not host.policy.allowed(entry.url):
+        if host.policy is not None and not host.policy.allowed(url):
             self._refusals.append(entry)  # refused at once: no slot, no delay
         else:
-            host.queue.append(entry)
+            queue.extend(self._packer.pack(entry, host.prefix))
             self._schedule(host)
         self._queued += 1
         if self._waiters:
@@ -232,7 +213,7 @@ class Frontier:
             if outcome is not None:
                 self._rules.response(host, outcome, self._now())
             if retry:
-                host.queue.appendleft(replace(entry, retries=entry.retries + 1))
+                self._push_front(host, replace(entry, retries=entry.retries + 1))
                 self._queued += 1
                 self._retries += 1
         self._schedule(host)
@@ -260,7 +241,9 @@ class Frontier:
         """Every entry still queued, host by host in queue order (not those in flight)."""
         yield from list(self._refusals)
         for host in list(self._hosts.values()):
-            yield from list(host.queue)
+            items = list(host.queue)
+            for i in range(0, len(items), 2):
+                yield Packer.unpack(items[i], items[i + 1], host.prefix, EntryKind.PAGE)
 
     def __len__(self) -> int:
         return self._queued
@@ -281,9 +264,9 @@ class Frontier:
             else:
                 waiting += 1
             if self._respect_robots and host.policy is None:
-                deferred_robots += len(host.queue)
+                deferred_robots += host.queued
             elif host.backoff_until > now:
-                deferred_backoff += len(host.queue)
+                deferred_backoff += host.queued
         full, host_full, closed = self._dropped
         return FrontierStats(
             hosts=len(self._hosts), ready_hosts=ready, waiting_hosts=waiting,
@@ -362,7 +345,8 @@ class Frontier:
         policy = host.policy
         if policy is None and self._respect_robots:
             return None  # held until set_robots()
-        entry = host.queue.popleft()
+        queue = host.queue
+        entry = Packer.unpack(queue.popleft(), queue.popleft(), host.prefix, EntryKind.PAGE)
         self._queued -= 1
         if policy is not None and not policy.allowed(entry.url):
             self._refused += 1
@@ -394,10 +378,15 @@ class Frontier:
             self._robots_fetches -= 1
         else:
             self._handed_out -= 1
-            host.queue.appendleft(entry)
+            self._push_front(host, entry)
             self._queued += 1
         self._schedule(host)
         self._dispatch()
+
+    def _push_front(self, host: Host, entry: Entry) -> None:
+        head, context = self._packer.pack(entry, host.prefix)
+        host.queue.appendleft(context)
+        host.queue.appendleft(head)
 
     def _dispatch(self) -> None:
         """Hand ready entries to waiting getters; arm the timer for the rest, or finish."""
@@ -453,7 +442,14 @@ class Frontier:
         policy = host.policy
         if policy is None or not host.queue:
             return
-        keep: deque[Entry] = deque()
-        for entry in host.queue:
-            (keep if policy.allowed(entry.url) else self._refusals).append(entry)
+        keep: deque[Any] = deque()
+        items = iter(host.queue)
+        prefix = host.prefix
+        for head, context in zip(items, items, strict=True):
+            url = prefix + head if head.__class__ is str else head[0]
+            if policy.allowed(url):
+                keep.append(head)
+                keep.append(context)
+            else:
+                self._refusals.append(Packer.unpack(head, context, prefix, EntryKind.PAGE))
         host.queue = keep

@@ -26,14 +26,14 @@ import random
 import time
 from collections import deque
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from crawler.robots import RobotsPolicy
 
 if TYPE_CHECKING:
-    from crawler.frontier import Entry, Outcome
+    from crawler.entries import Outcome
 
-__all__ = ["Host", "Politeness", "host_key", "parse_retry_after", "robots_url"]
+__all__ = ["Host", "Politeness", "host_key", "origin", "parse_retry_after", "robots_url"]
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21}
 
@@ -75,13 +75,17 @@ def host_key(url: str) -> str:
     return f"{scheme}://{host.lower()}:{port}"
 
 
-def robots_url(key: str) -> str:
-    """The robots.txt URL of a host key: ``http://a:80`` -> ``http://a/robots.txt`` (a default
-    port is dropped, any other kept)."""
+def origin(key: str) -> str:
+    """The origin of a host key as normalized URLs spell it: ``http://a:80`` -> ``http://a`` (a
+    default port is dropped, any other kept)."""
     scheme, _, rest = key.partition("://")
     host, _, port = rest.rpartition(":")
-    origin = f"{scheme}://{host}" if _DEFAULT_PORTS.get(scheme) == int(port) else key
-    return origin + "/robots.txt"
+    return f"{scheme}://{host}" if _DEFAULT_PORTS.get(scheme) == int(port) else key
+
+
+def robots_url(key: str) -> str:
+    """The robots.txt URL of a host key: ``http://a:80`` -> ``http://a/robots.txt``."""
+    return origin(key) + "/robots.txt"
 
 
 def parse_retry_after(value: str, now: float | None = None) -> float | None:
@@ -112,15 +116,23 @@ def parse_retry_after(value: str, now: float | None = None) -> float | None:
 
 
 class Host:
-    """One politeness key's state: its FIFO queue, slots in use, schedule and robots.txt policy."""
+    """One politeness key's state: its FIFO queue, slots in use, schedule and robots.txt policy.
+
+    ``queue`` holds each queued entry as two consecutive items, a compact record the frontier
+    packs and unpacks (``crawler.entries.Packer``): the URL without ``prefix`` (the host's
+    origin), or a ``(url, key)`` pair; then the ``(depth, parent, retries, redirects, sitemap)``
+    tuple that consecutive entries share. So ``len(queue)`` is twice the number of entries: use
+    ``queued``.
+    """
 
     __slots__ = ("backoff_until", "base_delay", "delay", "failures", "in_flight", "in_heap",
-                 "key", "last_start", "policy", "queue", "ready_at", "robots_expires",
+                 "key", "last_start", "policy", "prefix", "queue", "ready_at", "robots_expires",
                  "robots_failures", "robots_fetching")  # fmt: skip
 
     def __init__(self, key: str, delay: float) -> None:
         self.key = key
-        self.queue: deque[Entry] = deque()
+        self.prefix = origin(key)
+        self.queue: deque[Any] = deque()  # two items per entry, see the class docstring
         self.in_flight = 0
         self.in_heap = False
         self.ready_at = float("-inf")  # new hosts go first, FIFO among themselves
@@ -134,9 +146,14 @@ class Host:
         self.robots_fetching = False
         self.robots_failures = 0
 
+    @property
+    def queued(self) -> int:
+        """Entries in the queue."""
+        return len(self.queue) >> 1
+
     def __repr__(self) -> str:
         return (
-            f"Host({self.key!r}, queued={len(self.queue)}, in_flight={self.in_flight}, "
+            f"Host({self.key!r}, queued={self.queued}, in_flight={self.in_flight}, "
             f"ready_at={self.ready_at:.3f}, delay={self.delay}, policy={self.policy!r})"
         )
 

@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from crawler.entries import Entry
 from crawler.errors import CrawlerError
-from crawler.frontier import Entry
 from crawler.sieve import Sieve, SieveFormatError, fingerprint
 
 __all__ = ["FORMAT", "CrawlState", "SeenStore", "StateError"]

@@ -457,3 +457,107 @@ def test_set_robots_accepts_urls_and_preloads() -> None:
     frontier.put(page("https://a.test/x"))
     log = simulate(lambda: crawl(frontier, fetch=0.0))
     assert [e.kind for _, _, e in log] == [EntryKind.PAGE]
+
+
+# -- compact queue records: what get() and pending() give back equals what put() took ----------
+
+
+def varied_entries() -> list[Entry]:
+    """Entries covering every record shape: key the URL object, an equal copy or another string;
+    URLs that start with their host's origin or not (explicit default port, upper case, userinfo);
+    non-default ports, IPv6, every field set, and runs of siblings sharing a parent."""
+    parent = "http://a.test/index.html"
+    same = "http://a.test/same"
+    copy = "".join(["http://a.test/", "same-copy"])
+    return [
+        Entry(url=same, key=same, depth=2, parent=parent),
+        Entry(url=copy, key="".join(["http://a.test/", "same-copy"]), depth=2, parent=parent),
+        Entry(url="http://a.test/q?b=1&a=2", key="http://a.test/q?a=2&b=1", depth=2, parent=parent),
+        Entry(url="http://a.test:80/port", key="http://a.test:80/port", depth=3, parent=parent),
+        Entry(url="http://A.test/upper", key="http://a.test/upper", depth=3),
+        Entry(url="http://user@a.test/u", key="http://user@a.test/u"),
+        Entry(url="http://a.test", key="http://a.test"),
+        Entry(url="http://a.test:8080/x", key="http://a.test:8080/x", retries=2, redirects=1),
+        Entry(url="https://b.test/s.xml", key="https://b.test/s.xml", depth=1, sitemap=True),
+        Entry(url="http://[::1]:8000/v6", key="http://[::1]:8000/v6", depth=7, parent=None),
+        Entry(url="http://a.test/é", key="http://a.test/%C3%A9", depth=1, parent="http://x.test/"),
+    ]
+
+
+def by_host(entries: list[Entry]) -> list[Entry]:
+    order: dict[str, list[Entry]] = defaultdict(list)
+    for entry in entries:
+        order[host_key(entry.url)].append(entry)
+    return [entry for group in order.values() for entry in group]
+
+
+def test_get_and_pending_rebuild_equal_entries() -> None:
+    entries = varied_entries()
+
+    async def main() -> list[Entry]:
+        frontier = Frontier(respect_robots=False)
+        for entry in entries:
+            assert frontier.put(entry)
+        pending = list(frontier.pending())
+        assert pending == by_host(entries)
+        assert [type(e) for e in pending] == [Entry] * len(entries)
+        got = []
+        while (entry := await frontier.get()) is not None:
+            got.append(entry)
+            frontier.done(entry)
+        return got
+
+    got = simulate(main)
+    assert sorted(got, key=repr) == sorted(entries, key=repr)
+    for entry in got:
+        assert entry.kind is EntryKind.PAGE
+        if entry.key == entry.url:
+            assert entry.key is entry.url  # one string, not two
+    urls = {entry.url: entry for entry in got}
+    siblings = [urls[e.url].parent for e in entries[:4]]
+    assert all(parent is siblings[0] for parent in siblings)  # still one string for siblings
+
+
+def test_retry_unget_and_robots_sweep_keep_fields() -> None:
+    entries = [e for e in varied_entries() if host_key(e.url) == "http://a.test:80"]
+
+    async def main() -> None:
+        frontier = Frontier()
+        for entry in entries:
+            assert frontier.put(entry)
+        robots = await frontier.get()  # a.test's robots.txt first
+        assert robots is not None and robots.kind is EntryKind.ROBOTS
+        policy = policy_from_response(200, b"User-agent: *\nDisallow: /q\n", "sieve-crawler/0.1")
+        frontier.set_robots(robots.url, policy)  # sweeps /q?b=1&a=2 to the refusals
+        frontier.done(robots)
+        refused = await frontier.get()
+        assert refused == replace_kind(entries[2], EntryKind.REFUSED)
+        first = await frontier.get()
+        assert first == entries[0]
+        frontier.done(first, retry=True)
+        retried = Entry(url=first.url, key=first.key, depth=2, parent=first.parent, retries=1)
+        assert list(frontier.pending()) == [retried, *entries[1:2], *entries[3:]]
+        second = await frontier.get()
+        assert second == retried
+
+        waiter = asyncio.create_task(frontier.get())
+        await asyncio.sleep(0)  # parked: the host's one slot is taken
+        frontier.done(second)  # hands entries[1] to the waiter's future...
+        waiter.cancel()  # ...that the getter never sees: it goes back to the head, unchanged
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert frontier.in_flight == 0
+        assert list(frontier.pending()) == [*entries[1:2], *entries[3:]]
+        rest = []
+        while (entry := await frontier.get()) is not None:
+            rest.append(entry)
+            frontier.done(entry)
+        assert rest == [*entries[1:2], *entries[3:]]
+
+    simulate(main)
+
+
+def replace_kind(entry: Entry, kind: EntryKind) -> Entry:
+    return Entry(url=entry.url, key=entry.key, depth=entry.depth, parent=entry.parent,
+                 retries=entry.retries, redirects=entry.redirects, kind=kind,
+                 sitemap=entry.sitemap)  # fmt: skip
