@@ -12,6 +12,7 @@ from aiohttp import web
 
 from crawler.config import Config
 from crawler.engine import Crawler
+from tests.conftest import serve
 
 METADATA = "http://169.254.169.254/latest/meta-data/"
 
@@ -40,15 +41,7 @@ async def test_crawl_refuses_private_targets(forbidden: tuple[int, list[int]]) -
         links = "".join(f'<a href="{h}">x</a>' for h in ("/go", evil, METADATA))
         return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    assert site._server is not None
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-    try:
+    async with serve(handler) as port:
         config = Config().override(
             "fetch", resolve={"seed.test": "127.0.0.1", "evil.test": "127.0.0.2"}, retries=0
         )
@@ -58,8 +51,6 @@ async def test_crawl_refuses_private_targets(forbidden: tuple[int, list[int]]) -
         )
         async with Crawler(config) as crawler:
             results = {r.url: r async for r in crawler.crawl([f"http://seed.test:{port}/"])}
-    finally:
-        await runner.cleanup()
     assert results[f"http://seed.test:{port}/"].status == 200
     assert results[f"http://seed.test:{port}/go"].status == 302
     for url, needle in [

@@ -17,6 +17,7 @@ from crawler.errors import (
     ProtocolError,
 )
 from crawler.fetcher import Fetcher, OverrideResolver
+from tests.conftest import serve
 
 UA = "test-crawler/1.0"
 
@@ -53,16 +54,8 @@ async def _handler(request: web.Request) -> web.StreamResponse:
 
 @pytest.fixture
 async def server() -> AsyncIterator[int]:
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", _handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    assert site._server is not None
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield port
-    await runner.cleanup()
+    async with serve(_handler) as port:
+        yield port
 
 
 def fetcher(**kw: object) -> Fetcher:

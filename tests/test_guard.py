@@ -19,6 +19,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from crawler.errors import BlockedAddress, ConnectError
 from crawler.fetcher import Fetcher, OverrideResolver, translate_error
 from crawler.guard import AddressGuard, GuardedResolver, classify, parse_network
+from tests.conftest import serve
 
 UA = "test-crawler/1.0"
 
@@ -294,16 +295,8 @@ async def server() -> AsyncIterator[int]:
             return web.Response(status=302, headers={"Location": target})
         return web.Response(text=f"hello from {request.host}")
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    assert site._server is not None
-    port: int = site._server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-    yield port
-    await runner.cleanup()
+    async with serve(handler) as port:
+        yield port
 
 
 class Forbidden:
