@@ -6,8 +6,8 @@ all measured in the same run. BENCH_QUICK=1 runs small versions (a smoke test).
 
 from __future__ import annotations
 
-import importlib
 import platform
+import subprocess
 import sys
 import time
 
@@ -24,8 +24,8 @@ def main(argv: list[str]) -> int:
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")  # fmt: skip
     for name in names:
         print(f"\n## {name}\n", flush=True)
-        module = importlib.import_module(f"bench.bench_{name}")
-        module.main()
+        # each benchmark in a fresh process: a child's peak RSS starts at its parent's
+        subprocess.run([sys.executable, "-m", f"bench.bench_{name}"], check=True)
     return 0
 
 
