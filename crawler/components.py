@@ -76,6 +76,8 @@ def make_frontier(config: Config, clock: Callable[[], float] | None = None) -> F
         max_retry_after=p.max_retry_after,
         respect_robots=p.respect_robots,
         robots_ttl=p.robots_ttl,
+        max_queued=config.crawl.max_queued,
+        max_queued_per_host=config.crawl.max_queued_per_host,
         clock=clock,
     )
 

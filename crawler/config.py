@@ -64,6 +64,8 @@ class CrawlConfig:
     max_pages: int = 0
     max_depth: int = 16
     user_agent: str = DEFAULT_USER_AGENT
+    max_queued: int = 1_000_000
+    max_queued_per_host: int = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +249,10 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
     raise ConfigError(f"{where}: expected {name}, got {type(value).__name__} {value!r}")
 
 
-_POSITIVE = {"concurrency", "per_host_concurrency", "capacity", "growth", "warc_max_size"}
+_POSITIVE = {
+    "concurrency", "per_host_concurrency", "capacity", "growth", "warc_max_size", "max_queued",
+    "max_queued_per_host",
+}  # fmt: skip
 _NON_NEGATIVE = {
     "max_pages", "max_depth", "delay", "max_delay", "robots_ttl", "backoff_base", "backoff_max",
     "max_retry_after", "retries", "max_redirects", "max_pages_per_host", "memo_size",

@@ -190,3 +190,12 @@ async def test_stopped_crawl_is_not_complete(site: FixtureSite) -> None:
             crawler.stop()
     assert crawler.stopped
     assert not crawler.complete
+
+
+async def test_frontier_bounds_are_counted_not_silent(site: FixtureSite) -> None:
+    config = site_config(site).override("crawl", max_queued_per_host=3)
+    async with Crawler(config) as crawler:
+        results = [r async for r in crawler.crawl(site.seeds)]
+    assert crawler.stats.dropped_full > 0
+    assert crawler.stats_dict()["dropped_full"] == crawler.stats.dropped_full
+    assert len(results) < len(site.expected() | site.refused())

@@ -111,3 +111,23 @@ async def test_summary_matches_stats(site: FixtureSite) -> None:
         assert label in text
     assert f"{stats['pages']}" in text
     assert "pages " in progress_line(crawler)
+
+
+async def test_warc_appends_after_repairing_a_torn_record(
+    site: FixtureSite, tmp_path: Path
+) -> None:
+    path = tmp_path / "crawl.warc.gz"
+    first = WarcOutput(path)
+    await crawl_with_warc(site, first)
+    whole = len(read_warc([path]))
+    with path.open("ab") as fh:  # a crash in the middle of writing the next record
+        fh.write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03torn")
+    site.requests.clear()
+    again = WarcOutput(path)
+    async with Crawler(site_config(site, max_pages=2), recorder=again.write) as crawler:
+        async for _ in crawler.crawl(site.seeds):
+            pass
+    again.close()
+    records = read_warc([path])  # reads to the end: the torn bytes are gone
+    assert len(records) == whole + 1 + 2 * len(site.requests)
+    assert [kind for kind, _, _ in records].count("warcinfo") == 2
