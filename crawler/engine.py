@@ -5,10 +5,10 @@
             ...
 
 Each worker loops: `frontier.get()` (politeness is decided there, before a URL is handed out),
-fetch, extract links, then the per-link path ``urls.resolve -> scope.check -> sieve.add_many ->
-frontier.put``; `frontier.done()` runs in `finally`. A failure while handling one URL becomes that
-URL's result (`error`), it never kills a worker; a worker that dies anyway ends the crawl with its
-exception instead of vanishing.
+fetch, extract links, then the per-link path (`crawler.admission`: ``urls.resolve ->
+scope.check -> Sieve -> frontier.put``); `frontier.done()` runs in `finally`. A failure while
+handling one URL becomes that URL's result (`error`), it never kills a worker; a worker that dies
+anyway ends the crawl with its exception instead of vanishing.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
+from crawler.admission import Admission
 from crawler.components import make_fetcher, make_frontier, make_scope, make_sieve, make_urls
 from crawler.config import Config
 from crawler.dedup import Dedup
@@ -121,6 +122,17 @@ class Crawler:
             self.stats.restore(state.stats() or {})
         store = (state.seen if state is not None else SeenStore()) if exact else None
         self.dedup = Dedup(self.sieve, store)
+        self.admission = Admission(
+            urls=self.urls,
+            scope=self.scope,
+            dedup=self.dedup,
+            frontier=self.frontier,
+            stats=self.stats,
+            state=state,
+            max_pages=self.config.crawl.max_pages,
+            max_redirects=self.config.fetch.max_redirects,
+            fetch_canonical=self.config.urls.fetch_canonical,
+        )
         hosts = {split_host(e.key) for e in entries}
         if state is not None:
             hosts = state.seed_hosts(hosts)
@@ -139,8 +151,7 @@ class Crawler:
             for host in hosts | {split_host(e.url) for e in entries}:
                 guard.allow_host(host)
         for entry in entries:
-            if self._room_for_more() and self.dedup.add(entry.key):
-                self._admit(entry)
+            self.admission.seed(entry)
 
     async def crawl(self, seeds: Iterable[str]) -> AsyncIterator[CrawlResult]:
         """Crawl from `seeds`, yielding one result per fetched, failed or refused URL.
@@ -197,26 +208,6 @@ class Crawler:
     def complete(self) -> bool:
         """True when the crawl ran out of work (not stopped, not left early by its consumer)."""
         return self._ran_out
-
-    def _room_for_more(self) -> bool:
-        limit = self.config.crawl.max_pages
-        if limit and self.stats.admitted >= limit:
-            self.stats.over_limit += 1
-            return False
-        return True
-
-    def _admit(self, entry: Entry) -> bool:
-        """Put a new (seen-test-approved, in-scope) entry in the frontier and the journal."""
-        assert self.frontier is not None
-        assert self.scope is not None
-        if not self.frontier.put(entry):
-            self.stats.dropped_full += 1
-            return False
-        self.stats.admitted += 1
-        self.scope.admitted(entry.key)
-        if self.state is not None:
-            self.state.admitted(entry)
-        return True
 
     # -- workers ---------------------------------------------------------------------------
 
@@ -312,7 +303,7 @@ class Crawler:
         # big page never stalls every worker; smaller ones parse faster than a thread hop.
         big = len(response.body) > THREAD_PARSE_BYTES
         page = await asyncio.to_thread(parse) if big else parse()
-        new = self._follow(entry, page.links, page.base) if page.is_html else 0
+        new = self.admission.links(entry, page.links, page.base) if page.is_html else 0
         return CrawlResult(
             **self._base_result(entry, response),
             title=page.title,
@@ -321,85 +312,15 @@ class Crawler:
             canonical=page.canonical,
         )
 
-    def _follow(self, entry: Entry, hrefs: Iterable[str], base: str) -> int:
-        """The per-link path: resolve, scope, Sieve (one batch per page), frontier.
-
-        A page repeats keys (navigation, ``page.html#anchor`` links): the scope check and the
-        Sieve see each distinct key once; a repeat counts as out of scope or as a duplicate,
-        like its first occurrence."""
-        assert self.scope is not None
-        depth = entry.depth + 1
-        resolve, check = self.urls.resolve, self.scope.check
-        times: dict[str, int] = {}  # raw href -> occurrences: pages repeat their nav links
-        for href in hrefs:
-            times[href] = times.get(href, 0) + 1
-        in_scope: dict[str, str] = {}  # key -> URL to fetch
-        refused: dict[str, str] = {}  # key -> why the scope refuses it
-        counts = self.stats.scope_refused
-        repeats = 0
-        for href, n in times.items():
-            resolved = resolve(href, base)
-            if resolved is None:
-                continue
-            fetch_url, key = resolved
-            if key in in_scope:
-                repeats += n
-            elif (reason := refused.get(key) or check(key, depth)) is not None:
-                refused[key] = reason
-                counts[reason] += n
-            else:
-                in_scope[key] = fetch_url
-                repeats += n - 1
-        stats = self.stats
-        stats.links_seen += sum(times.values())
-        stats.duplicates += repeats
-        keys = list(in_scope)
-        if not keys or not self._room_for_more():
-            return 0
-        canonical = self.config.urls.fetch_canonical
-        new = 0
-        for key, is_new in zip(keys, self.dedup.add_many(keys), strict=True):
-            if not is_new:
-                stats.duplicates += 1
-                continue
-            if not self._room_for_more():
-                continue
-            url = key if canonical else in_scope[key]
-            child = Entry(url=url, key=key, depth=depth, parent=entry.url)
-            new += self._admit(child)
-        return new
-
     def _redirect(self, entry: Entry, response: Response, location: str) -> CrawlResult:
-        assert self.scope is not None
-        base = self._base_result(entry, response)
-        resolved = self.urls.resolve(location, entry.url)
-        if resolved is None:
-            return CrawlResult(
-                **base, location=location, error=f"redirect: bad Location {location!r}"
-            )
-        fetch_url, key = resolved
-        if entry.redirects >= self.config.fetch.max_redirects:
-            error = f"redirect: more than {self.config.fetch.max_redirects} hops"
-            return CrawlResult(**base, location=fetch_url, error=error)
-        new = 0
-        reason = self.scope.check(key, entry.depth)
-        if reason is not None:
-            self.stats.scope_refused[reason] += 1
-        elif not self._room_for_more():
-            pass
-        elif self.dedup.add(key):
-            child = Entry(
-                url=key if self.config.urls.fetch_canonical else fetch_url,
-                key=key,
-                depth=entry.depth,
-                parent=entry.url,
-                redirects=entry.redirects + 1,
-                sitemap=entry.sitemap,
-            )
-            new = int(self._admit(child))
-        else:
-            self.stats.duplicates += 1
-        return CrawlResult(**base, location=fetch_url, links=1, new_links=new)
+        target, new, error = self.admission.redirect(entry, location)
+        return CrawlResult(
+            **self._base_result(entry, response),
+            location=target or location,
+            links=int(error is None),
+            new_links=new,
+            error=error,
+        )
 
     def _failed(self, entry: Entry, error: str) -> CrawlResult:
         return CrawlResult(url=entry.url, key=entry.key, status=None, depth=entry.depth,
@@ -425,24 +346,8 @@ class Crawler:
         self.frontier.set_robots(host_key(entry.url), policy)
         if self.config.scope.use_sitemaps and not policy.temporary:
             for loc in policy.sitemaps:
-                self._admit_sitemap(loc, entry.url, 0)
+                self.admission.sitemap(loc, entry.url, 0)
         return Outcome(status=status, latency=latency, failed=status is None)
-
-    def _admit_sitemap(self, loc: str, parent: str, depth: int) -> bool:
-        """Admit a sitemap URL (from robots.txt or a sitemap index) like a seed of the crawl."""
-        assert self.scope is not None
-        resolved = self.urls.resolve(loc, parent)
-        if resolved is None:
-            return False
-        url, key = resolved
-        reason = self.scope.check(key, depth)
-        if reason not in (None, "extension"):  # sitemaps are often .gz
-            self.stats.scope_refused[reason] += 1
-            return False
-        if not (self._room_for_more() and self.dedup.add(key)):
-            return False
-        entry = Entry(url=url, key=key, depth=depth, parent=parent, sitemap=True)
-        return self._admit(entry)
 
     def _sitemap(self, entry: Entry, response: Response) -> CrawlResult:
         base = self._base_result(entry, response)
@@ -451,9 +356,9 @@ class Crawler:
         except SitemapError as exc:
             return CrawlResult(**base, error=f"sitemap: {exc}")
         if sitemap.is_index:
-            new = sum(self._admit_sitemap(loc, entry.url, entry.depth) for loc in sitemap.locs)
+            new = sum(self.admission.sitemap(loc, entry.url, entry.depth) for loc in sitemap.locs)
         else:
-            new = self._follow(entry, sitemap.locs, entry.url)
+            new = self.admission.links(entry, sitemap.locs, entry.url)
         return CrawlResult(**base, links=len(sitemap.locs), new_links=new)
 
     def stats_dict(self) -> dict[str, Any]:
