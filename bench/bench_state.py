@@ -48,8 +48,7 @@ async def crawl_once(seed: str, state_dir: str | None) -> tuple[int, float]:
         pages = 0
         async for _ in crawler.crawl([seed]):
             pages += 1
-    if state is not None:
-        state.close(crawler.sieve, crawler.stats.as_dict(), "finished")
+    # the crawl closes its state (last snapshot, status "finished")
     return pages, time.perf_counter() - started
 
 

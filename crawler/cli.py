@@ -229,7 +229,6 @@ async def run(
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_signal, signum)
-    failed = True
     try:
         async with crawler, contextlib.AsyncExitStack() as stack:
             if progress and (reporter.tty or o.progress_interval > 0):
@@ -241,17 +240,11 @@ async def run(
                 if keys is not None:
                     keys.add(result.key)
             out.flush()
-        failed = False
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
         if warc is not None:
             warc.close()
-        if state is not None and failed:
-            state.abandon()  # leave the state as the journal has it: nothing overwritten
-        elif state is not None:
-            status = "finished" if crawler.complete else "interrupted"
-            state.close(crawler.sieve, crawler.stats.as_dict(), status)
     if stopped_by:
         where = f"; state saved in {config.state.dir}" if state is not None else ""
         again = " ".join(shlex.quote(a) for a in sys.argv[1:])

@@ -156,11 +156,18 @@ class Crawler:
     async def crawl(self, seeds: Iterable[str]) -> AsyncIterator[CrawlResult]:
         """Crawl from `seeds`, yielding one result per fetched, failed or refused URL.
 
-        A Crawler runs one crawl; breaking out of the loop ends it cleanly."""
+        A Crawler runs one crawl; breaking out of the loop ends it cleanly. With a `state`, the
+        crawl closes it at the end, with a last snapshot and the status "finished" or
+        "interrupted"; a state it could not load is closed untouched."""
         if self._workers:
             raise RuntimeError("this Crawler has already crawled; make a new one")
-        self._prepare(seeds)
         state, results, n = self.state, self._results, self.config.crawl.concurrency
+        try:
+            self._prepare(seeds)
+        except BaseException:
+            if state is not None:
+                state.abandon()
+            raise
         self.stats.started = time.monotonic() - self.stats.elapsed
         checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
         self._workers = [
@@ -192,6 +199,9 @@ class Crawler:
             self.abort()
             await asyncio.gather(*self._workers, return_exceptions=True)
             self.stats.elapsed = time.monotonic() - self.stats.started
+            if state is not None:
+                status = "finished" if self._ran_out else "interrupted"
+                state.close(self.sieve, self.stats.as_dict(), status)
 
     def stop(self) -> None:
         """Stop handing out work; fetches in flight finish, then the crawl ends."""

@@ -187,3 +187,19 @@ async def test_without_the_exact_tier_a_saturated_sieve_loses_urls(site: Fixture
 
 def test_confirm_defaults() -> None:
     assert Config().sieve.confirm == "auto"
+
+
+async def test_library_crawl_closes_its_state(site: FixtureSite, tmp_path: Path) -> None:
+    from crawler.components import settings
+    from crawler.state import CrawlState
+
+    config = site_config(site, max_pages=4)
+    state = CrawlState.open(tmp_path / "s", settings(config))
+    async with Crawler(config, state=state) as crawler:
+        async for _ in crawler.crawl(site.seeds):
+            pass
+    db = sqlite3.connect(tmp_path / "s" / "state.sqlite")
+    assert db.execute("SELECT value FROM meta WHERE name = 'status'").fetchone() == ("finished",)
+    assert db.execute("SELECT COUNT(*), SUM(done) FROM urls").fetchone() == (4, 4)
+    db.close()
+    assert state.finished
