@@ -238,7 +238,8 @@ class Crawler:
                         outcome = await self._fetch_robots(entry)
                     elif entry.kind is EntryKind.REFUSED:
                         self.stats.robots_refused += 1
-                        await self._emit(self._failed(entry, "robots: disallowed by robots.txt"))
+                        reason = frontier.refusal(entry)
+                        await self._emit(self._failed(entry, f"robots: {reason}"))
                     else:
                         outcome, retry, result = await self._fetch_page(entry)
                         if result is not None:

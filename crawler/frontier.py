@@ -229,6 +229,15 @@ class Frontier:
         if self._waiters:
             self._dispatch()
 
+    def refusal(self, entry: Entry) -> str:
+        """Why a REFUSED entry was refused: its host's robots.txt rules, or robots.txt being
+        unreachable (RFC 9309: then nothing may be fetched)."""
+        host = self._hosts.get(host_key(entry.url))
+        policy = host.policy if host is not None else None
+        if policy is None or policy.temporary:
+            return "robots.txt unreachable (RFC 9309: complete disallow)"
+        return "disallowed by robots.txt"
+
     def close(self) -> None:
         """Stop handing out work: waiting and later ``get()`` calls return None."""
         self._closed = True

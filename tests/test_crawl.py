@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
+from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.fixture import FixtureSite
 from crawler.results import CrawlResult
@@ -199,3 +200,15 @@ async def test_frontier_bounds_are_counted_not_silent(site: FixtureSite) -> None
     assert crawler.stats.dropped_full > 0
     assert crawler.stats_dict()["dropped_full"] == crawler.stats.dropped_full
     assert len(results) < len(site.expected() | site.refused())
+
+
+async def test_unreachable_host_is_refused_with_the_reason() -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = Config().override("politeness", delay=0.0, backoff_base=0.01, backoff_max=0.05)
+    async with Crawler(config) as crawler:
+        [result] = [r async for r in crawler.crawl([f"http://127.0.0.1:{port}/"])]
+    assert result.error == "robots: robots.txt unreachable (RFC 9309: complete disallow)"
