@@ -308,7 +308,6 @@ def main(argv: list[str] | None = None) -> int:
             print("crawl: error: no seeds given (use a URL, a seeds file, or --demo)",
                   file=sys.stderr)  # fmt: skip
             return 2
-        Crawler(config).seed_entries(seeds)
     except (ConfigError, SeedError) as exc:
         print(f"crawl: error: {exc}", file=sys.stderr)
         return 2

@@ -8,7 +8,6 @@ reads the crawler's figures; it never touches the crawl itself.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -21,8 +20,6 @@ if TYPE_CHECKING:
     from crawler.engine import Crawler
 
 __all__ = ["ProgressReporter", "progress_line", "summary_table"]
-
-log = logging.getLogger(__name__)
 
 
 def progress_line(crawler: Crawler) -> str:
