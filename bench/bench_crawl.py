@@ -11,7 +11,8 @@ the same run, each crawler in its own process (so CPU and RSS are its own, measu
   (selectolax floor; crawler.links.extract; extract + the per-link canonicalize/scope path), and
   fetch+parse = 1 / (1/fetch + 1/parse): one process doing both, nothing else.
 
-Our crawl rows are the median (by pages/s) of OURS_RUNS runs; Scrapy's is one run (~30 s).
+Our crawls, the fetch-only and the parse-only runs take turns in OURS_RUNS rounds (the machine's
+speed drifts on a shared host) and each row is their median; Scrapy's is one run (~30 s).
 pages/s and CPU ms/page cover the crawl itself (from first request to last result); proc CPU s
 and peak RSS are the whole process's, start-up included. BENCH_QUICK=1: 100 pages, seconds.
 
@@ -41,7 +42,7 @@ from bench.nginx import Nginx
 HERE = Path(__file__).resolve().parent
 SPIDER = HERE / "scrapy_spider.py"
 QUICK_PAGES = 100
-OURS_RUNS = 3
+OURS_RUNS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +99,22 @@ def crawl_row(name: str, m: Measured) -> str:
     )
 
 
+def median_run(runs: Sequence[Measured]) -> Measured:
+    """The run with the median pages/s."""
+    ordered = sorted(runs, key=lambda m: m.data["pages"] / m.data["wall_s"])
+    return ordered[len(ordered) // 2]
+
+
+def median_parse(runs: Sequence[Measured]) -> Measured:
+    """One parse-limit answer whose every parser's time is the median over `runs`."""
+    data = dict(runs[0].data)
+    for name, first in runs[0].data.items():
+        if isinstance(first, dict) and "wall_s" in first:
+            times = sorted(r.data[name]["wall_s"] for r in runs)
+            data[name] = {**first, "wall_s": times[len(times) // 2]}
+    return Measured(data, runs[0].proc_cpu_s, runs[0].peak_rss_mb)
+
+
 def url_kinds(urls: set[str]) -> str:
     kinds: Counter[str] = Counter()
     for url in urls:
@@ -127,12 +144,28 @@ def run_all(quick: bool) -> None:
     warm_page_cache(root)
     with Nginx(root) as server, tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
         port = server.port
-        ours: dict[str, Measured] = {}
-        for loop in loops:  # median run of OURS_RUNS (a crawl takes ~2 s: load bursts show)
-            flag = ["--uvloop"] if loop == "uvloop" else []
-            runs = [measure(child_cmd("ours", port, *limit, *flag)) for _ in range(ours_runs)]
-            runs.sort(key=lambda m: m.data["pages"] / m.data["wall_s"])
-            ours[loop] = runs[len(runs) // 2]
+        # Our crawls and the limits are measured in interleaved rounds (the median of each is
+        # kept), so that the machine's speed, which drifts on a shared host, is the same for
+        # a crawl and for the limits it is compared with.
+        url_file = Path(tmp) / "urls.txt"
+        crawls: dict[str, list[Measured]] = {loop: [] for loop in loops}
+        fetches: dict[str, list[Measured]] = {loop: [] for loop in loops}
+        parses: list[Measured] = []
+        for _ in range(ours_runs):
+            for loop in loops:
+                flag = ["--uvloop"] if loop == "uvloop" else []
+                crawls[loop].append(measure(child_cmd("ours", port, *limit, *flag)))
+            if not url_file.exists():
+                url_file.write_text("\n".join(crawls["asyncio"][0].data["urls"]) + "\n")
+            for loop in loops:
+                flag = ["--uvloop"] if loop == "uvloop" else []
+                fetches[loop].append(
+                    measure(child_cmd("fetch", port, "--urls", str(url_file), *flag))
+                )
+            parses.append(measure(child_cmd("parse", port, "--urls", str(url_file))))
+        ours = {loop: median_run(runs) for loop, runs in crawls.items()}
+        fetch = {loop: median_run(runs) for loop, runs in fetches.items()}
+        parse = median_parse(parses)
         scrapy: Measured | None = None
         scrapy_urls: list[str] = []
         if has("scrapy"):
@@ -144,13 +177,6 @@ def run_all(quick: bool) -> None:
                 cmd += ["-s", f"CLOSESPIDER_PAGECOUNT={max_pages}"]
             scrapy = measure(cmd)
             scrapy_urls = urls_out.read_text().split()
-        url_file = Path(tmp) / "urls.txt"
-        url_file.write_text("\n".join(ours["asyncio"].data["urls"]) + "\n")
-        fetch = {}
-        for loop in loops:
-            flag = ["--uvloop"] if loop == "uvloop" else []
-            fetch[loop] = measure(child_cmd("fetch", port, "--urls", str(url_file), *flag))
-        parse = measure(child_cmd("parse", port, "--urls", str(url_file)))
 
     size = f"quick: {max_pages} pages" if quick else "whole site"
     print(f"site: {root} ({size}) via nginx on 127.0.0.1:{port}")
@@ -179,7 +205,7 @@ def run_all(quick: bool) -> None:
     n = p["pages"]
     print(
         f"\nsingle-process limits over the same {n} URLs ({p['html_pages']} HTML, parsed; "
-        "best of 5 passes each)"
+        f"best of 5 passes, median of {len(parses)} rounds)"
     )
     print("{:<44} {:>9} {:>10}".format("limit", "pages/s", "ms/page"))
     rates: dict[str, float] = {}

@@ -4,17 +4,17 @@ Nothing here is used by the crawler itself: `python -m bench.profile_crawl --com
 end-to-end crawl with and without each patch (`apply(["inline", ...])` in the crawl's child
 process). A patch that pays off becomes a real change in crawler/; this file only measures.
 
-- ``threadparse``: every HTML page is parsed in a worker thread (lexbor releases the GIL), not
-  only pages over 256 KiB, so parsing overlaps the event loop's work on a second core.
-- ``inline``: every page is parsed on the event loop, none in a thread. A parse thread holds the
-  GIL for extract()'s Python part; each time the loop thread drops the GIL (every socket send),
-  it may then wait up to the switch interval (5 ms) to get it back.
-- ``switch``: `sys.setswitchinterval(0.0005)`: the same convoy, with 10x shorter waits.
+- ``threadparse``: every HTML page is parsed in the parse thread (lexbor releases the GIL), not
+  only pages over engine.THREAD_PARSE_BYTES.
+- ``inline``: every page is parsed on the event loop, none in a thread.
+- ``switch5ms`` / ``switch01``: engine.SWITCH_INTERVAL (the GIL switch interval during a crawl)
+  at CPython's default of 5 ms, or at 0.1 ms. A parse thread needs the GIL back after each
+  lexbor call; behind a busy event loop it waits up to one interval for it.
+- ``threads2``: two parse threads instead of cpu_count - 1.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 
 from crawler import engine
@@ -30,14 +30,24 @@ def _inline() -> None:
     engine.THREAD_PARSE_BYTES = 1 << 62
 
 
-def _switch() -> None:
-    sys.setswitchinterval(0.0005)
+def _switch5ms() -> None:
+    engine.SWITCH_INTERVAL = 0.005
+
+
+def _switch01() -> None:
+    engine.SWITCH_INTERVAL = 0.0001
+
+
+def _threads2() -> None:
+    engine.PARSE_THREADS = 2
 
 
 PATCHES: dict[str, Callable[[], None]] = {
     "threadparse": _threadparse,
     "inline": _inline,
-    "switch": _switch,
+    "switch5ms": _switch5ms,
+    "switch01": _switch01,
+    "threads2": _threads2,
 }
 
 

@@ -7,7 +7,8 @@ per distinct key per page. Each refusal is counted by reason; nothing is dropped
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Sequence
 
 from crawler.dedup import Dedup
 from crawler.entries import Entry
@@ -70,24 +71,21 @@ class Admission:
     def seed(self, entry: Entry) -> bool:
         return self.room_for_more() and self.dedup.add(entry.key) and self.admit(entry)
 
-    def links(self, parent: Entry, hrefs: Iterable[str], base: str) -> int:
+    def links(self, parent: Entry, hrefs: Sequence[str], base: str) -> int:
         """Admit the new in-scope links of one page; returns how many were admitted.
 
         A page repeats its links (navigation, ``page.html#anchor``): each distinct href is
         resolved once, and the scope and the Sieve (one batch) see each distinct key once; a
         repeat counts as out of scope or as a duplicate, like its first occurrence."""
         depth = parent.depth + 1
-        resolve, check = self.urls.resolve, self.scope.check
-        times: dict[str, int] = {}  # raw href -> occurrences
-        for href in hrefs:
-            times[href] = times.get(href, 0) + 1
+        check = self.scope.check
+        times = Counter(hrefs)  # raw href -> occurrences, in first-seen order
         in_scope: dict[str, str] = {}  # key -> URL to fetch
         refused: dict[str, str] = {}  # key -> why the scope refuses it
         stats = self.stats
         counts = stats.scope_refused
         repeats = 0
-        for href, n in times.items():
-            resolved = resolve(href, base)
+        for n, resolved in zip(times.values(), self.urls.resolve_all(times, base), strict=True):
             if resolved is None:
                 continue
             fetch_url, key = resolved
@@ -99,7 +97,7 @@ class Admission:
             else:
                 in_scope[key] = fetch_url
                 repeats += n - 1
-        stats.links_seen += sum(times.values())
+        stats.links_seen += len(hrefs)
         stats.duplicates += repeats
         keys = list(in_scope)
         if not keys or not self.room_for_more():

@@ -221,63 +221,80 @@ class UrlNormalizer:
 
     def resolve(self, href: str, base: str) -> tuple[str, str] | None:
         """`(normalize(href, base), canonicalize(href, base))` from one memoized computation."""
-        return self._lookup(href, base)
+        return self.resolve_all((href,), base)[0]
 
-    # -- memo ---------------------------------------------------------------------------------
+    def resolve_all(self, hrefs: Iterable[str], base: str | None) -> list[_Result | None]:
+        """`resolve` for each of `hrefs` (one page's links): the base is looked up once."""
+        if base is not None and len(base) > _MEMO_MAX_LENGTH:
+            b = self._parse_base(base)
+            return [self._compute(href, b) for href in hrefs]
+        b = None if base is None else self._base(base)
+        if not self._memo_size:
+            return [self._compute(href, b) for href in hrefs]
+        # Nothing after the first "#" can change a result, so memo keys stop there. The context
+        # is the smallest part of the base that the result can depend on.
+        if b is None:
+            in_dir = at_root = in_file = same = net = None
+        else:
+            in_dir, at_root, in_file, same, net = b.dir, b.origin, b.file, b.full, b.scheme
+        hot, old, half, compute = self._hot, self._old, self._half, self._compute
+        hits = 0
+        out: list[_Result | None] = []
+        append = out.append
+        for href in hrefs:
+            if len(href) > _MEMO_MAX_LENGTH:
+                append(compute(href, b))
+                continue
+            cut = href.find("#")
+            ref = href if cut < 0 else href[: cut + 1]
+            first = ref[:1]
+            ctx: str | None
+            if first == "/":
+                ctx = net if ref[1:2] == "/" else at_root
+            elif first == "?":
+                ctx = in_file
+            elif first == "#" or first <= " " or first == "\\":
+                ctx = same  # fragment-only, empty, or changed by cleaning: depends on everything
+            elif ref.startswith(("http://", "https://")):
+                ctx = ""
+            elif ":" in ref:
+                ctx = same  # maybe "http:?q" (relative, RFC 5.2.2 non-strict) or another scheme
+            else:
+                ctx = in_dir
+            key = (ctx, ref)
+            result = hot.get(key)
+            if result is None:
+                result = old.get(key)
+                if result is None:
+                    self._misses += 1
+                    result = compute(href, b) or _INVALID
+                else:
+                    hits += 1
+                hot[key] = result
+                if len(hot) >= half:  # two generations: at most memo_size entries
+                    self._old, self._hot = old, hot = hot, {}
+            else:
+                hits += 1
+            append(None if result is _INVALID else result)
+        self._hits += hits
+        return out
 
     def _lookup(self, href: str, base: str | None) -> _Result | None:
-        if base is not None and len(base) > _MEMO_MAX_LENGTH:
-            return self._compute(href, self._parse_base(base))
-        if base is None:
-            b = None
-        elif base is self._last_base_str or base == self._last_base_str:
-            b = self._last_base
+        return self.resolve_all((href,), base)[0]
+
+    def _base(self, base: str) -> _Base | None:
+        """The parsed form of `base`, from the last-base slot or the base cache."""
+        if base is self._last_base_str or base == self._last_base_str:
+            return self._last_base
+        if base in self._base_cache:
+            b = self._base_cache[base]
         else:
-            if base in self._base_cache:
-                b = self._base_cache[base]
-            else:
-                b = self._parse_base(base)
-                if len(self._base_cache) >= _CACHE_LIMIT:
-                    self._base_cache.clear()
-                self._base_cache[base] = b
-            self._last_base_str, self._last_base = base, b
-        if not self._memo_size or len(href) > _MEMO_MAX_LENGTH:
-            return self._compute(href, b)
-        # Nothing after the first "#" can change the result, so the memo key stops there.
-        # The context is the smallest part of the base that the result can depend on.
-        cut = href.find("#")
-        ref = href if cut < 0 else href[: cut + 1]
-        ctx: str | None
-        first = ref[:1]
-        if b is None:
-            ctx = None
-        elif first == "/":
-            ctx = b.scheme if ref[1:2] == "/" else b.origin
-        elif first == "?":
-            ctx = b.file
-        elif first == "#" or first <= " " or first == "\\":
-            ctx = b.full  # fragment-only, empty, or changed by cleaning: depend on everything
-        elif ref.startswith(("http://", "https://")):
-            ctx = ""
-        elif ":" in ref:
-            ctx = b.full  # maybe "http:?q" (relative, RFC 5.2.2 non-strict) or another scheme
-        else:
-            ctx = b.dir
-        key = (ctx, ref)
-        result = self._hot.get(key)
-        if result is None:
-            result = self._old.get(key)
-            if result is None:
-                self._misses += 1
-                result = self._compute(href, b) or _INVALID
-            else:
-                self._hits += 1
-            self._hot[key] = result
-            if len(self._hot) >= self._half:  # two generations: at most memo_size entries
-                self._old, self._hot = self._hot, {}
-        else:
-            self._hits += 1
-        return None if result is _INVALID else result
+            b = self._parse_base(base)
+            if len(self._base_cache) >= _CACHE_LIMIT:
+                self._base_cache.clear()
+            self._base_cache[base] = b
+        self._last_base_str, self._last_base = base, b
+        return b
 
     def _parse_base(self, base: str) -> _Base | None:
         parts = self._parts(base, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import Counter, defaultdict
 
 import pytest
@@ -146,24 +147,32 @@ async def test_breaking_out_early_stops_cleanly(site: FixtureSite) -> None:
     assert len(site.requests) == before, "workers kept fetching after the consumer left"
 
 
+@pytest.mark.parametrize("threaded", [False, True], ids=["inline", "parse-thread"])
 async def test_internal_error_becomes_a_result(
-    site: FixtureSite, monkeypatch: pytest.MonkeyPatch
+    site: FixtureSite, monkeypatch: pytest.MonkeyPatch, threaded: bool
 ) -> None:
     import crawler.engine as engine
+    import crawler.markup as markup
 
-    real = engine.extract
+    real = markup.LexborHTMLParser
+    threads: set[str] = set()
 
-    def flaky(body: bytes, url: str, **kw: object) -> object:
-        if url.endswith("/about"):
+    def flaky(data: bytes) -> object:
+        threads.add(threading.current_thread().name)
+        if b"<title>About" in data:
             raise RuntimeError("boom")
-        return real(body, url, **kw)  # type: ignore[arg-type]
+        return real(data)
 
-    monkeypatch.setattr(engine, "extract", flaky)
+    monkeypatch.setattr(markup, "LexborHTMLParser", flaky)
+    monkeypatch.setattr(engine, "THREAD_PARSE_BYTES", -1 if threaded else 1 << 40)
     _, results = await crawl(site)
     by_key = {r.key: r for r in results}
     about = by_key[site.url("site-a.test", "/about")]
     assert about.error == "internal: RuntimeError: boom"
     assert site.url("site-b.test", "/b-page") in by_key  # the crawl went on
+    on_loop = threading.main_thread().name in threads
+    assert on_loop is not threaded
+    assert any(name.startswith("crawl-parse") for name in threads) is threaded
 
 
 async def test_bad_seed_is_refused_before_crawling(site: FixtureSite) -> None:
@@ -212,3 +221,18 @@ async def test_unreachable_host_is_refused_with_the_reason() -> None:
     async with Crawler(config) as crawler:
         [result] = [r async for r in crawler.crawl([f"http://127.0.0.1:{port}/"])]
     assert result.error == "robots: robots.txt unreachable (RFC 9309: complete disallow)"
+
+
+async def test_gil_switch_interval_is_lowered_during_the_crawl_only(site: FixtureSite) -> None:
+    import sys
+
+    import crawler.engine as engine
+
+    before = sys.getswitchinterval()
+    during = set()
+    async with Crawler(site_config(site)) as crawler:
+        async for _ in crawler.crawl([site.url("site-a.test", "/")]):
+            during.add(sys.getswitchinterval())
+    assert len(during) == 1
+    assert during.pop() == pytest.approx(min(before, engine.SWITCH_INTERVAL))
+    assert sys.getswitchinterval() == before

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler.links import DEPTH_LIMIT, TITLE_MAX_CHARS, Page, extract, is_html
+from crawler.links import TITLE_MAX_CHARS, Page, extract, is_html
+from crawler.markup import DEPTH_LIMIT
 
 URL = "http://site.test/dir/page.html"
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR<html><a href=x>"

@@ -413,3 +413,27 @@ def test_property_memo_returns_what_a_cold_computation_would(pairs: list[tuple[s
     memo, cold = UrlNormalizer(memo_size=8), UrlNormalizer(memo_size=0)
     for href, base in pairs * 2:
         assert memo.resolve(href, base) == cold.resolve(href, base), (href, base)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.lists(_refs, max_size=12), _bases | _sibling_bases), max_size=8),
+    st.sampled_from([0, 4, 1000]),
+)
+def test_property_resolve_all_is_resolve_for_each_link(
+    pages: list[tuple[list[str], str]], memo_size: int
+) -> None:
+    batch, single = UrlNormalizer(memo_size=memo_size), UrlNormalizer(memo_size=0)
+    for hrefs, base in pages * 2:  # the second pass hits the memo
+        assert batch.resolve_all(hrefs, base) == [single.resolve(h, base) for h in hrefs]
+
+
+def test_resolve_all_handles_no_base_and_overlong_ones() -> None:
+    norm = UrlNormalizer()
+    long_base = "http://a.com/" + "d/" * 300
+    assert norm.resolve_all(["x", "http://b.com/y#z"], None) == [
+        None,
+        ("http://b.com/y", "http://b.com/y"),
+    ]
+    assert norm.resolve_all(["x"], long_base) == [(long_base + "x", long_base + "x")]
+    assert norm.memo_hits + norm.memo_misses == 2  # the overlong base bypassed the memo

@@ -1,0 +1,340 @@
+"""From response bytes to a lexbor tree, safely.
+
+`parse_markup` decides whether a body is HTML (the Content-Type, checked against binary file
+signatures, or sniffed when it says nothing reliable), decodes it to UTF-8 (BOM > Content-Type
+charset > <meta charset> > UTF-8), defuses pathological markup (absurd nesting, tag floods),
+parses it with lexbor and reads what the crawl needs from the tree into a `Markup` record of
+plain values (`crawler.links` interprets them). Lexbor releases the GIL while it parses, so the
+crawl runs this step in a parse thread for big pages; the tree never leaves that thread.
+It never raises on what a server sends.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from selectolax.lexbor import LexborHTMLParser, SelectolaxError
+from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
+
+__all__ = [
+    "DEPTH_LIMIT", "MAX_TAGS", "TITLE_MAX_CHARS", "Markup", "is_html", "parse_markup", "parse_tree",
+    "prepare", "read_tree",
+]  # fmt: skip
+
+logger = logging.getLogger(__name__)
+
+DEPTH_LIMIT = 512
+"""Element nesting kept when a page is pathologically deep (browsers cap the tree similarly)."""
+
+MAX_TAGS = 200_000
+"""Tags parsed at most. Lexbor's tree costs about 0.5 KiB per element, so a 10 MiB body of
+nothing but tags would take 0.5 GiB; markup from the (MAX_TAGS + 1)-th "<" left by the
+deep-nesting guard on is dropped."""
+
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/vnd.wap.xhtml+xml"})
+# Content-Types that say nothing reliable about the body: sniff it.
+_SNIFF_TYPES = frozenset(
+    {
+        "",
+        "text/plain",
+        "application/octet-stream",
+        "binary/octet-stream",
+        "application/unknown",
+        "application/x-unknown",
+        "unknown/unknown",
+        "application/x-download",
+        "application/force-download",
+        "*/*",
+    }
+)
+# WHATWG MIME sniffing "identify an unknown type" HTML patterns (after leading whitespace), plus
+# the head elements and common tags real pages served without a Content-Type start with.
+_HTML_SNIFF_RE = re.compile(
+    rb"[\t\n\f\r ]*<(?:!doctype[\t\n\f\r ]+html|!--|html|head|body|meta|link|base|title|script"
+    rb"|style|iframe|h[1-6]|div|span|font|table|form|ul|ol|img|center|section|article|header|nav"
+    rb"|main|a|b|i|br|p)(?:[\t\n\f\r />]|\Z)",
+    re.IGNORECASE,
+)
+# Signatures of binary formats that servers (or broken Content-Encoding handling) label text/html.
+_BINARY_MAGIC = (
+    b"\x89PNG\r\n\x1a\n",
+    b"GIF87a",
+    b"GIF89a",
+    b"\xff\xd8\xff",
+    b"%PDF-",
+    b"PK\x03\x04",
+    b"\x1f\x8b",
+    b"\x28\xb5\x2f\xfd",
+    b"BZh9",
+    b"7z\xbc\xaf\x27\x1c",
+    b"Rar!\x1a\x07",
+    b"\x7fELF",
+    b"wOFF",
+    b"wOF2",
+    b"OggS",
+    b"fLaC",
+    b"ID3",
+    b"\x00\x00\x01\x00",
+)
+
+# Deep-nesting guard (see _defuse).
+_LT, _SLASH = ord("<"), ord("/")
+_GUARD_CHUNK = 8192
+_DEPTH_ALARM = 2 * DEPTH_LIMIT
+_TAG_RE = re.compile(rb"<(/?)([A-Za-z][^\t\n\f\r />]*)")
+_VOID = frozenset(
+    b"area base br col embed hr img input keygen link meta param source track wbr".split()
+)
+# Never hidden: elements we read, raw-text elements (hiding one would turn its text into markup),
+# and containers whose content must stay out of the document (template) or foreign (svg, math).
+_KEEP = frozenset(
+    b"a area base link meta title script style textarea xmp iframe noembed noframes noscript"
+    b" plaintext template svg math".split()
+)
+
+
+TITLE_MAX_CHARS = 1000
+"""Longest title kept; longer ones are cut (after whitespace is collapsed)."""
+
+_C0_OR_SPACE = "".join(map(chr, range(0x21)))  # what the URL parser strips around a URL
+# One whole-tree pass (each costs ~0.15 ms on a typical page) finds the links, the robots meta
+# tags and the first <base href>, in document order.
+_TREE_CSS = "a[href], area[href], meta[name], base[href]"
+_CANONICAL_CSS = 'link[rel~="canonical" i][href]'
+
+
+def _tag_ids(*names: str) -> tuple[int, ...]:
+    tree = LexborHTMLParser("".join(f"<{name}>" for name in names))
+    return tuple(getattr(tree.css_first(name), "tag_id", -1) for name in names)
+
+
+_META, _BASE = _tag_ids("meta", "base")
+
+
+@dataclass(frozen=True, slots=True)
+class Markup:
+    """What a body holds for the crawl, as plain values (the lexbor tree is not kept).
+
+    `hrefs`: every a/area href in document order (C0 controls and spaces stripped), `nofollow`:
+    the indices in `hrefs` of links with rel=nofollow; `metas`: (lowercased name, content) of
+    each <meta name>; `base_href`: the first <base href> anywhere; `canonical_href`: the first
+    rel=canonical link in <head>; `title`: the first <title> (<head>'s first), whitespace
+    collapsed, at most TITLE_MAX_CHARS. Empty when the body is not HTML or could not be parsed.
+    """
+
+    is_html: bool
+    charset: str | None = None
+    hrefs: tuple[str, ...] = ()
+    nofollow: tuple[int, ...] = ()
+    metas: tuple[tuple[str, str], ...] = ()
+    base_href: str | None = None
+    canonical_href: str | None = None
+    title: str | None = None
+
+
+NOT_HTML = Markup(is_html=False)
+
+
+def parse_markup(body: bytes, url: str, content_type: str | None = None) -> Markup:
+    """Sniff, decode, defuse, parse and read one response body fetched from `url` (for logs)."""
+    prepared = prepare(body, url, content_type)
+    if prepared is None:
+        return NOT_HTML
+    charset, data = prepared
+    return read_tree(parse_tree(data, url), charset)
+
+
+def prepare(body: bytes, url: str, content_type: str | None = None) -> tuple[str, bytes] | None:
+    """(charset, UTF-8 bytes safe to parse) of an HTML body; None if the body is not HTML."""
+    if not is_html(content_type, body):
+        return None
+    charset, data = _decode(body, content_type)
+    return charset, _defuse(data, url)
+
+
+def parse_tree(data: bytes, url: str) -> LexborHTMLParser | None:
+    """Lexbor's tree of `prepare`d bytes (None if lexbor fails). Runs without the GIL."""
+    try:
+        return LexborHTMLParser(data)
+    except (SelectolaxError, ValueError, MemoryError) as exc:  # the record survives a bad body
+        logger.warning("cannot parse %s as HTML: %s", url, exc)
+        return None
+
+
+def read_tree(tree: LexborHTMLParser | None, charset: str) -> Markup:
+    """The `Markup` record of a parsed tree (an empty HTML one when there is no tree)."""
+    if tree is None:
+        return Markup(True, charset)
+    hrefs: list[str] = []
+    nofollow: list[int] = []
+    metas: list[tuple[str, str]] = []
+    base_href: str | None = None
+    for node in tree.css(_TREE_CSS):
+        tag_id = node.tag_id
+        attrs = node.attributes  # one dict per node: cheaper than two node.attrs lookups
+        if tag_id == _META:
+            metas.append(((attrs.get("name") or "").strip().lower(), attrs.get("content") or ""))
+        elif tag_id == _BASE:
+            if base_href is None:
+                base_href = attrs.get("href") or ""
+        else:  # a or area (svg:a too, as browsers follow it)
+            rel = attrs.get("rel")
+            if rel and "nofollow" in rel.lower().split():
+                nofollow.append(len(hrefs))
+            hrefs.append((attrs.get("href") or "").strip(_C0_OR_SPACE))
+
+    head = tree.head or tree
+    canonical = head.css_first(_CANONICAL_CSS)
+    canonical_href = (canonical.attrs.get("href") or "").strip(_C0_OR_SPACE) if canonical else None
+    title = None
+    title_node = head.css_first("title") or tree.css_first("title")
+    if title_node is not None:
+        text = title_node.text(deep=True).lstrip()[: 4 * TITLE_MAX_CHARS]
+        title = " ".join(text.split())[:TITLE_MAX_CHARS].rstrip() or None
+    return Markup(
+        True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href, title
+    )
+
+
+def is_html(content_type: str | None, body: bytes) -> bool:
+    """Whether a response should be parsed as HTML.
+
+    An HTML Content-Type (text/html, application/xhtml+xml) is believed unless the body starts
+    with a binary file signature (PNG, gzip, PDF...). A missing, text/plain or octet-stream-like
+    Content-Type is sniffed: the body must start (after a BOM and whitespace) like an HTML
+    document. Any other type (images, JSON, CSS...) is not HTML.
+    """
+    mime = content_type.partition(";")[0].strip().lower() if content_type else ""
+    if mime in _HTML_TYPES:
+        return not body.startswith(_BINARY_MAGIC)
+    if mime in _SNIFF_TYPES or "/" not in mime:
+        return _HTML_SNIFF_RE.match(_sniff_prefix(body)) is not None
+    return False
+
+
+def _sniff_prefix(body: bytes) -> bytes:
+    """The start of `body` as ASCII-compatible bytes, without its BOM."""
+    charset, bom = read_bom(body)
+    if charset is None or bom is None:
+        return body[:1024]
+    return body[len(bom) : len(bom) + 1024].decode(charset, "ignore").encode("utf-8")
+
+
+def _text_codec(name: str | None) -> str | None:
+    """`name` if it is a text codec bytes can be decoded with, else None."""
+    if not name:
+        return None
+    try:
+        info = codecs.lookup(name)
+    except LookupError:
+        return None
+    if not getattr(info, "_is_text_encoding", True) or info.name == "utf-7":
+        return None  # base64, rot13...; UTF-7 smuggles markup past ASCII checks (WHATWG drops it)
+    return info.name
+
+
+def _decode(body: bytes, content_type: str | None) -> tuple[str, bytes]:
+    """(charset used, the body as UTF-8 bytes for lexbor).
+
+    Precedence: BOM > Content-Type charset > <meta charset> / http-equiv (first 4 KiB) > UTF-8.
+    UTF-8 bodies are passed through untouched (lexbor reads invalid sequences as U+FFFD); other
+    charsets are decoded with errors="replace" and re-encoded.
+    """
+    bom_charset, bom = read_bom(body)
+    if bom_charset is not None and bom is not None:
+        charset: str | None = bom_charset
+        body = body[len(bom) :]
+    else:
+        charset = _text_codec(http_content_type_encoding(content_type))
+        if charset is None:
+            charset = _text_codec(html_body_declared_encoding(body))
+            if charset is not None and charset.startswith(("utf-16", "utf-32")):
+                charset = "utf-8"  # an ASCII-readable declaration cannot be UTF-16 (WHATWG)
+        elif charset in ("utf-16", "utf-32"):
+            charset += "-le"
+    if charset is None or charset == "utf-8":
+        return "utf-8", body
+    try:
+        return charset, body.decode(charset, "replace").encode("utf-8", "replace")
+    except (UnicodeError, LookupError, ValueError, TypeError) as exc:
+        logger.debug("charset %s unusable (%s); decoding as UTF-8", charset, exc)
+        return "utf-8", body
+
+
+def _defuse(data: bytes, url: str) -> bytes:
+    """`data` made safe to hand to lexbor: elements nested deeper than DEPTH_LIMIT turned into
+    text, then everything from the (MAX_TAGS + 1)-th "<" on dropped."""
+    if len(data) <= _DEPTH_ALARM:  # fewer "<" than the alarm: nothing to defuse
+        return data
+    tags, peak = _tag_profile(data)
+    if peak > _DEPTH_ALARM:
+        data = _escape_deep_nesting(data)
+        tags = data.count(b"<")  # escaped tags create no elements
+    if tags <= MAX_TAGS:
+        return data
+    cut = int(np.flatnonzero(np.frombuffer(data, np.uint8) == _LT)[MAX_TAGS])
+    logger.warning("%s: more than %d tags, the rest of the page is not parsed", url, MAX_TAGS)
+    return data[:cut]
+
+
+def _tag_profile(data: bytes, chunk: int = _GUARD_CHUNK) -> tuple[int, int]:
+    """(number of "<", an over-estimate of the deepest element nesting) of `data`.
+
+    The depth is tracked per `chunk` bytes: each "<" opens, each "</" closes (so void
+    elements count as opens), floored at zero. Vectorized (numpy releases the GIL in its loops):
+    with S the running sum of per-chunk (opens - closes), the floored depth after a chunk is
+    S - min(0, lowest S so far).
+    """
+    if not data:
+        return 0, 0
+    a = np.frombuffer(data, np.uint8)
+    lt = a == _LT
+    closes = np.zeros(len(a), dtype=bool)
+    np.logical_and(lt[:-1], a[1:] == _SLASH, out=closes[:-1])  # "</", counted at its "<"
+    starts = np.arange(0, len(a), chunk)
+    opens_per_chunk = np.add.reduceat(lt, starts, dtype=np.int64)
+    net = np.cumsum(opens_per_chunk - 2 * np.add.reduceat(closes, starts, dtype=np.int64))
+    depth = net - np.minimum(np.minimum.accumulate(net), 0)
+    return int(opens_per_chunk.sum()), int(depth.max())
+
+
+def _escape_deep_nesting(data: bytes) -> bytes:
+    """Return `data`, with elements nested deeper than DEPTH_LIMIT turned into text.
+
+    Lexbor's tree builder walks the stack of open elements for many tags, so a page nested N
+    deep costs O(N^2) (100k nested <div> take ~20 s). `_tag_profile` spots such pages cheaply;
+    only those get this tag-by-tag pass that escapes the "<" of start tags beyond the limit (and
+    of their end tags) as "&lt;". Links, meta, base, title and raw-text elements are never
+    touched, and "&lt;" decodes back to "<" inside attribute values and titles.
+    """
+    pieces: list[bytes] = []
+    last = 0
+    depth = 0
+    hidden: dict[bytes, int] = {}
+    for match in _TAG_RE.finditer(data):
+        name = match.group(2).lower()
+        if name in _VOID:
+            continue
+        if match.group(1):
+            if hidden.get(name):
+                hidden[name] -= 1
+            else:
+                depth = max(depth - 1, 0)
+                continue
+        elif depth < DEPTH_LIMIT or name in _KEEP:
+            depth += 1
+            continue
+        else:
+            hidden[name] = hidden.get(name, 0) + 1
+        pieces.append(data[last : match.start()])
+        pieces.append(b"&lt;")
+        last = match.start() + 1
+    if not pieces:
+        return data
+    logger.debug("defused %d deeply nested tags", len(pieces) // 2)
+    pieces.append(data[last:])
+    return b"".join(pieces)
