@@ -5,9 +5,9 @@ end-to-end crawl with and without each patch (`apply(["inline", ...])` in the cr
 process). A patch that pays off becomes a real change in crawler/; this file only measures.
 
 - ``threadparse``: every HTML page is parsed in the parse thread (lexbor releases the GIL), not
-  only pages over engine.THREAD_PARSE_BYTES.
+  only pages over parsing.THREAD_PARSE_BYTES.
 - ``inline``: every page is parsed on the event loop, none in a thread.
-- ``switch5ms`` / ``switch01``: engine.SWITCH_INTERVAL (the GIL switch interval during a crawl)
+- ``switch5ms`` / ``switch01``: parsing.SWITCH_INTERVAL (the GIL switch interval during a crawl)
   at CPython's default of 5 ms, or at 0.1 ms. A parse thread needs the GIL back after each
   lexbor call; behind a busy event loop it waits up to one interval for it.
 - ``threads2``: two parse threads instead of cpu_count - 1.
@@ -17,29 +17,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from crawler import engine
+from crawler import parsing
 
 __all__ = ["PATCHES", "apply"]
 
 
 def _threadparse() -> None:
-    engine.THREAD_PARSE_BYTES = -1
+    parsing.THREAD_PARSE_BYTES = -1
 
 
 def _inline() -> None:
-    engine.THREAD_PARSE_BYTES = 1 << 62
+    parsing.THREAD_PARSE_BYTES = 1 << 62
 
 
 def _switch5ms() -> None:
-    engine.SWITCH_INTERVAL = 0.005
+    parsing.SWITCH_INTERVAL = 0.005
 
 
 def _switch01() -> None:
-    engine.SWITCH_INTERVAL = 0.0001
+    parsing.SWITCH_INTERVAL = 0.0001
 
 
 def _threads2() -> None:
-    engine.PARSE_THREADS = 2
+    parsing.PARSE_THREADS = 2
 
 
 PATCHES: dict[str, Callable[[], None]] = {

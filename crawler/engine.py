@@ -14,13 +14,9 @@ anyway ends the crawl with its exception instead of vanishing.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
-import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
@@ -33,7 +29,7 @@ from crawler.errors import FetchError, SeedError
 from crawler.fetcher import Response
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
 from crawler.links import read_page
-from crawler.markup import NOT_HTML, parse_markup, parse_tree, prepare, read_tree
+from crawler.parsing import Parser, switch_interval
 from crawler.results import CrawlResult, CrawlStats
 from crawler.robots import fetch_robots, policy_from_response, product_token
 from crawler.scope import Scope, split_host
@@ -46,36 +42,10 @@ log = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 ROBOTS_MAX_BYTES = 500 * 1024
-THREAD_PARSE_BYTES = 16 * 1024
-"""Bodies larger than this are parsed in a parse thread; smaller ones parse faster on the loop
-than a thread hop costs."""
-PARSE_THREADS = max(1, min(4, (os.cpu_count() or 2) - 1))
-"""Parse threads: lexbor parses without the GIL, so these use the cores the event loop does not."""
-SWITCH_INTERVAL = 0.00005
-"""GIL switch interval (seconds) while a crawl runs, if the process's is longer (CPython's
-default is 5 ms; restored after the crawl). A parse thread needs the GIL back for a moment after
-each page; behind a busy event loop it would wait a whole interval for it, idling its core
-(measured: 5 ms -> 50 us took the crawl from ~300 to ~420 pages/s)."""
 
 
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-@contextlib.contextmanager
-def _switch_interval(interval: float) -> Iterator[None]:
-    """Lower the GIL switch interval to `interval` (never raise it); restore it after."""
-    previous = sys.getswitchinterval()
-    if interval >= previous:
-        yield
-        return
-    sys.setswitchinterval(interval)
-    applied = sys.getswitchinterval()  # CPython keeps whole microseconds
-    try:
-        yield
-    finally:
-        if sys.getswitchinterval() == applied:  # nobody changed it meanwhile
-            sys.setswitchinterval(previous)
 
 
 class _WorkerDone:
@@ -116,7 +86,7 @@ class Crawler:
         self._results: asyncio.Queue[CrawlResult | _WorkerDone] = asyncio.Queue()
         self._room = asyncio.Semaphore(2 * config.crawl.concurrency)
         self._workers: list[asyncio.Task[None]] = []
-        self._parser = ThreadPoolExecutor(PARSE_THREADS, thread_name_prefix="crawl-parse")
+        self.parser = Parser()
 
     async def __aenter__(self) -> Crawler:
         await self.fetcher.__aenter__()
@@ -128,8 +98,7 @@ class Crawler:
         try:
             await self.fetcher.close()
         finally:
-            # a parse in flight is bounded (body and tag caps): wait for it off the loop
-            await asyncio.get_running_loop().run_in_executor(None, self._parser.shutdown)
+            await self.parser.close()
 
     # -- the crawl -------------------------------------------------------------------------
 
@@ -207,7 +176,7 @@ class Crawler:
         self._workers = [
             asyncio.create_task(self._worker(), name=f"crawl-worker-{i}") for i in range(n)
         ]
-        with _switch_interval(SWITCH_INTERVAL):
+        with switch_interval():
             finished = 0
             try:
                 while finished < n:
@@ -333,18 +302,7 @@ class Crawler:
         }
 
     async def _page(self, entry: Entry, response: Response) -> CrawlResult:
-        # Bytes -> tree runs in a parse thread for big bodies: lexbor releases the GIL, so it
-        # overlaps the event loop's work (fetches, the per-link path) on another core. Reading
-        # the tree holds the GIL anyway, so it stays on the loop.
-        body, content_type = response.body, response.content_type
-        if len(body) <= THREAD_PARSE_BYTES:
-            markup = parse_markup(body, entry.url, content_type)
-        elif (prepared := prepare(body, entry.url, content_type)) is None:
-            markup = NOT_HTML
-        else:
-            loop = asyncio.get_running_loop()
-            tree = await loop.run_in_executor(self._parser, parse_tree, prepared[1], entry.url)
-            markup = read_tree(tree, prepared[0])
+        markup = await self.parser.parse(response.body, entry.url, response.content_type)
         sc = self.config.scope
         page = read_page(
             markup,

@@ -21,6 +21,22 @@ from urllib.parse import unquote
 
 from yarl import URL
 
+from crawler.urlsyntax import (
+    ASCII_HOST_OK,
+    DEFAULT_PORTS,
+    PATH_FIX,
+    PATH_OK,
+    QUERY_FIX,
+    QUERY_OK,
+    SPLIT,
+    STRIP,
+    TAB_NL,
+    compile_patterns,
+    fix_pct,
+    pair_key,
+    remove_dot_segments,
+)
+
 __all__ = [
     "DEFAULT_SESSION_PARAMS", "DEFAULT_TRACKING_PARAMS", "UrlNormalizer", "canonicalize",
     "normalize",
@@ -31,23 +47,6 @@ DEFAULT_SESSION_PARAMS: Final[tuple[str, ...]] = (
 )  # fmt: skip
 DEFAULT_TRACKING_PARAMS: Final[tuple[str, ...]] = ("utm_*", "gclid", "fbclid", "msclkid")
 
-_DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
-_STRIP: Final = "".join(map(chr, range(0x21)))  # C0 controls and space
-_TAB_NL: Final = {ord("\t"): None, ord("\n"): None, ord("\r"): None}
-# RFC 3986 appendix B, with a valid scheme; the fragment (after "#") is never captured.
-_SPLIT: Final = re.compile(
-    r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?", re.S
-).match
-_PATH_OK: Final = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]*").fullmatch
-_QUERY_OK: Final = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*").fullmatch
-_PATH_FIX: Final = re.compile(r"%([0-9A-Fa-f]{2})|[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]+|%").sub
-_QUERY_FIX: Final = re.compile(r"%([0-9A-Fa-f]{2})|[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]+|%").sub
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
-_UNRESERVED: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-_ENCODED: Final = tuple(f"%{i:02X}" for i in range(256))
-_DECODED: Final = tuple(chr(i) if chr(i) in _UNRESERVED else f"%{i:02X}" for i in range(256))
-_ASCII_HOST_OK: Final = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=]+").fullmatch
-_PATTERN_OK: Final = re.compile(r"[^\s=&;#?/*]*\*?[^\s=&;#?/*]*").fullmatch
 _INVALID: Final = ("", "")  # memo/cache value standing for "None": never a real result
 _CACHE_LIMIT: Final = 4096
 # Hrefs and bases longer than this bypass the memo and the caches, so that what they hold stays
@@ -56,54 +55,6 @@ _MEMO_MAX_LENGTH: Final = 512
 
 _Result = tuple[str, str]  # (fetch URL, dedup key)
 _Parts = tuple[str, str, str, str, str | None]  # scheme, netloc, key netloc, path, query
-
-
-def _fix_pct(m: re.Match[str]) -> str:
-    """Regex callback: uppercase/decode one %XX, or percent-encode a run of disallowed chars."""
-    hexdigits = m.group(1)
-    if hexdigits is not None:
-        return _DECODED[int(hexdigits, 16)]
-    run = m.group(0)
-    if run == "%":
-        return "%25"
-    try:
-        data = run.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates become U+FFFD, as browsers do
-        data = _SURROGATE.sub("\ufffd", run).encode("utf-8")
-    return "".join([_ENCODED[b] for b in data])
-
-
-def _remove_dot_segments(path: str) -> str:
-    """RFC 3986 section 5.2.4 for an absolute path (one starting with "/")."""
-    segments = path.split("/")
-    out: list[str] = []
-    for seg in segments[1:]:
-        if seg == "..":
-            if out:
-                out.pop()
-        elif seg != ".":
-            out.append(seg)
-    if segments[-1] in (".", ".."):
-        out.append("")
-    return "/" + "/".join(out)
-
-
-def _pair_key(pair: str) -> str:
-    return pair.partition("=")[0]
-
-
-def _compile_patterns(names: Iterable[str], what: str) -> tuple[str, ...]:
-    if isinstance(names, str):
-        raise ValueError(f"{what} must be an iterable of parameter names, not the string {names!r}")
-    out = []
-    for name in names:
-        if not isinstance(name, str) or not name or not _PATTERN_OK(name):
-            raise ValueError(
-                f"{what}: invalid parameter pattern {name!r} (a non-empty name with at most one "
-                "'*' wildcard, without spaces or any of = & ; # ? /)"
-            )
-        out.append(name.lower())
-    return tuple(out)
 
 
 class _Base:
@@ -152,8 +103,8 @@ class UrlNormalizer:
             raise ValueError(f"memo_size must be an int >= 0, got {memo_size!r}")
         if max_length is not None and (isinstance(max_length, bool) or max_length < 1):
             raise ValueError(f"max_length must be None or an int >= 1, got {max_length!r}")
-        session = _compile_patterns(session_params, "session_params")
-        dropped = session + _compile_patterns(tracking_params, "tracking_params")
+        session = compile_patterns(session_params, "session_params")
+        dropped = session + compile_patterns(tracking_params, "tracking_params")
         self._sort_query = sort_query
         self._strip_www = strip_www
         self._memo_size = memo_size
@@ -315,14 +266,14 @@ class UrlNormalizer:
         if self._path_param_sub is not None and ";" in path:
             path = self._path_param_sub("", path)
             if "/." in path:  # "/.;jsessionid=1/" was not a dot-segment before
-                path = _remove_dot_segments(path)
+                path = remove_dot_segments(path)
         if query:
             pairs = [p for p in query.split("&") if p]
             drop, search = self._query_drop, self._query_drop_search
             if drop is not None and search is not None and search(query):
                 pairs = [p for p in pairs if not drop(p.partition("=")[0])]
             if self._sort_query and len(pairs) > 1:
-                pairs.sort(key=_pair_key)
+                pairs.sort(key=pair_key)
             query = "&".join(pairs)
         key = (
             f"{scheme}://{key_netloc}{path}?{query}" if query else f"{scheme}://{key_netloc}{path}"
@@ -333,9 +284,9 @@ class UrlNormalizer:
 
     def _parts(self, href: str, base: _Base | None) -> _Parts | None:
         """Resolve and normalize `href` into (scheme, netloc, key netloc, path, query)."""
-        href = href.strip(_STRIP)
+        href = href.strip(STRIP)
         if "\t" in href or "\n" in href or "\r" in href:
-            href = href.translate(_TAB_NL)
+            href = href.translate(TAB_NL)
         if "\\" in href:  # browsers read "\" as "/" before the query in http(s) URLs
             end = len(href)
             for sep in "?#":
@@ -343,22 +294,22 @@ class UrlNormalizer:
                 if 0 <= pos < end:
                     end = pos
             href = href[:end].replace("\\", "/") + href[end:]
-        m = _SPLIT(href)
+        m = SPLIT(href)
         if m is None:  # pragma: no cover - every group is optional, so this always matches
             return None
         scheme, auth, path, query = m.group(1, 2, 3, 4)
         if scheme is not None:
             scheme = scheme.lower()
-            if scheme not in _DEFAULT_PORTS:
+            if scheme not in DEFAULT_PORTS:
                 return None
             if auth is None:  # "http:g": relative when the base has the same scheme (RFC 5.2.2)
                 if base is None or base.scheme != scheme:
                     return None
                 scheme = None
-        if query is not None and not _QUERY_OK(query):
-            query = _QUERY_FIX(_fix_pct, query)
-        if path and not _PATH_OK(path):
-            path = _PATH_FIX(_fix_pct, path)
+        if query is not None and not QUERY_OK(query):
+            query = QUERY_FIX(fix_pct, query)
+        if path and not PATH_OK(path):
+            path = PATH_FIX(fix_pct, path)
         if auth is not None:
             if scheme is None:
                 if base is None:
@@ -382,7 +333,7 @@ class UrlNormalizer:
             if path[0] != "/":
                 path = base.path[: base.path.rfind("/") + 1] + path
         if "/." in path:
-            path = _remove_dot_segments(path)
+            path = remove_dot_segments(path)
         return scheme, netloc, key_netloc, path, query
 
     def _netloc(self, scheme: str, auth: str) -> tuple[str, str] | None:
@@ -413,7 +364,7 @@ class UrlNormalizer:
             ipv6 = False
         if not host:
             return None
-        if not ipv6 and host.isascii() and not host[-1].isdigit() and _ASCII_HOST_OK(host):
+        if not ipv6 and host.isascii() and not host[-1].isdigit() and ASCII_HOST_OK(host):
             encoded: str | None = host.lower()  # plain reg-name: what yarl would do, faster
         else:  # IDNA (UTS #46), IP addresses and validation are yarl's
             try:
@@ -436,7 +387,7 @@ class UrlNormalizer:
                 or not 0 < int(port) < 65536
             ):
                 return None
-            if port != _DEFAULT_PORTS[scheme]:
+            if port != DEFAULT_PORTS[scheme]:
                 encoded = f"{encoded}:{port}"
         key_netloc = encoded
         if self._strip_www and encoded.startswith("www.") and "." in encoded[4:]:

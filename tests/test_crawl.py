@@ -151,8 +151,8 @@ async def test_breaking_out_early_stops_cleanly(site: FixtureSite) -> None:
 async def test_internal_error_becomes_a_result(
     site: FixtureSite, monkeypatch: pytest.MonkeyPatch, threaded: bool
 ) -> None:
-    import crawler.engine as engine
     import crawler.markup as markup
+    import crawler.parsing as parsing
 
     real = markup.LexborHTMLParser
     threads: set[str] = set()
@@ -164,7 +164,7 @@ async def test_internal_error_becomes_a_result(
         return real(data)
 
     monkeypatch.setattr(markup, "LexborHTMLParser", flaky)
-    monkeypatch.setattr(engine, "THREAD_PARSE_BYTES", -1 if threaded else 1 << 40)
+    monkeypatch.setattr(parsing, "THREAD_PARSE_BYTES", -1 if threaded else 1 << 40)
     _, results = await crawl(site)
     by_key = {r.key: r for r in results}
     about = by_key[site.url("site-a.test", "/about")]
@@ -226,7 +226,7 @@ async def test_unreachable_host_is_refused_with_the_reason() -> None:
 async def test_gil_switch_interval_is_lowered_during_the_crawl_only(site: FixtureSite) -> None:
     import sys
 
-    import crawler.engine as engine
+    import crawler.parsing as parsing
 
     before = sys.getswitchinterval()
     during = set()
@@ -234,5 +234,5 @@ async def test_gil_switch_interval_is_lowered_during_the_crawl_only(site: Fixtur
         async for _ in crawler.crawl([site.url("site-a.test", "/")]):
             during.add(sys.getswitchinterval())
     assert len(during) == 1
-    assert during.pop() == pytest.approx(min(before, engine.SWITCH_INTERVAL))
+    assert during.pop() == pytest.approx(min(before, parsing.SWITCH_INTERVAL))
     assert sys.getswitchinterval() == before

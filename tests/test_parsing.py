@@ -1,0 +1,74 @@
+"""The parse thread primitive and the GIL switch-interval guard."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+
+from crawler import markup, parsing
+from crawler.markup import NOT_HTML, parse_markup
+from crawler.parsing import Parser, switch_interval
+
+URL = "http://site.test/page"
+BIG = b"<html><head><title>Big</title><meta name=robots content=nofollow></head><body>" + b"".join(
+    b"<p><a href='/p%d'>p</a> filler text</p>" % i for i in range(2000)
+)
+
+
+async def test_big_bodies_are_parsed_in_a_parse_thread_with_the_same_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert len(BIG) > parsing.THREAD_PARSE_BYTES
+    threads: list[str] = []
+    real = markup.LexborHTMLParser
+
+    def spy(data: bytes) -> object:
+        threads.append(threading.current_thread().name)
+        return real(data)
+
+    parser = Parser(threads=1)
+    try:
+        expected = parse_markup(BIG, URL, "text/html")
+        monkeypatch.setattr(markup, "LexborHTMLParser", spy)
+        got = await parser.parse(BIG, URL, "text/html")
+        small = await parser.parse(b"<a href=x>", URL, "text/html")
+        binary = await parser.parse(b"\x89PNG\r\n\x1a\n" + bytes(parsing.THREAD_PARSE_BYTES), URL)
+    finally:
+        await parser.close()
+    assert got == expected and len(got.hrefs) == 2000
+    assert small.hrefs == ("x",)
+    assert binary == NOT_HTML  # sniffed on the loop: never sent to the thread
+    assert threads[0].startswith("crawl-parse") and threads[1] == threading.current_thread().name
+    assert len(threads) == 2
+
+
+@pytest.mark.parametrize("threads", [0, -1, True, 1.5])
+def test_parser_refuses_bad_thread_counts(threads: object) -> None:
+    with pytest.raises(ValueError, match="threads"):
+        Parser(threads=threads)  # type: ignore[arg-type]
+
+
+def test_switch_interval_is_lowered_then_restored() -> None:
+    before = sys.getswitchinterval()
+    with switch_interval(0.0001):
+        assert sys.getswitchinterval() == pytest.approx(0.0001)
+    assert sys.getswitchinterval() == before
+
+
+def test_switch_interval_is_never_raised() -> None:
+    before = sys.getswitchinterval()
+    with switch_interval(before * 10):
+        assert sys.getswitchinterval() == before
+    assert sys.getswitchinterval() == before
+
+
+def test_switch_interval_set_by_someone_else_meanwhile_is_kept() -> None:
+    before = sys.getswitchinterval()
+    try:
+        with switch_interval(0.0001):
+            sys.setswitchinterval(0.002)
+        assert sys.getswitchinterval() == pytest.approx(0.002)
+    finally:
+        sys.setswitchinterval(before)
