@@ -17,12 +17,17 @@ import asyncio
 import contextlib
 import os
 import sys
+import threading
+from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+
+from selectolax.lexbor import LexborHTMLParser
 
 from crawler.markup import NOT_HTML, Markup, parse_markup, parse_tree, prepare, read_tree
 
 __all__ = ["PARSE_THREADS", "SWITCH_INTERVAL", "THREAD_PARSE_BYTES", "Parser", "switch_interval"]
+
+Tree = LexborHTMLParser | None
 
 THREAD_PARSE_BYTES = 16 * 1024
 """Bodies larger than this are parsed in a parse thread; smaller ones parse faster on the loop
@@ -37,15 +42,32 @@ each page; behind a busy event loop it would wait a whole interval for it, idlin
 
 
 class Parser:
-    """Parses bodies on the calling loop (small ones) or in `threads` parse threads (the rest)."""
+    """Parses bodies on the calling loop (small ones) or in `threads` parse threads (the rest).
 
-    __slots__ = ("_pool", "threads")
+    The hand-over between the loop and the threads is built to take the GIL as rarely as
+    possible, since each take behind a busy loop costs up to a switch interval: jobs and
+    results go through deques; a thread sleeps (and is woken) only when there is no job, and
+    wakes the loop (one self-pipe write) only when no earlier wake-up is still pending, so
+    under load a page costs the thread one GIL take, after lexbor returns.
+    """
+
+    __slots__ = (
+        "_closed", "_cond", "_done", "_idle", "_jobs", "_loop", "_wake_pending", "_workers",
+        "threads",
+    )  # fmt: skip
 
     def __init__(self, threads: int | None = None) -> None:
         self.threads = PARSE_THREADS if threads is None else threads
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
             raise ValueError(f"threads must be an int >= 1, got {threads!r}")
-        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="crawl-parse")
+        self._cond = threading.Condition()
+        self._jobs: deque[tuple[asyncio.Future[Tree], bytes, str]] = deque()
+        self._done: deque[tuple[asyncio.Future[Tree], Tree, BaseException | None]] = deque()
+        self._idle = 0  # threads waiting for a job
+        self._wake_pending = False
+        self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._workers: list[threading.Thread] = []
 
     async def parse(self, body: bytes, url: str, content_type: str | None = None) -> Markup:
         """`crawler.markup.parse_markup(body, url, content_type)`, lexbor in a thread if big."""
@@ -55,15 +77,82 @@ class Parser:
         if prepared is None:
             return NOT_HTML
         charset, data = prepared
-        tree = await asyncio.get_running_loop().run_in_executor(self._pool, parse_tree, data, url)
-        return read_tree(tree, charset)
+        if self._closed:
+            raise RuntimeError("Parser is closed")
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._start(loop)
+        future: asyncio.Future[Tree] = loop.create_future()
+        with self._cond:
+            self._jobs.append((future, data, url))
+            if self._idle:
+                self._cond.notify()
+        return read_tree(await future, charset)
 
     async def close(self) -> None:
-        """Wait for the parses in flight (bounded by the body and tag caps) off the loop."""
-        await asyncio.get_running_loop().run_in_executor(None, self._pool.shutdown)
+        """Let the threads finish the jobs queued (bounded by the body and tag caps) and exit;
+        waits for them off the loop."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        workers, self._workers = self._workers, []
+        if workers:
+            loop = asyncio.get_running_loop()
+            await asyncio.gather(*(loop.run_in_executor(None, w.join) for w in workers))
+        self._deliver()
+
+    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._workers:
+            raise RuntimeError("a Parser serves one event loop")
+        self._loop = loop
+        for i in range(self.threads):
+            worker = threading.Thread(target=self._work, name=f"crawl-parse-{i}", daemon=True)
+            worker.start()
+            self._workers.append(worker)
+
+    def _work(self) -> None:
+        """A parse thread: take a job, run lexbor (without the GIL), hand the tree back."""
+        cond, jobs, done = self._cond, self._jobs, self._done
+        while True:
+            with cond:
+                while not jobs and not self._closed:
+                    self._idle += 1
+                    cond.wait()
+                    self._idle -= 1
+                if not jobs:
+                    return  # closed, and nothing left to do
+                future, data, url = jobs.popleft()
+            if future.cancelled():  # its worker was cancelled meanwhile
+                continue
+            try:
+                done.append((future, parse_tree(data, url), None))
+            except BaseException as exc:  # a bug, handed to the awaiting worker
+                done.append((future, None, exc))
+            if not self._wake_pending:  # else the loop will find this result with the others
+                self._wake_pending = True
+                loop = self._loop
+                if loop is not None and not loop.is_closed():
+                    with contextlib.suppress(RuntimeError):  # closed in between
+                        loop.call_soon_threadsafe(self._deliver)
+
+    def _deliver(self) -> None:
+        """On the loop: resolve the futures of every finished parse."""
+        self._wake_pending = False  # before draining: a result added later schedules a wake
+        done = self._done
+        while done:
+            future, tree, exc = done.popleft()
+            if future.cancelled():
+                continue
+            if exc is not None:
+                future.set_exception(exc)
+            else:
+                future.set_result(tree)
 
     def __repr__(self) -> str:
-        return f"<Parser threads={self.threads} thread_parse_bytes={THREAD_PARSE_BYTES}>"
+        return (
+            f"<Parser threads={self.threads} thread_parse_bytes={THREAD_PARSE_BYTES} "
+            f"queued={len(self._jobs)} closed={self._closed}>"
+        )
 
 
 @contextlib.contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 
@@ -72,3 +73,62 @@ def test_switch_interval_set_by_someone_else_meanwhile_is_kept() -> None:
         assert sys.getswitchinterval() == pytest.approx(0.002)
     finally:
         sys.setswitchinterval(before)
+
+
+def big_page(i: int) -> bytes:
+    return BIG.replace(b"<title>Big</title>", b"<title>page %d</title>" % i)
+
+
+async def test_many_parses_at_once_each_get_their_own_tree() -> None:
+    parser = Parser(threads=2)
+    try:
+        got = await asyncio.gather(
+            *(parser.parse(big_page(i), URL, "text/html") for i in range(40))
+        )
+    finally:
+        await parser.close()
+    assert [m.title for m in got] == [f"page {i}" for i in range(40)]
+
+
+async def test_a_cancelled_parse_is_dropped_and_the_rest_complete() -> None:
+    parser = Parser(threads=1)
+    try:
+        tasks = [asyncio.create_task(parser.parse(big_page(i), URL, "text/html")) for i in range(6)]
+        await asyncio.sleep(0)  # all six queued
+        tasks[3].cancel()
+        done = await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        await parser.close()
+    assert isinstance(done[3], asyncio.CancelledError)
+    assert [m.title for i, m in enumerate(done) if i != 3] == [  # type: ignore[union-attr]
+        f"page {i}" for i in (0, 1, 2, 4, 5)
+    ]
+
+
+async def test_an_error_in_the_parse_thread_reaches_the_caller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(data: bytes) -> object:
+        raise RuntimeError("lexbor exploded")
+
+    monkeypatch.setattr(markup, "LexborHTMLParser", broken)
+    parser = Parser(threads=1)
+    try:
+        with pytest.raises(RuntimeError, match="lexbor exploded"):
+            await parser.parse(BIG, URL, "text/html")
+        # the thread survived it
+        monkeypatch.undo()
+        assert (await parser.parse(BIG, URL, "text/html")).title == "Big"
+    finally:
+        await parser.close()
+
+
+async def test_close_stops_the_threads_and_refuses_new_work() -> None:
+    parser = Parser(threads=2)
+    await parser.parse(BIG, URL, "text/html")
+    assert sum(t.name.startswith("crawl-parse") for t in threading.enumerate()) >= 2
+    await parser.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("crawl-parse")]
+    with pytest.raises(RuntimeError, match="closed"):
+        await parser.parse(BIG, URL, "text/html")
+    assert (await parser.parse(b"<title>small</title>", URL, "text/html")).title == "small"
