@@ -40,6 +40,9 @@ repeats need not be consecutive, which also catches ``/a/b/a/b/a/`` relative-lin
 DEFAULT_MAX_QUERY_PARAMS: Final = 32
 """Most ``&``-separated pairs in a URL's query."""
 
+VERDICT_CACHE: Final = 20_000
+"""Keys whose verdict is cached (two generations; about 3 MB)."""
+
 REASONS: Final = (
     "domain",
     "depth",
@@ -93,11 +96,13 @@ class Scope:
         "_domains",
         "_exclude",
         "_hosts",
+        "_hot",
         "_include",
         "_max_path_depth",
         "_max_query_params",
         "_max_segment_repeats",
         "_max_url_length",
+        "_old",
         "_per_host",
         "_skip",
         "_trap_min",
@@ -140,6 +145,8 @@ class Scope:
             shortest.append(2 * max_segment_repeats + 2)
         self._trap_min = min(shortest, default=sys.maxsize)
         self._per_host: Counter[str] = Counter()
+        self._hot: dict[str, tuple[str | None, str]] = {}
+        self._old: dict[str, tuple[str | None, str]] = {}
 
     @property
     def max_url_length(self) -> int:
@@ -160,6 +167,7 @@ class Scope:
     def add_host(self, host: str) -> None:
         """Admit a seed's host (used only when no `allowed_domains` are configured)."""
         self._hosts.add(host.lower())
+        self._hot, self._old = {}, {}  # "domain" verdicts may have changed
 
     def host_allowed(self, host: str) -> bool:
         if self._domains:
@@ -169,6 +177,27 @@ class Scope:
     def check(self, key: str, depth: int) -> str | None:
         """None when canonical URL `key` found at `depth` is in scope, else the reason (one of
         `REASONS`) it is not."""
+        verdict = self._hot.get(key)
+        if verdict is None:
+            verdict = self._old.get(key) or self._classify(key)
+            self._hot[key] = verdict
+            if len(self._hot) >= VERDICT_CACHE // 2:  # two generations, bounded
+                self._old, self._hot = self._hot, {}
+        reason, host = verdict
+        if reason == "domain":
+            return reason
+        if self.max_depth and depth > self.max_depth:
+            return "depth"
+        if reason is not None:
+            return reason
+        if self.max_pages_per_host and self._per_host[host] >= self.max_pages_per_host:
+            return "host_limit"
+        return None
+
+    def _classify(self, key: str) -> tuple[str | None, str]:
+        """(the first reason that does not depend on depth or counts, or None; the host). A
+        link's verdict is cached: navigation links repeat on every page of a site."""
+
         start = key.find("//") + 2
         slash = key.find("/", start)
         authority = key[start:] if slash < 0 else key[start:slash]
@@ -178,11 +207,9 @@ class Scope:
             colon = authority.rfind(":")
             host = authority if colon < 0 else authority[:colon]
         if not self.host_allowed(host):
-            return "domain"
-        if self.max_depth and depth > self.max_depth:
-            return "depth"
+            return "domain", host
         if self._max_url_length and len(key) > self._max_url_length:
-            return "url_length"
+            return "url_length", host
         if slash < 0:
             slash = end = len(key)
         else:
@@ -194,11 +221,11 @@ class Scope:
                 and len(key) - end > self._max_query_params  # room for that many pairs
                 and key.count("&", end) >= self._max_query_params
             ):
-                return "query_params"
+                return "query_params", host
         if end - slash >= self._trap_min:  # a shorter path cannot spring a path trap
             segments = key[slash + 1 : end].split("/")  # as many as the path has slashes
             if self._max_path_depth and len(segments) > self._max_path_depth:
-                return "path_depth"
+                return "path_depth", host
             repeats = self._max_segment_repeats
             # A segment occurring more than `repeats` times makes at least `repeats` duplicates.
             if (
@@ -206,18 +233,16 @@ class Scope:
                 and len(segments) - len(set(segments)) >= repeats
                 and _most_repeated(segments) > repeats
             ):
-                return "repeated_segment"
+                return "repeated_segment", host
         if self._skip:
             dot = key.rfind(".", slash, end)
             if dot > key.rfind("/", slash, end) and key[dot + 1 : end].lower() in self._skip:
-                return "extension"
+                return "extension", host
         if self._exclude and any(p.search(key) for p in self._exclude):
-            return "exclude"
+            return "exclude", host
         if self._include and not any(p.search(key) for p in self._include):
-            return "include"
-        if self.max_pages_per_host and self._per_host[host] >= self.max_pages_per_host:
-            return "host_limit"
-        return None
+            return "include", host
+        return None, host
 
     def admitted(self, key: str) -> None:
         """Count one URL admitted to the frontier against its host's page limit."""

@@ -157,3 +157,37 @@ def test_every_reason_is_listed() -> None:
     scope.admitted("http://a.test/")
     assert scope.check("http://a.test/y", 1) == "host_limit"
     assert tuple([*keys, "host_limit"]) == REASONS
+
+
+def test_cached_verdicts_equal_fresh_ones_across_depths_and_host_limits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import crawler.scope as scope_module
+
+    monkeypatch.setattr(scope_module, "VERDICT_CACHE", 8)  # generations swap every 4 keys
+    kwargs: dict[str, object] = {
+        "hosts": ["a.test"], "max_depth": 2, "max_pages_per_host": 3,
+        "skip_extensions": ["png"], "exclude": [r"/private/"],
+    }  # fmt: skip
+    cached = Scope(**kwargs)  # type: ignore[arg-type]
+    keys = [
+        "http://a.test/x", "http://b.test/x", "http://a.test/p.png", "http://a.test/private/1",
+        "http://a.test/" + "a/" * 40, "http://a.test/y", "http://a.test/z?" + "&".join("q" * 40),
+    ]  # fmt: skip
+    for round_ in range(3):
+        for depth in (0, 1, 2, 3):
+            for key in keys:
+                fresh = Scope(**kwargs)  # type: ignore[arg-type]
+                for _ in range(round_):  # the same admitted counts as the cached scope's
+                    fresh.admitted("http://a.test/")
+                assert cached.check(key, depth) == fresh.check(key, depth), (key, depth, round_)
+        cached.admitted("http://a.test/")
+    # 3 admitted now: the cached "in scope" verdict of a.test/x gives way to the page limit
+    assert cached.check("http://a.test/x", 1) == "host_limit"
+
+
+def test_adding_a_host_revises_cached_domain_verdicts() -> None:
+    scope = Scope(hosts=["a.test"])
+    assert scope.check("http://b.test/", 0) == "domain"
+    scope.add_host("b.test")
+    assert scope.check("http://b.test/", 0) is None
