@@ -57,7 +57,7 @@ def print_cprofile(path: str, pages: int, top: int = 25) -> None:
 
 _GENERIC = re.compile(
     r"^(_run_module_as_main|_run_code|<module> \(bench|cli |child |run_ours|run_async|Runner\.run"
-    r"|BaseEventLoop\.|Handle\._run|Thread\.|_WorkItem\.run|_worker \(concurrent|Context\.run)"
+    r"|BaseEventLoop\.|Handle\._run|Thread\.|Parser\._work|Context\.run)"
 )
 
 
@@ -73,8 +73,8 @@ def print_pyspy(path: str, pages: int, cpu_ms: float, top: int = 25) -> None:
             continue
         n = int(count)
         frames = [_LINE.sub(")", f) for f in stack.split(";")]
-        if any(f.startswith("_WorkItem.run") for f in frames):
-            part = "parse threads (asyncio.to_thread)"
+        if any(f.startswith("Parser._work") for f in frames):
+            part = "parse threads (crawler.parsing)"
         elif any(f.startswith("Runner.run") for f in frames):  # asyncio's loop or uvloop's
             part = "event loop thread"
         else:
