@@ -5,6 +5,8 @@ crawler resolves each href against its page and canonicalizes it. The peers cann
 get `urllib.parse.urljoin(page, href)` first (what Scrapy's `response.urljoin` does). Workload 2 is
 absolute URLs spread over 2000 hosts (`realistic_urls`), where per-host caches help less.
 
+The crawl itself resolves a page's links with one `resolve_all` call (the row "per page").
+
 Run: `.venv/bin/python -m bench.bench_urls` (BENCH_QUICK=1 for a few-second smoke run).
 """
 
@@ -13,6 +15,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from itertools import groupby
+from operator import itemgetter
 from urllib.parse import urljoin
 
 from url_normalize import url_normalize
@@ -32,6 +36,20 @@ def _ours(memo_size: int) -> Callable[[Pairs], tuple[list[str | None], float]]:
         for page, href in pairs:
             result = norm.resolve(href, page)
             out.append(None if result is None else result[1])
+        return out, norm.memo_hit_rate if memo_size else float("nan")
+
+    return run
+
+
+def _ours_per_page(memo_size: int) -> Callable[[Pairs], tuple[list[str | None], float]]:
+    """What the engine does: one `resolve_all` per page (consecutive pairs of one page)."""
+
+    def run(pairs: Pairs) -> tuple[list[str | None], float]:
+        norm = UrlNormalizer(memo_size=memo_size)
+        out: list[str | None] = []
+        for page, group in groupby(pairs, key=itemgetter(0)):
+            for result in norm.resolve_all([href for _, href in group], page or None):
+                out.append(None if result is None else result[1])
         return out, norm.memo_hit_rate if memo_size else float("nan")
 
     return run
@@ -95,6 +113,7 @@ def main() -> None:
     contenders = [
         ("crawler.urls resolve, cold (memo off)", _ours(0), repeat),
         ("crawler.urls resolve, memo (crawl order)", _ours(100_000), repeat),
+        ("crawler.urls resolve_all per page, memo", _ours_per_page(100_000), repeat),
         ("yarl join (no canonicalization)", _yarl, peer_repeat),
         ("w3lib canonicalize_url + urljoin", _peer(canonicalize_url), peer_repeat),
         ("url_normalize + urljoin", _peer(url_normalize), peer_repeat),

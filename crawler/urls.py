@@ -172,7 +172,7 @@ class UrlNormalizer:
 
     def resolve(self, href: str, base: str) -> tuple[str, str] | None:
         """`(normalize(href, base), canonicalize(href, base))` from one memoized computation."""
-        return self.resolve_all((href,), base)[0]
+        return self._lookup(href, base)
 
     def resolve_all(self, hrefs: Iterable[str], base: str | None) -> list[_Result | None]:
         """`resolve` for each of `hrefs` (one page's links): the base is looked up once."""
@@ -182,56 +182,55 @@ class UrlNormalizer:
         b = None if base is None else self._base(base)
         if not self._memo_size:
             return [self._compute(href, b) for href in hrefs]
-        # Nothing after the first "#" can change a result, so memo keys stop there. The context
-        # is the smallest part of the base that the result can depend on.
+        memoized = self._memoized
+        return [memoized(href, b) for href in hrefs]
+
+    def _lookup(self, href: str, base: str | None) -> _Result | None:
+        if base is not None and len(base) > _MEMO_MAX_LENGTH:
+            return self._compute(href, self._parse_base(base))
+        b = None if base is None else self._base(base)
+        return self._memoized(href, b) if self._memo_size else self._compute(href, b)
+
+    def _memoized(self, href: str, b: _Base | None) -> _Result | None:
+        """The memo in front of `_compute`. Nothing after the first "#" can change a result, so
+        memo keys stop there; the context is the smallest part of the base the result can
+        depend on (so navigation links repeated on every page of a site hit)."""
+        if len(href) > _MEMO_MAX_LENGTH:
+            return self._compute(href, b)
+        cut = href.find("#")
+        ref = href if cut < 0 else href[: cut + 1]
+        ctx: str | None
         if b is None:
-            in_dir = at_root = in_file = same = net = None
+            ctx = None
         else:
-            in_dir, at_root, in_file, same, net = b.dir, b.origin, b.file, b.full, b.scheme
-        hot, old, half, compute = self._hot, self._old, self._half, self._compute
-        hits = 0
-        out: list[_Result | None] = []
-        append = out.append
-        for href in hrefs:
-            if len(href) > _MEMO_MAX_LENGTH:
-                append(compute(href, b))
-                continue
-            cut = href.find("#")
-            ref = href if cut < 0 else href[: cut + 1]
             first = ref[:1]
-            ctx: str | None
             if first == "/":
-                ctx = net if ref[1:2] == "/" else at_root
+                ctx = b.scheme if ref[1:2] == "/" else b.origin
             elif first == "?":
-                ctx = in_file
+                ctx = b.file
             elif first == "#" or first <= " " or first == "\\":
-                ctx = same  # fragment-only, empty, or changed by cleaning: depends on everything
+                ctx = b.full  # fragment-only, empty, or changed by cleaning: depends on all
             elif ref.startswith(("http://", "https://")):
                 ctx = ""
             elif ":" in ref:
-                ctx = same  # maybe "http:?q" (relative, RFC 5.2.2 non-strict) or another scheme
+                ctx = b.full  # maybe "http:?q" (relative, RFC 5.2.2 non-strict) or a scheme
             else:
-                ctx = in_dir
-            key = (ctx, ref)
-            result = hot.get(key)
+                ctx = b.dir
+        key = (ctx, ref)
+        result = self._hot.get(key)
+        if result is None:
+            result = self._old.get(key)
             if result is None:
-                result = old.get(key)
-                if result is None:
-                    self._misses += 1
-                    result = compute(href, b) or _INVALID
-                else:
-                    hits += 1
-                hot[key] = result
-                if len(hot) >= half:  # two generations: at most memo_size entries
-                    self._old, self._hot = old, hot = hot, {}
+                self._misses += 1
+                result = self._compute(href, b) or _INVALID
             else:
-                hits += 1
-            append(None if result is _INVALID else result)
-        self._hits += hits
-        return out
-
-    def _lookup(self, href: str, base: str | None) -> _Result | None:
-        return self.resolve_all((href,), base)[0]
+                self._hits += 1
+            self._hot[key] = result
+            if len(self._hot) >= self._half:  # two generations: at most memo_size entries
+                self._old, self._hot = self._hot, {}
+        else:
+            self._hits += 1
+        return None if result is _INVALID else result
 
     def _base(self, base: str) -> _Base | None:
         """The parsed form of `base`, from the last-base slot or the base cache."""
