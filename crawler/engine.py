@@ -350,8 +350,8 @@ class Crawler:
             resolved = self.urls.resolve(location, base)
             return None if resolved is None else resolved[0]
 
-        status, body, latency = await fetch_robots(fetch, join, entry.url)
-        policy = policy_from_response(status, body, self.config.crawl.user_agent)
+        status, body, latency, error = await fetch_robots(fetch, join, entry.url)
+        policy = policy_from_response(status, body, self.config.crawl.user_agent, error=error)
         self.frontier.set_robots(host_key(entry.url), policy)
         if self.config.scope.use_sitemaps and not policy.temporary:
             for loc in policy.sitemaps:

@@ -59,7 +59,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_UNREACHABLE: Final = RobotsPolicy(status=None, temporary=True)
+_UNREACHABLE: Final = RobotsPolicy(status=None, temporary=True, reason="its fetch did not finish")
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +235,8 @@ class Frontier:
         host = self._hosts.get(host_key(entry.url))
         policy = host.policy if host is not None else None
         if policy is None or policy.temporary:
-            return "robots.txt unreachable (RFC 9309: complete disallow)"
+            why = f"{policy.reason}; " if policy is not None and policy.reason else ""
+            return f"robots.txt unreachable ({why}RFC 9309: complete disallow)"
         return "disallowed by robots.txt"
 
     def close(self) -> None:

@@ -65,6 +65,7 @@ class RobotsPolicy:
 
     ``status`` is the HTTP status it came from (None: unreachable or a default), ``temporary`` is
     True for a disallow-all caused by a server error or an unreachable host (fetch it again later),
+    ``reason`` then says what went wrong ("HTTP 503", "connect: ..."),
     ``crawl_delay`` is the delay in seconds asked of our user agent (Crawl-delay, else derived from
     Request-rate), ``sitemaps`` the Sitemap URLs listed in the file (site-wide).
     """
@@ -74,6 +75,7 @@ class RobotsPolicy:
         "_parser",
         "_token",
         "crawl_delay",
+        "reason",
         "sitemaps",
         "status",
         "temporary",
@@ -81,6 +83,7 @@ class RobotsPolicy:
 
     status: int | None
     temporary: bool
+    reason: str | None
     crawl_delay: float | None
     sitemaps: tuple[str, ...]
     _parser: Any
@@ -97,12 +100,14 @@ class RobotsPolicy:
         sitemaps: tuple[str, ...] = (),
         parser: Protego | None = None,
         token: str = "*",
+        reason: str | None = None,
     ) -> None:
         if crawl_delay is not None and not crawl_delay >= 0.0:
             raise ValueError(f"crawl_delay must be >= 0 seconds, got {crawl_delay!r}")
         setter = object.__setattr__
         setter(self, "status", status)
         setter(self, "temporary", temporary)
+        setter(self, "reason", reason)
         setter(self, "_disallow_all", disallow_all or temporary)
         setter(self, "crawl_delay", crawl_delay)
         setter(self, "sitemaps", tuple(sitemaps))
@@ -147,12 +152,14 @@ def policy_from_response(
     user_agent: str,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    error: str | None = None,
 ) -> RobotsPolicy:
     """Build the policy for the final response to a robots.txt fetch (see the module docstring).
 
     ``status`` is the final HTTP status after redirects (None when no response was received),
     ``body`` the response body (any length: it is truncated here at ``max_bytes``), ``user_agent``
-    our User-Agent header or its product token.
+    our User-Agent header or its product token, ``error`` why no response came (for the reason
+    of a temporary disallow-all).
     """
     if status is not None and not 100 <= status <= 599:
         raise ValueError(
@@ -162,7 +169,8 @@ def policy_from_response(
         raise ValueError(f"max_bytes must be positive, got {max_bytes}")
     token = product_token(user_agent)
     if status is None or status >= 500 or status == 429:
-        return RobotsPolicy(status=status, temporary=True)
+        reason = f"HTTP {status}" if status is not None else (error or "no response")
+        return RobotsPolicy(status=status, temporary=True, reason=reason)
     if status >= 300 or status < 200:
         # 3xx left over after the redirect limit, 4xx: "unavailable", crawl without restriction.
         return RobotsPolicy(status=status)
@@ -190,7 +198,7 @@ async def fetch_robots(
     fetch: Callable[[str], Awaitable[Response]],
     join: Callable[[str, str], str | None],
     url: str,
-) -> tuple[int | None, bytes | None, float | None]:
+) -> tuple[int | None, bytes | None, float | None, str | None]:
     """Fetch robots.txt following up to 5 redirects (RFC 9309 section 2.3.1.2).
 
     `fetch(url)` does one capped GET; `join(location, base)` resolves a Location. Returns the
@@ -205,8 +213,9 @@ async def fetch_robots(
             response = await fetch(target)
         except FetchError as exc:
             logger.info("robots.txt %s unreachable: %s", target, exc.describe())
-            blocked_host = isinstance(exc, BlockedAddress) and target == url
-            return (404 if blocked_host else None), None, latency
+            if isinstance(exc, BlockedAddress) and target == url:
+                return 404, None, latency, None
+            return None, None, latency, exc.describe()
         status, body, latency = response.status, response.body, response.latency
         location = response.location
         if location is None:
@@ -216,7 +225,7 @@ async def fetch_robots(
             break
         target = nxt
     else:
-        return 404, None, latency
+        return 404, None, latency, None
     if status is not None and 300 <= status < 400:
-        return 404, None, latency
-    return status, body, latency
+        return 404, None, latency, None
+    return status, body, latency, None

@@ -118,3 +118,19 @@ def test_policy_is_immutable_with_a_useful_repr() -> None:
     assert "sieve-crawler" in repr(policy)
     assert "allow-all" in repr(ALLOW_ALL)
     assert "disallow-all" in repr(policy_from_response(503, None, UA))
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "reason"),
+    [
+        (503, None, "HTTP 503"),
+        (429, None, "HTTP 429"),
+        (None, "dns: cannot resolve x.test", "dns: cannot resolve x.test"),
+        (None, None, "no response"),
+    ],
+)
+def test_a_temporary_disallow_says_why(status: int | None, error: str | None, reason: str) -> None:
+    policy = policy_from_response(status, None, UA, error=error)
+    assert policy.temporary and not policy.allowed("/")
+    assert policy.reason == reason
+    assert policy_from_response(200, b"", UA, error="ignored").reason is None
