@@ -79,7 +79,9 @@ class Admission:
         repeat counts as out of scope or as a duplicate, like its first occurrence."""
         depth = parent.depth + 1
         check = self.scope.check
-        times = Counter(hrefs)  # raw href -> occurrences, in first-seen order
+        # raw href (cut after its first "#": nothing after it changes where a link leads, as
+        # in crawler.urls' memo) -> occurrences, in first-seen order
+        times = Counter([h if "#" not in h else h[: h.index("#") + 1] for h in hrefs])
         in_scope: dict[str, str] = {}  # key -> URL to fetch
         refused: dict[str, str] = {}  # key -> why the scope refuses it
         stats = self.stats

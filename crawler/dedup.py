@@ -4,8 +4,9 @@ Bloom's own 1970 design: a cheap, compact gate in front of an exact check that r
 gate's positives. With `exact` set, every key the Sieve takes in also has its 64-bit fingerprint
 kept in a `SeenStore`; when the Sieve answers "seen", the store confirms it, so no URL is ever
 dropped by a false positive. The rescued false positives are counted, which gives a live,
-measured false-positive rate. Navigation links repeat on every page, so recently confirmed
-fingerprints are remembered in a small bounded set and skip the store.
+measured false-positive rate. Navigation links repeat on every page, so the keys taken in lately
+are remembered in a small bounded set and answered "seen" without the Sieve, and recently
+confirmed fingerprints skip the store.
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ __all__ = ["Dedup"]
 
 
 class Dedup:
-    __slots__ = ("_recent", "_recent_max", "confirmed", "exact", "rescued", "sieve")
+    __slots__ = ("_recent", "_recent_max", "_seen", "confirmed", "exact", "rescued", "sieve")
 
     def __init__(self, sieve: Sieve, exact: SeenStore | None = None, *, recent: int = 65_536):
         self.sieve = sieve
         self.exact = exact
         self.rescued = 0
         self.confirmed = 0
-        self._recent: set[int] = set()
+        self._recent: set[int] = set()  # fingerprints the exact tier confirmed lately
+        self._seen: set[str] = set()  # keys taken in lately (bounded): answered without hashing
         self._recent_max = recent
 
     def add(self, key: str) -> bool:
@@ -34,7 +36,22 @@ class Dedup:
         return self.add_many([key])[0]
 
     def add_many(self, keys: Sequence[str]) -> list[bool]:
-        """`add` for the links of one page: one Sieve batch, then confirmations of positives."""
+        """`add` for the links of one page: keys taken in recently are answered at once; the
+        rest go through one Sieve batch, then confirmations of its positives."""
+        seen = self._seen
+        fresh = [i for i, key in enumerate(keys) if key not in seen]
+        if len(fresh) == len(keys):
+            flags = self._add_many(keys)
+        else:
+            flags = [False] * len(keys)
+            for i, new in zip(fresh, self._add_many([keys[i] for i in fresh]), strict=True):
+                flags[i] = new
+        if len(seen) + len(keys) > self._recent_max:
+            seen.clear()
+        seen.update(keys)  # every key is seen now, whatever the answer was
+        return flags
+
+    def _add_many(self, keys: Sequence[str]) -> list[bool]:
         flags = self.sieve.add_many(keys)
         exact = self.exact
         if exact is None:

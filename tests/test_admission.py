@@ -1,0 +1,55 @@
+"""The per-link path on its own: Dedup's answers, and how one page's links are counted."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from crawler.admission import Admission
+from crawler.components import make_frontier, make_scope, make_urls
+from crawler.config import Config
+from crawler.dedup import Dedup
+from crawler.entries import Entry
+from crawler.results import CrawlStats
+from crawler.sieve import Sieve
+from crawler.state import SeenStore
+
+
+@pytest.mark.parametrize("exact", [False, True], ids=["bloom", "exact-tier"])
+@pytest.mark.parametrize("recent", [4, 65_536])
+def test_dedup_answers_like_adding_keys_one_by_one(exact: bool, recent: int) -> None:
+    rng = random.Random(7)
+    universe = [f"http://s.test/p{i}" for i in range(300)]
+    dedup = Dedup(Sieve(capacity=10_000, error_rate=1e-6), SeenStore() if exact else None,
+                  recent=recent)  # fmt: skip
+    taken: set[str] = set()
+    for _ in range(60):  # pages of distinct keys, repeating across pages as navigation does
+        page = rng.sample(universe, rng.randint(1, 60))
+        expected = [key not in taken for key in page]
+        taken.update(page)
+        assert dedup.add_many(page) == expected
+    assert dedup.sieve.count == len(taken)
+
+
+def admission() -> tuple[Admission, CrawlStats]:
+    config = Config().override("politeness", delay=0.0)
+    scope = make_scope(config)
+    scope.add_host("s.test")
+    stats = CrawlStats()
+    adm = Admission(urls=make_urls(config), scope=scope,
+                    dedup=Dedup(Sieve(capacity=1000, error_rate=1e-6)),
+                    frontier=make_frontier(config), stats=stats)  # fmt: skip
+    return adm, stats
+
+
+def test_links_differing_only_by_fragment_are_one_link_counted_as_repeats() -> None:
+    adm, stats = admission()
+    parent = Entry(url="http://s.test/", key="http://s.test/", depth=0)
+    hrefs = ["a.html#one", "a.html#two", "a.html", "#top", "http://x.test/#z", "http://x.test/"]
+    assert adm.links(parent, hrefs, "http://s.test/dir/") == 2  # a.html and the page itself
+    assert stats.links_seen == 6
+    assert stats.scope_refused["domain"] == 2  # both x.test links, each occurrence counted
+    assert stats.duplicates == 2  # a.html's two repeats
+    assert adm.links(parent, hrefs, "http://s.test/dir/") == 0  # a second page: all seen
+    assert stats.duplicates == 2 + 4
