@@ -57,12 +57,13 @@ class Dedup:
         if exact is None:
             return flags
         recent = self._recent
+        taken: dict[int, None] = {}  # fingerprints of the new keys: stored in one statement
         for i, (key, new) in enumerate(zip(keys, flags, strict=True)):
             fp = fingerprint(key)
             if new:
-                exact.add(fp)
+                taken[fp] = None
                 continue
-            if fp in recent:
+            if fp in recent or fp in taken:  # (taken: the same key twice in one batch)
                 continue
             if fp in exact:
                 self.confirmed += 1
@@ -72,8 +73,9 @@ class Dedup:
                 continue
             # The Sieve said "seen" for a key it never took in: a false positive, rescued.
             self.rescued += 1
-            exact.add(fp)
+            taken[fp] = None
             flags[i] = True
+        exact.add_many(list(taken))
         return flags
 
     @property

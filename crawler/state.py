@@ -86,6 +86,13 @@ class SeenStore:
             assert self._db is not None
             self._db.execute("INSERT OR IGNORE INTO seen (fp) VALUES (?)", (fp,))
 
+    def add_many(self, fps: list[int]) -> None:
+        if self._mem is not None:
+            self._mem.update(fps)
+        elif fps:
+            assert self._db is not None
+            self._db.executemany("INSERT OR IGNORE INTO seen (fp) VALUES (?)", [(f,) for f in fps])
+
     def __contains__(self, fp: int) -> bool:
         if self._mem is not None:
             return fp in self._mem
@@ -101,7 +108,7 @@ class SeenStore:
 class CrawlState:
     """The state database of one crawl. Use `CrawlState.open(directory, settings)`."""
 
-    __slots__ = ("_db", "_pending_commit", "directory", "finished", "resumed", "seen")
+    __slots__ = ("_db", "_pending_commit", "_rows", "directory", "finished", "resumed", "seen")
 
     def __init__(self, directory: Path, db: sqlite3.Connection, *, resumed: bool) -> None:
         self.directory = directory
@@ -110,6 +117,7 @@ class CrawlState:
         self.finished = False
         self.seen = SeenStore(db)
         self._pending_commit = False
+        self._rows: list[tuple[Any, ...]] = []  # admitted URLs not written yet
 
     @classmethod
     def open(
@@ -217,11 +225,10 @@ class CrawlState:
     # -- journal ---------------------------------------------------------------------------
 
     def admitted(self, entry: Entry) -> None:
-        """Journal a URL admitted to the frontier (committed with the next completion)."""
+        """Journal a URL admitted to the frontier (written and committed with the next
+        completion, in one statement with the other URLs admitted meanwhile)."""
         url = None if entry.url == entry.key else entry.url
-        self._db.execute(
-            "INSERT OR IGNORE INTO urls (fp, key, url, depth, parent, redirects, sitemap) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        self._rows.append(
             (
                 fingerprint(entry.key),
                 entry.key,
@@ -230,20 +237,32 @@ class CrawlState:
                 entry.parent,
                 entry.redirects,
                 int(entry.sitemap),
-            ),
+            )
         )
 
     def completed(self, key: str) -> None:
         """Mark a URL done and commit everything journaled so far."""
+        self._write_rows()
         self._db.execute("UPDATE urls SET done = 1 WHERE fp = ?", (fingerprint(key),))
         self.commit()
 
     def commit(self) -> None:
+        self._write_rows()
         self._db.execute("COMMIT")
         self._db.execute("BEGIN")
 
+    def _write_rows(self) -> None:
+        if self._rows:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO urls (fp, key, url, depth, parent, redirects, sitemap) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                self._rows,
+            )
+            self._rows.clear()
+
     def checkpoint(self, sieve: Sieve, stats: dict[str, Any], status: str = "running") -> None:
         """Snapshot the Sieve and the stats (and the status), then commit."""
+        self._write_rows()
         upto = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM urls").fetchone()[0]
         self._db.execute(
             "INSERT OR REPLACE INTO sieve (id, upto, data) VALUES (0, ?, ?)",
@@ -254,6 +273,7 @@ class CrawlState:
 
     def counts(self) -> tuple[int, int]:
         """(admitted, done) URLs in the journal."""
+        self._write_rows()
         row = self._db.execute("SELECT COUNT(*), COALESCE(SUM(done), 0) FROM urls").fetchone()
         return int(row[0]), int(row[1])
 
@@ -266,6 +286,7 @@ class CrawlState:
 
     def abandon(self) -> None:
         """Commit the journal as it stands and close, without a snapshot or a status change."""
+        self._write_rows()
         self._db.execute("COMMIT")
         self._db.close()
 

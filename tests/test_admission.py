@@ -53,3 +53,22 @@ def test_links_differing_only_by_fragment_are_one_link_counted_as_repeats() -> N
     assert stats.duplicates == 2  # a.html's two repeats
     assert adm.links(parent, hrefs, "http://s.test/dir/") == 0  # a second page: all seen
     assert stats.duplicates == 2 + 4
+
+
+@pytest.mark.parametrize("exact", [False, True], ids=["bloom", "exact-tier"])
+def test_a_key_twice_in_one_batch_is_new_once(exact: bool) -> None:
+    dedup = Dedup(Sieve(capacity=1000, error_rate=1e-6), SeenStore() if exact else None)
+    assert dedup.add_many(["http://s.test/a", "http://s.test/a", "http://s.test/b"]) == [
+        True, False, True,
+    ]  # fmt: skip
+    assert dedup.rescued == 0
+
+
+def test_the_exact_tier_rescues_every_false_positive_of_a_saturated_sieve() -> None:
+    sieve = Sieve(capacity=10, error_rate=0.5)
+    dedup = Dedup(sieve, SeenStore(), recent=1)
+    keys = [f"http://s.test/{i}" for i in range(2000)]
+    for start in range(0, len(keys), 50):
+        assert dedup.add_many(keys[start : start + 50]) == [True] * 50
+    assert dedup.rescued > 0  # the filter alone would have dropped these
+    assert dedup.add_many(keys[:50]) == [False] * 50
