@@ -4,9 +4,10 @@
 signatures, or sniffed when it says nothing reliable), decodes it to UTF-8 (BOM > Content-Type
 charset > <meta charset> > UTF-8), defuses pathological markup (absurd nesting, tag floods),
 parses it with lexbor and reads what the crawl needs from the tree into a `Markup` record of
-plain values (`crawler.links` interprets them). Lexbor releases the GIL while it parses, so the
-crawl runs this step in a parse thread for big pages; the tree never leaves that thread.
-It never raises on what a server sends.
+plain values (`crawler.links` interprets them). The steps are separate functions because they
+run in different places: lexbor releases the GIL while it parses, so for big bodies the crawl
+runs `parse_tree` in a parse thread (`crawler.parsing`) and `prepare` / `read_tree`, which hold
+the GIL anyway, on the event loop. It never raises on what a server sends.
 """
 
 from __future__ import annotations
