@@ -7,9 +7,9 @@ canonical URL, and the robots directives that apply to it (``<meta name=robots>`
 binary bodies, lying or missing Content-Types, unknown charsets, invalid UTF-8, BOMs and absurdly
 deep nesting all still produce a `Page` record.
 
-`extract` is `read_page(parse_markup(...))`: the crawl runs `crawler.markup.parse_markup` (bytes
-to tree to plain values; lexbor releases the GIL while it parses) in a parse thread for big pages
-and `read_page` (robots directives, base, canonical, nofollow; pure Python) on the event loop.
+`extract` is `read_page(parse_markup(...))`: `crawler.markup` turns the bytes into a `Markup`
+record (the crawl parses big bodies in a parse thread, see `crawler.parsing`), and `read_page`
+interprets it (robots directives, base, canonical, nofollow; pure Python).
 """
 
 from __future__ import annotations
