@@ -17,6 +17,7 @@ from crawler.results import CrawlStats
 from crawler.scope import Scope
 from crawler.state import CrawlState
 from crawler.urls import UrlNormalizer
+from crawler.urlsyntax import cut_fragment
 
 __all__ = ["Admission"]
 
@@ -79,9 +80,8 @@ class Admission:
         repeat counts as out of scope or as a duplicate, like its first occurrence."""
         depth = parent.depth + 1
         check = self.scope.check
-        # raw href (cut after its first "#": nothing after it changes where a link leads, as
-        # in crawler.urls' memo) -> occurrences, in first-seen order
-        times = Counter([h if "#" not in h else h[: h.index("#") + 1] for h in hrefs])
+        # href (fragment cut: "a.html#x" and "a.html#y" are one link) -> occurrences, in order
+        times = Counter(map(cut_fragment, hrefs))
         in_scope: dict[str, str] = {}  # key -> URL to fetch
         refused: dict[str, str] = {}  # key -> why the scope refuses it
         stats = self.stats

@@ -5,8 +5,7 @@ gate's positives. With `exact` set, every key the Sieve takes in also has its 64
 kept in a `SeenStore`; when the Sieve answers "seen", the store confirms it, so no URL is ever
 dropped by a false positive. The rescued false positives are counted, which gives a live,
 measured false-positive rate. Navigation links repeat on every page, so the keys taken in lately
-are remembered in a small bounded set and answered "seen" without the Sieve, and recently
-confirmed fingerprints skip the store.
+are remembered in a small bounded set and answered "seen" without the Sieve or the store.
 """
 
 from __future__ import annotations
@@ -20,16 +19,15 @@ __all__ = ["Dedup"]
 
 
 class Dedup:
-    __slots__ = ("_recent", "_recent_max", "_seen", "confirmed", "exact", "rescued", "sieve")
+    __slots__ = ("_seen", "_seen_max", "confirmed", "exact", "rescued", "sieve")
 
     def __init__(self, sieve: Sieve, exact: SeenStore | None = None, *, recent: int = 65_536):
         self.sieve = sieve
         self.exact = exact
         self.rescued = 0
         self.confirmed = 0
-        self._recent: set[int] = set()  # fingerprints the exact tier confirmed lately
         self._seen: set[str] = set()  # keys taken in lately (bounded): answered without hashing
-        self._recent_max = recent
+        self._seen_max = recent
 
     def add(self, key: str) -> bool:
         """True if `key` is new (and now recorded), False if it was seen."""
@@ -46,7 +44,7 @@ class Dedup:
             flags = [False] * len(keys)
             for i, new in zip(fresh, self._add_many([keys[i] for i in fresh]), strict=True):
                 flags[i] = new
-        if len(seen) + len(keys) > self._recent_max:
+        if len(seen) + len(keys) > self._seen_max:
             seen.clear()
         seen.update(keys)  # every key is seen now, whatever the answer was
         return flags
@@ -56,20 +54,16 @@ class Dedup:
         exact = self.exact
         if exact is None:
             return flags
-        recent = self._recent
         taken: dict[int, None] = {}  # fingerprints of the new keys: stored in one statement
         for i, (key, new) in enumerate(zip(keys, flags, strict=True)):
             fp = fingerprint(key)
             if new:
                 taken[fp] = None
                 continue
-            if fp in recent or fp in taken:  # (taken: the same key twice in one batch)
+            if fp in taken:  # the same key twice in one batch
                 continue
             if fp in exact:
                 self.confirmed += 1
-                if len(recent) >= self._recent_max:
-                    recent.clear()
-                recent.add(fp)
                 continue
             # The Sieve said "seen" for a key it never took in: a false positive, rescued.
             self.rescued += 1

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 from crawler.markup import TITLE_MAX_CHARS, Markup, is_html, parse_markup
+from crawler.urlsyntax import STRIP
 
 __all__ = ["TITLE_MAX_CHARS", "Page", "extract", "is_html", "read_page"]
 
-_C0_OR_SPACE = "".join(map(chr, range(0x21)))  # what the URL parser strips around a URL
 
 _FOLLOWABLE_BASE_SCHEMES = frozenset({"http", "https"})
 
@@ -80,7 +80,6 @@ def extract(
 
     Raises ValueError only for bad arguments (a negative `max_links`, a non-bytes body).
     """
-    _check_max_links(max_links)
     markup = parse_markup(_as_bytes(body), url, content_type)
     return read_page(
         markup,
@@ -205,6 +204,6 @@ def _robots_directives(value: str, ua: str | None, *, scoped: bool = False) -> t
 
 def _join(base: str, href: str) -> str | None:
     try:
-        return urljoin(base, href.strip(_C0_OR_SPACE))
+        return urljoin(base, href.strip(STRIP))
     except ValueError:  # e.g. an unbalanced IPv6 bracket
         return None

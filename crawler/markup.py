@@ -21,6 +21,8 @@ import numpy as np
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
 
+from crawler.urlsyntax import STRIP
+
 __all__ = [
     "DEPTH_LIMIT", "MAX_TAGS", "TITLE_MAX_CHARS", "Markup", "is_html", "parse_markup", "parse_tree",
     "prepare", "read_tree",
@@ -101,7 +103,6 @@ _KEEP = frozenset(
 TITLE_MAX_CHARS = 1000
 """Longest title kept; longer ones are cut (after whitespace is collapsed)."""
 
-_C0_OR_SPACE = "".join(map(chr, range(0x21)))  # what the URL parser strips around a URL
 # One whole-tree pass (each costs ~0.15 ms on a typical page) finds the links, the robots meta
 # tags and the first <base href>, in document order.
 _TREE_CSS = "a[href], area[href], meta[name], base[href]"
@@ -186,11 +187,11 @@ def read_tree(tree: LexborHTMLParser | None, charset: str) -> Markup:
             rel = attrs.get("rel")
             if rel and "nofollow" in rel.lower().split():
                 nofollow.append(len(hrefs))
-            hrefs.append((attrs.get("href") or "").strip(_C0_OR_SPACE))
+            hrefs.append((attrs.get("href") or "").strip(STRIP))
 
     head = tree.head or tree
     canonical = head.css_first(_CANONICAL_CSS)
-    canonical_href = (canonical.attrs.get("href") or "").strip(_C0_OR_SPACE) if canonical else None
+    canonical_href = (canonical.attrs.get("href") or "").strip(STRIP) if canonical else None
     title = None
     title_node = head.css_first("title") or tree.css_first("title")
     if title_node is not None:

@@ -108,7 +108,7 @@ class SeenStore:
 class CrawlState:
     """The state database of one crawl. Use `CrawlState.open(directory, settings)`."""
 
-    __slots__ = ("_db", "_pending_commit", "_rows", "directory", "finished", "resumed", "seen")
+    __slots__ = ("_db", "_rows", "directory", "finished", "resumed", "seen")
 
     def __init__(self, directory: Path, db: sqlite3.Connection, *, resumed: bool) -> None:
         self.directory = directory
@@ -116,7 +116,6 @@ class CrawlState:
         self.resumed = resumed
         self.finished = False
         self.seen = SeenStore(db)
-        self._pending_commit = False
         self._rows: list[tuple[Any, ...]] = []  # admitted URLs not written yet
 
     @classmethod

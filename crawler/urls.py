@@ -15,7 +15,7 @@ yarl (IDNA UTS #46, IPv6 compression); everything else is done here with precomp
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 from urllib.parse import unquote
 
@@ -32,6 +32,7 @@ from crawler.urlsyntax import (
     STRIP,
     TAB_NL,
     compile_patterns,
+    cut_fragment,
     fix_pct,
     pair_key,
     remove_dot_segments,
@@ -176,29 +177,30 @@ class UrlNormalizer:
 
     def resolve_all(self, hrefs: Iterable[str], base: str | None) -> list[_Result | None]:
         """`resolve` for each of `hrefs` (one page's links): the base is looked up once."""
-        if base is not None and len(base) > _MEMO_MAX_LENGTH:
-            b = self._parse_base(base)
-            return [self._compute(href, b) for href in hrefs]
-        b = None if base is None else self._base(base)
-        if not self._memo_size:
-            return [self._compute(href, b) for href in hrefs]
-        memoized = self._memoized
-        return [memoized(href, b) for href in hrefs]
+        resolve, b = self._resolver(base)
+        return [resolve(href, b) for href in hrefs]
 
     def _lookup(self, href: str, base: str | None) -> _Result | None:
+        resolve, b = self._resolver(base)
+        return resolve(href, b)
+
+    def _resolver(
+        self, base: str | None
+    ) -> tuple[Callable[[str, _Base | None], _Result | None], _Base | None]:
+        """(the function resolving an href against `base`, the parsed base): the memo, or the
+        bare computation when the memo is off or the base too long to be a memo context."""
         if base is not None and len(base) > _MEMO_MAX_LENGTH:
-            return self._compute(href, self._parse_base(base))
+            return self._compute, self._parse_base(base)
         b = None if base is None else self._base(base)
-        return self._memoized(href, b) if self._memo_size else self._compute(href, b)
+        return (self._memoized if self._memo_size else self._compute), b
 
     def _memoized(self, href: str, b: _Base | None) -> _Result | None:
-        """The memo in front of `_compute`. Nothing after the first "#" can change a result, so
-        memo keys stop there; the context is the smallest part of the base the result can
-        depend on (so navigation links repeated on every page of a site hit)."""
+        """The memo in front of `_compute`. Memo keys stop after the first "#" (`cut_fragment`);
+        the context is the smallest part of the base the result can depend on (so navigation
+        links repeated on every page of a site hit)."""
         if len(href) > _MEMO_MAX_LENGTH:
             return self._compute(href, b)
-        cut = href.find("#")
-        ref = href if cut < 0 else href[: cut + 1]
+        ref = cut_fragment(href)
         ctx: str | None
         if b is None:
             ctx = None

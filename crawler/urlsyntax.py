@@ -9,7 +9,8 @@ from typing import Final
 
 __all__ = [
     "ASCII_HOST_OK", "DEFAULT_PORTS", "PATH_FIX", "PATH_OK", "QUERY_FIX", "QUERY_OK", "SPLIT",
-    "STRIP", "TAB_NL", "compile_patterns", "fix_pct", "pair_key", "remove_dot_segments",
+    "STRIP", "TAB_NL", "compile_patterns", "cut_fragment", "fix_pct", "pair_key",
+    "remove_dot_segments",
 ]  # fmt: skip
 
 DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
@@ -77,3 +78,11 @@ def compile_patterns(names: Iterable[str], what: str) -> tuple[str, ...]:
             )
         out.append(name.lower())
     return tuple(out)
+
+
+def cut_fragment(href: str) -> str:
+    """`href` up to and including its first "#". Nothing after it changes where a link leads
+    (the fragment is dropped), so hrefs that differ only there resolve alike; the "#" stays, as
+    a fragment-only reference resolves differently from an empty one."""
+    cut = href.find("#")
+    return href if cut < 0 else href[: cut + 1]
