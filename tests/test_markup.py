@@ -12,18 +12,13 @@ from crawler import markup
 from crawler.markup import MAX_TAGS, Markup, parse_markup
 
 
-def reference_profile(data: bytes, chunk: int) -> tuple[int, int]:
-    """The chunked depth estimate written out one byte at a time."""
+def reference_profile(data: bytes) -> tuple[int, int]:
+    """The depth estimate written out one byte at a time."""
     depth = peak = 0
-    for start in range(0, len(data), chunk):
-        net = 0
-        for i in range(start, min(start + chunk, len(data))):
-            if data[i] == ord("<"):
-                net += 1
-                if data[i + 1 : i + 2] == b"/":
-                    net -= 2
-        depth = max(depth + net, 0)
-        peak = max(peak, depth)
+    for i, byte in enumerate(data):
+        if byte == ord("<"):
+            depth = max(depth - 1 if data[i + 1 : i + 2] == b"/" else depth + 1, 0)
+            peak = max(peak, depth)
     return data.count(b"<"), peak
 
 
@@ -31,25 +26,23 @@ tokens = st.lists(st.sampled_from([b"<", b"</", b"/", b"x", b"<a>", b"</a>", b"<
 
 
 @settings(max_examples=300, deadline=None)
-@given(parts=tokens, chunk=st.sampled_from([1, 2, 3, 7, 64]))
-def test_tag_profile_matches_the_reference(parts: list[bytes], chunk: int) -> None:
+@given(parts=tokens, block=st.sampled_from([1, 2, 3, 7, 64, 1 << 20]))
+def test_tag_profile_matches_the_reference(parts: list[bytes], block: int) -> None:
+    # small blocks: the running depth and a "</" split across blocks carry over
     data = b"".join(parts)
-    assert markup._tag_profile(data, chunk) == reference_profile(data, chunk)
+    assert markup._tag_profile(data, block) == reference_profile(data)
 
 
 def test_tag_profile_floors_the_depth_at_zero() -> None:
-    # 3 chunks: net -5 (floored to 0), +3, +2: the floored depth peaks at 5, the raw sum at 0
-    chunk = markup._GUARD_CHUNK
-    closes = b"</a>" * 5
-    body = closes.ljust(chunk, b" ") + (b"<p>" * 3).ljust(chunk, b" ") + b"<p>" * 2
-    assert markup._tag_profile(body) == (10, 5)
+    # 5 closes (floored at 0), then 5 opens: the floored depth peaks at 5, the raw sum at 0
+    assert markup._tag_profile(b"</a>" * 5 + b"<p>" * 5) == (10, 5)
+    assert markup._tag_profile(b"") == (0, 0)
 
 
-def test_deep_nesting_is_spotted_across_chunks() -> None:
+def test_deep_nesting_is_spotted() -> None:
     body = b"<div>" * 5000 + b"</div>" * 5000
-    tags, peak = markup._tag_profile(body)
-    assert tags == 10_000
-    assert peak > 4000 > markup._DEPTH_ALARM  # per chunk: the peak chunk holds some closes
+    assert markup._tag_profile(body) == (10_000, 5000)
+    assert markup._tag_profile(body, block=999) == (10_000, 5000)
 
 
 def test_tag_flood_is_cut_at_max_tags(caplog: pytest.LogCaptureFixture) -> None:
@@ -59,6 +52,18 @@ def test_tag_flood_is_cut_at_max_tags(caplog: pytest.LogCaptureFixture) -> None:
     assert kept.count(b"<") == MAX_TAGS
     assert kept.startswith(b"<a href=/x>") and b"/never" not in kept
     assert "more than 200000 tags" in caplog.text
+
+
+def test_only_a_and_area_are_links() -> None:
+    # The tree pass matches every [href]: <link>, <use>, <image>... are not links; an SVG 1.1
+    # <a> with only xlink:href is one (an href, when both are there, wins as in browsers).
+    body = (
+        b"<html><head><link rel=stylesheet href=s.css></head><body><a href=1><a>no href</a>"
+        b"<svg><use href=#u></use><image href=i.png></image><a xlink:href=2>x</a>"
+        b"<a href=3 xlink:href=ignored>y</a></svg><base target=_top><a href='' rel=nofollow>"
+    )
+    doc = parse_markup(body, "http://t/", "text/html")
+    assert (doc.hrefs, doc.nofollow, doc.base_href) == (("1", "2", "3", ""), (3,), None)
 
 
 def test_markup_holds_plain_values() -> None:
