@@ -80,8 +80,7 @@ class Admission:
         repeat counts as out of scope or as a duplicate, like its first occurrence."""
         depth = parent.depth + 1
         check = self.scope.check
-        # href (fragment cut: "a.html#x" and "a.html#y" are one link) -> occurrences, in order
-        times = Counter(map(cut_fragment, hrefs))
+        times = _occurrences(hrefs)
         in_scope: dict[str, str] = {}  # key -> URL to fetch
         refused: dict[str, str] = {}  # key -> why the scope refuses it
         stats = self.stats
@@ -156,3 +155,14 @@ class Admission:
 
     def __repr__(self) -> str:
         return f"<Admission admitted={self.stats.admitted} max_pages={self.max_pages}>"
+
+
+def _occurrences(hrefs: Sequence[str]) -> dict[str, int]:
+    """href, its fragment cut ("a.html#x" and "a.html#y" are one link) -> occurrences, in
+    document order. Identical hrefs are counted first (in C): a page repeats most of its links."""
+    times: dict[str, int] = {}
+    get = times.get
+    for href, n in Counter(hrefs).items():
+        key = cut_fragment(href)
+        times[key] = get(key, 0) + n
+    return times
