@@ -66,6 +66,17 @@ def test_only_a_and_area_are_links() -> None:
     assert (doc.hrefs, doc.nofollow, doc.base_href) == (("1", "2", "3", ""), (3,), None)
 
 
+def test_a_slow_parse_is_logged(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="crawler.markup"):
+        assert markup.parse_tree(b"<a href=x>", "http://t/") is not None
+        assert "took" not in caplog.text  # a small page parses in well under a second
+        monkeypatch.setattr(markup, "SLOW_PARSE_SECONDS", -1.0)
+        assert markup.parse_tree(b"<div></b>" * 10, "http://t/slow") is not None
+    assert "http://t/slow: parsing 90 bytes took" in caplog.text
+
+
 def test_markup_holds_plain_values() -> None:
     doc = parse_markup(
         "<title>é</title>".encode("latin-1"), "http://t/", "text/html; charset=latin-1"
