@@ -87,7 +87,7 @@ _BINARY_MAGIC = (
 
 # Deep-nesting guard (see _defuse).
 _LT, _SLASH = ord("<"), ord("/")
-_GUARD_BLOCK = 1 << 20  # bytes per vectorized step of the nesting estimate
+_GUARD_BLOCK = 1 << 18  # bytes per vectorized step of the nesting estimate (~10 MB of arrays)
 _DEPTH_ALARM = 2 * DEPTH_LIMIT
 _TAG_RE = re.compile(rb"<(/?)([A-Za-z][^\t\n\f\r />]*)")
 _VOID = frozenset(
