@@ -337,9 +337,10 @@ def _escape_deep_nesting(data: bytes) -> bytes:
 
     Known gap: the estimate counts every "</" as a close, so end tags that close nothing
     ("<div></b>" repeated) hide the nesting; lexbor still nests (100k such pairs, 900 KB: ~20 s,
-    bounded by MAX_TAGS; logged by parse_tree). Counting closes per tag name would not close
-    the gap either: an end tag also closes nothing across a <div>, <table>... (the tree
-    builder's "special" elements), which only a tag-by-tag model of the builder tells.
+    bounded by MAX_TAGS; logged by parse_tree; meanwhile the crawl's Parser adds a spare
+    thread, see crawler.parsing). Counting closes per tag name would not close the gap either:
+    an end tag also closes nothing across a <div>, <table>... (the tree builder's "special"
+    elements), which only a tag-by-tag model of the builder tells.
     """
     pieces: list[bytes] = []
     last = 0

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 
@@ -25,15 +27,25 @@ from selectolax.lexbor import LexborHTMLParser
 
 from crawler.markup import NOT_HTML, Markup, parse_markup, parse_tree, prepare, read_tree
 
-__all__ = ["PARSE_THREADS", "SWITCH_INTERVAL", "THREAD_PARSE_BYTES", "Parser", "switch_interval"]
+__all__ = [
+    "PARSE_THREADS", "SPARE_THREADS", "STUCK_SECONDS", "SWITCH_INTERVAL", "THREAD_PARSE_BYTES",
+    "Parser", "switch_interval",
+]  # fmt: skip
 
 Tree = LexborHTMLParser | None
+
+logger = logging.getLogger(__name__)
 
 THREAD_PARSE_BYTES = 16 * 1024
 """Bodies larger than this are parsed in a parse thread; smaller ones parse faster on the loop
 than a thread hop costs."""
 PARSE_THREADS = max(1, min(4, (os.cpu_count() or 2) - 1))
 """Parse threads: lexbor parses without the GIL, so these use the cores the event loop does not."""
+SPARE_THREADS = 2
+"""Threads a Parser may add when every thread is stuck on one slow parse (markup built to make
+lexbor quadratic: see crawler.markup._escape_deep_nesting), so that other pages keep flowing."""
+STUCK_SECONDS = 1.0
+"""A thread busy with one parse for longer than this is stuck (a typical page takes ~1 ms)."""
 SWITCH_INTERVAL = 0.00005
 """GIL switch interval (seconds) while a crawl runs, if the process's is longer (CPython's
 default is 5 ms; restored after the crawl). A parse thread needs the GIL back for a moment after
@@ -49,11 +61,15 @@ class Parser:
     results go through deques; a thread sleeps (and is woken) only when there is no job, and
     wakes the loop (one self-pipe write) only when no earlier wake-up is still pending, so
     under load a page costs the thread one GIL take, after lexbor returns.
+
+    A page can keep lexbor busy for seconds (markup built to be quadratic). When a job is
+    queued while every thread has been on one parse for over STUCK_SECONDS, the Parser adds
+    a thread (at most SPARE_THREADS, logged), so the other pages keep being parsed.
     """
 
     __slots__ = (
-        "_closed", "_cond", "_done", "_idle", "_jobs", "_loop", "_wake_pending", "_workers",
-        "threads",
+        "_busy_since", "_closed", "_cond", "_done", "_idle", "_jobs", "_loop", "_wake_pending",
+        "_workers", "threads",
     )  # fmt: skip
 
     def __init__(self, threads: int | None = None) -> None:
@@ -68,6 +84,7 @@ class Parser:
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._workers: list[threading.Thread] = []
+        self._busy_since: list[float] = []  # per thread: when its current parse began, or 0.0
 
     async def parse(self, body: bytes, url: str, content_type: str | None = None) -> Markup:
         """`crawler.markup.parse_markup(body, url, content_type)`, lexbor in a thread if big."""
@@ -87,6 +104,9 @@ class Parser:
             self._jobs.append((future, data, url))
             if self._idle:
                 self._cond.notify()
+            elif len(self._workers) < self.threads + SPARE_THREADS and self._all_stuck():
+                logger.warning("every parse thread is stuck on a slow page: adding one")
+                self._add_worker()
         return read_tree(await future, charset)
 
     async def close(self) -> None:
@@ -105,14 +125,26 @@ class Parser:
         if self._workers:
             raise RuntimeError("a Parser serves one event loop")
         self._loop = loop
-        for i in range(self.threads):
-            worker = threading.Thread(target=self._work, name=f"crawl-parse-{i}", daemon=True)
-            worker.start()
-            self._workers.append(worker)
+        for _ in range(self.threads):
+            self._add_worker()
 
-    def _work(self) -> None:
+    def _add_worker(self) -> None:
+        index = len(self._workers)
+        self._busy_since.append(0.0)
+        worker = threading.Thread(
+            target=self._work, args=(index,), name=f"crawl-parse-{index}", daemon=True
+        )
+        worker.start()
+        self._workers.append(worker)
+
+    def _all_stuck(self) -> bool:
+        """Whether every thread has been parsing one page for more than STUCK_SECONDS."""
+        since = time.monotonic() - STUCK_SECONDS
+        return all(0.0 < started < since for started in self._busy_since)
+
+    def _work(self, index: int) -> None:
         """A parse thread: take a job, run lexbor (without the GIL), hand the tree back."""
-        cond, jobs, done = self._cond, self._jobs, self._done
+        cond, jobs, done, busy_since = self._cond, self._jobs, self._done, self._busy_since
         while True:
             with cond:
                 while not jobs and not self._closed:
@@ -124,10 +156,12 @@ class Parser:
                 future, data, url = jobs.popleft()
             if future.cancelled():  # its worker was cancelled meanwhile
                 continue
+            busy_since[index] = time.monotonic()
             try:
                 done.append((future, parse_tree(data, url), None))
             except BaseException as exc:  # a bug, handed to the awaiting worker
                 done.append((future, None, exc))
+            busy_since[index] = 0.0
             if not self._wake_pending:  # else the loop will find this result with the others
                 self._wake_pending = True
                 loop = self._loop
@@ -150,7 +184,8 @@ class Parser:
 
     def __repr__(self) -> str:
         return (
-            f"<Parser threads={self.threads} thread_parse_bytes={THREAD_PARSE_BYTES} "
+            f"<Parser threads={self.threads} running={len(self._workers)} "
+            f"thread_parse_bytes={THREAD_PARSE_BYTES} "
             f"queued={len(self._jobs)} closed={self._closed}>"
         )
 

@@ -132,3 +132,46 @@ async def test_close_stops_the_threads_and_refuses_new_work() -> None:
     with pytest.raises(RuntimeError, match="closed"):
         await parser.parse(BIG, URL, "text/html")
     assert (await parser.parse(b"<title>small</title>", URL, "text/html")).title == "small"
+
+
+async def test_a_stuck_parse_gets_a_spare_thread_and_the_others_keep_flowing(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    entered, release = threading.Semaphore(0), threading.Event()
+    real = markup.LexborHTMLParser
+
+    def lexbor(data: bytes) -> object:
+        if b"<title>stuck" in data:  # markup that would take lexbor seconds
+            entered.release()
+            release.wait(10)
+        return real(data)
+
+    monkeypatch.setattr(markup, "LexborHTMLParser", lexbor)
+    monkeypatch.setattr(parsing, "STUCK_SECONDS", -1.0)  # busy at all counts as stuck
+    monkeypatch.setattr(parsing, "SPARE_THREADS", 1)
+
+    def stuck_page(i: int) -> bytes:
+        return BIG.replace(b"<title>Big</title>", b"<title>stuck %d</title>" % i)
+
+    parser = Parser(threads=1)
+    try:
+        with caplog.at_level("WARNING", logger="crawler.parsing"):
+            first = asyncio.ensure_future(parser.parse(stuck_page(1), URL, "text/html"))
+            assert await asyncio.to_thread(entered.acquire, True, 10)
+            # the only thread is stuck: a spare parses the next pages
+            others = [await parser.parse(big_page(i), URL, "text/html") for i in range(3)]
+            assert [m.title for m in others] == ["page 0", "page 1", "page 2"]
+            assert not first.done() and len(parser._workers) == 2
+            # the spare gets stuck too: no third thread (SPARE_THREADS), the next page waits
+            second = asyncio.ensure_future(parser.parse(stuck_page(2), URL, "text/html"))
+            assert await asyncio.to_thread(entered.acquire, True, 10)
+            waiting = asyncio.ensure_future(parser.parse(big_page(3), URL, "text/html"))
+            await asyncio.sleep(0)
+            assert len(parser._workers) == 2 and not waiting.done()
+        assert caplog.text.count("stuck on a slow page") == 1
+        release.set()
+        titles = [(await f).title for f in (first, second, waiting)]
+        assert titles == ["stuck 1", "stuck 2", "page 3"]
+    finally:
+        release.set()
+        await parser.close()
