@@ -62,14 +62,14 @@ class Parser:
     wakes the loop (one self-pipe write) only when no earlier wake-up is still pending, so
     under load a page costs the thread one GIL take, after lexbor returns.
 
-    A page can keep lexbor busy for seconds (markup built to be quadratic). When a job is
-    queued while every thread has been on one parse for over STUCK_SECONDS, the Parser adds
-    a thread (at most SPARE_THREADS, logged), so the other pages keep being parsed.
+    A page can keep lexbor busy for seconds (markup built to be quadratic). While jobs wait,
+    the loop checks every STUCK_SECONDS whether every thread has been on one parse for longer;
+    if so it adds a thread (at most SPARE_THREADS, logged), so the other pages keep flowing.
     """
 
     __slots__ = (
         "_busy_since", "_closed", "_cond", "_done", "_idle", "_jobs", "_loop", "_wake_pending",
-        "_workers", "threads",
+        "_watch", "_workers", "threads",
     )  # fmt: skip
 
     def __init__(self, threads: int | None = None) -> None:
@@ -85,6 +85,7 @@ class Parser:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._workers: list[threading.Thread] = []
         self._busy_since: list[float] = []  # per thread: when its current parse began, or 0.0
+        self._watch: asyncio.TimerHandle | None = None  # the next stuck-threads check
 
     async def parse(self, body: bytes, url: str, content_type: str | None = None) -> Markup:
         """`crawler.markup.parse_markup(body, url, content_type)`, lexbor in a thread if big."""
@@ -102,11 +103,11 @@ class Parser:
         future: asyncio.Future[Tree] = loop.create_future()
         with self._cond:
             self._jobs.append((future, data, url))
-            if self._idle:
+            idle = self._idle
+            if idle:
                 self._cond.notify()
-            elif len(self._workers) < self.threads + SPARE_THREADS and self._all_stuck():
-                logger.warning("every parse thread is stuck on a slow page: adding one")
-                self._add_worker()
+        if not idle and self._watch is None:
+            self._watch_threads()
         return read_tree(await future, charset)
 
     async def close(self) -> None:
@@ -115,6 +116,9 @@ class Parser:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
         workers, self._workers = self._workers, []
         if workers:
             loop = asyncio.get_running_loop()
@@ -137,10 +141,19 @@ class Parser:
         worker.start()
         self._workers.append(worker)
 
-    def _all_stuck(self) -> bool:
-        """Whether every thread has been parsing one page for more than STUCK_SECONDS."""
+    def _watch_threads(self) -> None:
+        """On the loop, while jobs wait: every STUCK_SECONDS, add a thread if each one has been
+        on one parse for longer than that (up to SPARE_THREADS more than `threads`)."""
+        self._watch = None
+        if self._closed or not self._jobs or self._loop is None:
+            return
         since = time.monotonic() - STUCK_SECONDS
-        return all(0.0 < started < since for started in self._busy_since)
+        if all(0.0 < started < since for started in self._busy_since):
+            if len(self._workers) >= self.threads + SPARE_THREADS:
+                return  # all spares stuck too: the jobs wait
+            logger.warning("every parse thread is stuck on a slow page: adding one")
+            self._add_worker()
+        self._watch = self._loop.call_later(max(STUCK_SECONDS, 0.0), self._watch_threads)
 
     def _work(self, index: int) -> None:
         """A parse thread: take a job, run lexbor (without the GIL), hand the tree back."""
