@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 import resource
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
+from crawler import parsing
 from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.results import CrawlResult
@@ -228,6 +230,26 @@ async def test_tag_flood(server: HostileServer) -> None:
     assert results[url].status == 200 and results[url].links > 10_000
     # 10 MB received (and 10 MB served, same process), a parse tree of MAX_TAGS elements
     assert growth < 176 * MiB, f"peak RSS grew by {growth / MiB:.0f} MiB"
+
+
+async def test_a_page_stuck_in_the_parser_does_not_hold_up_the_others(
+    server: HostileServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Stray end tags hide the nesting from the guard: lexbor parses that page in ~0.5 s. Once
+    # the only parse thread counts as stuck, a spare one parses the pages queued behind it.
+    monkeypatch.setattr(parsing, "PARSE_THREADS", 1)
+    monkeypatch.setattr(parsing, "STUCK_SECONDS", 0.05)
+    slow = server.url("/stray-end-tags")
+    others = [server.url(f"/filler/{i}") for i in range(8)]
+    with caplog.at_level(logging.WARNING, logger="crawler.parsing"):
+        async with (
+            asyncio.timeout(30),
+            Crawler(hostile_config(server, politeness={"per_host_concurrency": 4})) as c,
+        ):
+            order = [r.url async for r in c.crawl([slow, *others])]
+    assert sorted(order) == sorted([slow, *others])
+    assert order[-1] == slow  # the others did not wait for it
+    assert "stuck on a slow page" in caplog.text
 
 
 async def test_invalid_and_enormous_hrefs(server: HostileServer) -> None:
