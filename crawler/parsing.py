@@ -36,6 +36,8 @@ Tree = LexborHTMLParser | None
 
 logger = logging.getLogger(__name__)
 
+_RETIRED = -1.0
+
 THREAD_PARSE_BYTES = 16 * 1024
 """Bodies larger than this are parsed in a parse thread; smaller ones parse faster on the loop
 than a thread hop costs."""
@@ -64,7 +66,9 @@ class Parser:
 
     A page can keep lexbor busy for seconds (markup built to be quadratic). While jobs wait,
     the loop checks every STUCK_SECONDS whether every thread has been on one parse for longer;
-    if so it adds a thread (at most SPARE_THREADS, logged), so the other pages keep flowing.
+    if so it adds a spare thread (at most SPARE_THREADS, logged), so the other pages keep
+    flowing. A spare retires once it finds no job waiting: more parse threads than cores only
+    contend for the GIL.
     """
 
     __slots__ = (
@@ -84,7 +88,8 @@ class Parser:
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._workers: list[threading.Thread] = []
-        self._busy_since: list[float] = []  # per thread: when its current parse began, or 0.0
+        # per thread: when its current parse began, 0.0 between parses, _RETIRED once gone
+        self._busy_since: list[float] = []
         self._watch: asyncio.TimerHandle | None = None  # the next stuck-threads check
 
     async def parse(self, body: bytes, url: str, content_type: str | None = None) -> Markup:
@@ -133,7 +138,8 @@ class Parser:
             self._add_worker()
 
     def _add_worker(self) -> None:
-        index = len(self._workers)
+        self._workers = [w for w in self._workers if w.is_alive()]  # forget retired spares
+        index = len(self._busy_since)
         self._busy_since.append(0.0)
         worker = threading.Thread(
             target=self._work, args=(index,), name=f"crawl-parse-{index}", daemon=True
@@ -148,8 +154,9 @@ class Parser:
         if self._closed or not self._jobs or self._loop is None:
             return
         since = time.monotonic() - STUCK_SECONDS
-        if all(0.0 < started < since for started in self._busy_since):
-            if len(self._workers) >= self.threads + SPARE_THREADS:
+        running = [started for started in self._busy_since if started != _RETIRED]
+        if all(0.0 < started < since for started in running):
+            if len(running) >= self.threads + SPARE_THREADS:
                 return  # all spares stuck too: the jobs wait
             logger.warning("every parse thread is stuck on a slow page: adding one")
             self._add_worker()
@@ -160,6 +167,9 @@ class Parser:
         cond, jobs, done, busy_since = self._cond, self._jobs, self._done, self._busy_since
         while True:
             with cond:
+                if not jobs and index >= self.threads:  # a spare, and nothing waits: retire
+                    busy_since[index] = _RETIRED
+                    return
                 while not jobs and not self._closed:
                     self._idle += 1
                     cond.wait()
@@ -197,7 +207,8 @@ class Parser:
 
     def __repr__(self) -> str:
         return (
-            f"<Parser threads={self.threads} running={len(self._workers)} "
+            f"<Parser threads={self.threads} "
+            f"running={sum(started != _RETIRED for started in self._busy_since)} "
             f"thread_parse_bytes={THREAD_PARSE_BYTES} "
             f"queued={len(self._jobs)} closed={self._closed}>"
         )
