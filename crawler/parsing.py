@@ -28,8 +28,8 @@ from selectolax.lexbor import LexborHTMLParser
 from crawler.markup import NOT_HTML, Markup, parse_markup, parse_tree, prepare, read_tree
 
 __all__ = [
-    "PARSE_THREADS", "SPARE_THREADS", "STUCK_SECONDS", "SWITCH_INTERVAL", "THREAD_PARSE_BYTES",
-    "Parser", "switch_interval",
+    "CLOSE_WAIT_SECONDS", "PARSE_THREADS", "SPARE_THREADS", "STUCK_SECONDS", "SWITCH_INTERVAL",
+    "THREAD_PARSE_BYTES", "Parser", "switch_interval",
 ]  # fmt: skip
 
 Tree = LexborHTMLParser | None
@@ -48,6 +48,8 @@ SPARE_THREADS = 2
 lexbor quadratic: see crawler.markup._escape_deep_nesting), so that other pages keep flowing."""
 STUCK_SECONDS = 1.0
 """A thread busy with one parse for longer than this is stuck (a typical page takes ~1 ms)."""
+CLOSE_WAIT_SECONDS = 5.0
+"""How long `Parser.close` waits for its threads (normally they are done at once)."""
 SWITCH_INTERVAL = 0.00005
 """GIL switch interval (seconds) while a crawl runs, if the process's is longer (CPython's
 default is 5 ms; restored after the crawl). A parse thread needs the GIL back for a moment after
@@ -116,8 +118,9 @@ class Parser:
         return read_tree(await future, charset)
 
     async def close(self) -> None:
-        """Let the threads finish the jobs queued (bounded by the body and tag caps) and exit;
-        waits for them off the loop."""
+        """Let the threads finish the jobs queued and exit; waits for them off the loop, for at
+        most CLOSE_WAIT_SECONDS: a thread still stuck on a slow page then finishes it in the
+        background (it is a daemon thread) and the jobs still queued are cancelled."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
@@ -127,7 +130,19 @@ class Parser:
         workers, self._workers = self._workers, []
         if workers:
             loop = asyncio.get_running_loop()
-            await asyncio.gather(*(loop.run_in_executor(None, w.join) for w in workers))
+            await asyncio.gather(
+                *(loop.run_in_executor(None, w.join, CLOSE_WAIT_SECONDS) for w in workers)
+            )
+            if any(w.is_alive() for w in workers):
+                with self._cond:
+                    left = list(self._jobs)
+                    self._jobs.clear()
+                for future, _, _ in left:
+                    future.cancel()
+                logger.warning(
+                    "a parse thread is still on a slow page after %.0f s: left to finish it in "
+                    "the background (%d queued parses cancelled)", CLOSE_WAIT_SECONDS, len(left),
+                )  # fmt: skip
         self._deliver()
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:

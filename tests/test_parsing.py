@@ -184,3 +184,35 @@ async def test_a_stuck_parse_gets_a_spare_thread_and_the_others_keep_flowing(
     finally:
         release.set()
         await parser.close()
+
+
+async def test_close_leaves_a_stuck_parse_behind_after_a_while(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    entered, release = threading.Event(), threading.Event()
+    real = markup.LexborHTMLParser
+
+    def lexbor(data: bytes) -> object:
+        if b"<title>stuck" in data:
+            entered.set()
+            release.wait(10)
+        return real(data)
+
+    monkeypatch.setattr(markup, "LexborHTMLParser", lexbor)
+    monkeypatch.setattr(parsing, "CLOSE_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(parsing, "SPARE_THREADS", 0)
+    parser = Parser(threads=1)
+    stuck_page = BIG.replace(b"<title>Big</title>", b"<title>stuck</title>")
+    stuck = asyncio.ensure_future(parser.parse(stuck_page, URL, "text/html"))
+    queued = asyncio.ensure_future(parser.parse(big_page(1), URL, "text/html"))
+    try:
+        assert await asyncio.to_thread(entered.wait, 10)
+        stuck.cancel()  # an aborted crawl: its workers are cancelled, then the parser closed
+        with caplog.at_level("WARNING", logger="crawler.parsing"):
+            await asyncio.wait_for(parser.close(), 5)  # does not wait for the stuck page
+        assert "still on a slow page" in caplog.text and "1 queued parses cancelled" in caplog.text
+        assert queued.cancelled()
+    finally:
+        release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await stuck
