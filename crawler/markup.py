@@ -2,12 +2,13 @@
 
 `parse_markup` decides whether a body is HTML (the Content-Type, checked against binary file
 signatures, or sniffed when it says nothing reliable), decodes it to UTF-8 (BOM > Content-Type
-charset > <meta charset> > UTF-8), defuses pathological markup (absurd nesting, tag floods),
-parses it with lexbor and reads what the crawl needs from the tree into a `Markup` record of
-plain values (`crawler.links` interprets them). The steps are separate functions because they
-run in different places: lexbor releases the GIL while it parses, so for big bodies the crawl
-runs `parse_tree` in a parse thread (`crawler.parsing`) and `prepare` / `read_tree`, which hold
-the GIL anyway, on the event loop. It never raises on what a server sends.
+charset > <meta charset> > UTF-8), defuses pathological markup (`crawler.defuse`: absurd
+nesting, tag floods), parses it with lexbor and reads what the crawl needs from the tree into a
+`Markup` record of plain values (`crawler.links` interprets them). The steps are separate
+functions because they run in different places: lexbor releases the GIL while it parses, so for
+big bodies the crawl runs `parse_tree` in a parse thread (`crawler.parsing`) and `prepare` /
+`read_tree`, which hold the GIL anyway, on the event loop. It never raises on what a server
+sends.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ import re
 import time
 from dataclasses import dataclass
 
-import numpy as np
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
 
+from crawler.defuse import DEPTH_LIMIT, MAX_TAGS, defuse
 from crawler.urlsyntax import STRIP
 
 __all__ = [
@@ -30,14 +31,6 @@ __all__ = [
 ]  # fmt: skip
 
 logger = logging.getLogger(__name__)
-
-DEPTH_LIMIT = 512
-"""Element nesting kept when a page is pathologically deep (browsers cap the tree similarly)."""
-
-MAX_TAGS = 200_000
-"""Tags parsed at most. Lexbor's tree costs about 0.5 KiB per element, so a 10 MiB body of
-nothing but tags would take 0.5 GiB; markup from the (MAX_TAGS + 1)-th "<" left by the
-deep-nesting guard on is dropped."""
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/vnd.wap.xhtml+xml"})
 # Content-Types that say nothing reliable about the body: sniff it.
@@ -84,22 +77,6 @@ _BINARY_MAGIC = (
     b"ID3",
     b"\x00\x00\x01\x00",
 )
-
-# Deep-nesting guard (see _defuse).
-_LT, _SLASH = ord("<"), ord("/")
-_GUARD_BLOCK = 1 << 18  # bytes per vectorized step of the nesting estimate (~10 MB of arrays)
-_DEPTH_ALARM = 2 * DEPTH_LIMIT
-_TAG_RE = re.compile(rb"<(/?)([A-Za-z][^\t\n\f\r />]*)")
-_VOID = frozenset(
-    b"area base br col embed hr img input keygen link meta param source track wbr".split()
-)
-# Never hidden: elements we read, raw-text elements (hiding one would turn its text into markup),
-# and containers whose content must stay out of the document (template) or foreign (svg, math).
-_KEEP = frozenset(
-    b"a area base link meta title script style textarea xmp iframe noembed noframes noscript"
-    b" plaintext template svg math".split()
-)
-
 
 SLOW_PARSE_SECONDS = 1.0
 """A parse that takes longer is logged (a typical page parses in ~1 ms per 100 KB)."""
@@ -161,7 +138,7 @@ def prepare(body: bytes, url: str, content_type: str | None = None) -> tuple[str
     if not is_html(content_type, body):
         return None
     charset, data = _decode(body, content_type)
-    return charset, _defuse(data, url)
+    return charset, defuse(data, url)
 
 
 def parse_tree(data: bytes, url: str) -> LexborHTMLParser | None:
@@ -280,92 +257,3 @@ def _decode(body: bytes, content_type: str | None) -> tuple[str, bytes]:
     except (UnicodeError, LookupError, ValueError, TypeError) as exc:
         logger.debug("charset %s unusable (%s); decoding as UTF-8", charset, exc)
         return "utf-8", body
-
-
-def _defuse(data: bytes, url: str) -> bytes:
-    """`data` made safe to hand to lexbor: elements nested deeper than DEPTH_LIMIT turned into
-    text, then everything from the (MAX_TAGS + 1)-th "<" on dropped."""
-    if len(data) <= _DEPTH_ALARM:  # fewer "<" than the alarm: nothing to defuse
-        return data
-    tags, peak = _tag_profile(data)
-    if peak > _DEPTH_ALARM:
-        data = _escape_deep_nesting(data)
-        tags = data.count(b"<")  # escaped tags create no elements
-    if tags <= MAX_TAGS:
-        return data
-    cut = int(np.flatnonzero(np.frombuffer(data, np.uint8) == _LT)[MAX_TAGS])
-    logger.warning("%s: more than %d tags, the rest of the page is not parsed", url, MAX_TAGS)
-    return data[:cut]
-
-
-def _tag_profile(data: bytes, block: int = _GUARD_BLOCK) -> tuple[int, int]:
-    """(number of "<", an over-estimate of the deepest element nesting) of `data`.
-
-    Each "<" opens an element and each "</" closes one (so void elements count as opens), the
-    depth floored at zero. Vectorized over the positions of the "<", `block` bytes at a time
-    (bounding the index arrays of a huge body): with S the running sum of the +1/-1 steps, the
-    floored depth is S - min(0, lowest S so far).
-    """
-    a = np.frombuffer(data, np.uint8)
-    tags = peak = level = 0
-    for start in range(0, len(a), block):
-        window = a[start : start + block + 1]  # and the byte after the block's last "<"
-        pos = np.flatnonzero(window[:block] == _LT)
-        if not len(pos):
-            continue
-        tags += len(pos)
-        after = window.take(np.minimum(pos + 1, len(window) - 1))
-        steps = np.where(after == _SLASH, -1, 1)
-        steps[0] += level
-        depth = np.cumsum(steps)
-        low = np.minimum.accumulate(depth)
-        np.minimum(low, 0, out=low)
-        depth -= low
-        peak = max(peak, int(depth.max()))
-        level = int(depth[-1])
-    return tags, peak
-
-
-def _escape_deep_nesting(data: bytes) -> bytes:
-    """Return `data`, with elements nested deeper than DEPTH_LIMIT turned into text.
-
-    Lexbor's tree builder walks the stack of open elements for many tags, so a page nested N
-    deep costs O(N^2) (100k nested <div> take ~20 s). `_tag_profile` spots such pages cheaply;
-    only those get this tag-by-tag pass that escapes the "<" of start tags beyond the limit (and
-    of their end tags) as "&lt;". Links, meta, base, title and raw-text elements are never
-    touched, and "&lt;" decodes back to "<" inside attribute values and titles.
-
-    Known gap: the estimate counts every "</" as a close, so end tags that close nothing
-    ("<div></b>" repeated) hide the nesting; lexbor still nests (100k such pairs, 900 KB: ~20 s,
-    bounded by MAX_TAGS; logged by parse_tree; meanwhile the crawl's Parser adds a spare
-    thread, see crawler.parsing). Counting closes per tag name would not close the gap either:
-    an end tag also closes nothing across a <div>, <table>... (the tree builder's "special"
-    elements), which only a tag-by-tag model of the builder tells.
-    """
-    pieces: list[bytes] = []
-    last = 0
-    depth = 0
-    hidden: dict[bytes, int] = {}
-    for match in _TAG_RE.finditer(data):
-        name = match.group(2).lower()
-        if name in _VOID:
-            continue
-        if match.group(1):
-            if hidden.get(name):
-                hidden[name] -= 1
-            else:
-                depth = max(depth - 1, 0)
-                continue
-        elif depth < DEPTH_LIMIT or name in _KEEP:
-            depth += 1
-            continue
-        else:
-            hidden[name] = hidden.get(name, 0) + 1
-        pieces.append(data[last : match.start()])
-        pieces.append(b"&lt;")
-        last = match.start() + 1
-    if not pieces:
-        return data
-    logger.debug("defused %d deeply nested tags", len(pieces) // 2)
-    pieces.append(data[last:])
-    return b"".join(pieces)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler import markup
+from crawler import defuse, markup
 from crawler.markup import MAX_TAGS, Markup, parse_markup
 
 
@@ -30,25 +30,25 @@ tokens = st.lists(st.sampled_from([b"<", b"</", b"/", b"x", b"<a>", b"</a>", b"<
 def test_tag_profile_matches_the_reference(parts: list[bytes], block: int) -> None:
     # small blocks: the running depth and a "</" split across blocks carry over
     data = b"".join(parts)
-    assert markup._tag_profile(data, block) == reference_profile(data)
+    assert defuse._tag_profile(data, block) == reference_profile(data)
 
 
 def test_tag_profile_floors_the_depth_at_zero() -> None:
     # 5 closes (floored at 0), then 5 opens: the floored depth peaks at 5, the raw sum at 0
-    assert markup._tag_profile(b"</a>" * 5 + b"<p>" * 5) == (10, 5)
-    assert markup._tag_profile(b"") == (0, 0)
+    assert defuse._tag_profile(b"</a>" * 5 + b"<p>" * 5) == (10, 5)
+    assert defuse._tag_profile(b"") == (0, 0)
 
 
 def test_deep_nesting_is_spotted() -> None:
     body = b"<div>" * 5000 + b"</div>" * 5000
-    assert markup._tag_profile(body) == (10_000, 5000)
-    assert markup._tag_profile(body, block=999) == (10_000, 5000)
+    assert defuse._tag_profile(body) == (10_000, 5000)
+    assert defuse._tag_profile(body, block=999) == (10_000, 5000)
 
 
 def test_tag_flood_is_cut_at_max_tags(caplog: pytest.LogCaptureFixture) -> None:
     body = b"<a href=/x>" + b"<br>" * (MAX_TAGS + 10) + b"<a href=/never>"
     with caplog.at_level(logging.WARNING, logger="crawler.markup"):
-        kept = markup._defuse(body, "http://site.test/")
+        kept = defuse.defuse(body, "http://site.test/")
     assert kept.count(b"<") == MAX_TAGS
     assert kept.startswith(b"<a href=/x>") and b"/never" not in kept
     assert "more than 200000 tags" in caplog.text
