@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-__all__ = ["DEPTH_LIMIT", "MAX_TAGS", "defuse"]
+__all__ = ["DEPTH_LIMIT", "MAX_ATTRIBUTES", "MAX_TAGS", "STRICT_MAX_TAGS", "defuse"]
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +25,13 @@ MAX_TAGS = 200_000
 """Tags parsed at most. Lexbor's tree costs about 0.5 KiB per element, so a 10 MiB body of
 nothing but tags would take 0.5 GiB; markup from the (MAX_TAGS + 1)-th "<" left by the
 deep-nesting guard on is dropped."""
+
+STRICT_MAX_TAGS = 10_000
+"""Tags parsed at most in strict mode (pages of a host that has served markup built to be slow)."""
+
+MAX_ATTRIBUTES = 64
+"""Strict mode drops tags with this many attributes or more: lexbor checks each new attribute
+against the element's others, so 40,000 distinct attributes on one element take ~3 s."""
 
 _LT, _SLASH = ord("<"), ord("/")
 _GUARD_BLOCK = 1 << 18  # bytes per vectorized step of the nesting estimate (~10 MB of arrays)
@@ -41,20 +48,57 @@ _KEEP = frozenset(
 )
 
 
-def defuse(data: bytes, url: str) -> bytes:
+# The HTML tokenizer's tag states (WHATWG 13.2.5.6-13.2.5.40) as a regular expression; every
+# quantifier is possessive or atomic, so a scan is linear in the body. A "<" followed by a
+# letter counts as a tag wherever it is (inside comments or scripts too): over-counting only
+# makes strict mode drop more.
+_TAG_START = rb"</?[A-Za-z][^\t\n\f\r />]*+"
+_VALUE = rb"(?:\"[^\"]*+(?:\"|\Z)|'[^']*+(?:'|\Z)|[^\t\n\f\r >]*+)"
+_ATTRIBUTE = rb"(?>[^\t\n\f\r />][^\t\n\f\r />=]*+(?:[\t\n\f\r ]*+=[\t\n\f\r ]*+" + _VALUE + rb")?)"
+_SEP = rb"[\t\n\f\r /]*+"
+_END = _SEP + rb"(?:>|\Z)"
+_BEFORE_FLOOD = re.compile(
+    rb"(?:" + _TAG_START + rb"(?:" + _SEP + _ATTRIBUTE + rb"){0,%d}+" % (MAX_ATTRIBUTES - 1)
+    + _END + rb"|[^<]++|<(?!/?[A-Za-z]))*+"
+)  # fmt: skip
+_WHOLE_TAG = re.compile(_TAG_START + rb"(?:" + _SEP + _ATTRIBUTE + rb")*+" + _END)
+
+
+def defuse(data: bytes, url: str, *, strict: bool = False) -> bytes:
     """`data` made safe to hand to lexbor: elements nested deeper than DEPTH_LIMIT turned into
-    text, then everything from the (MAX_TAGS + 1)-th "<" on dropped."""
+    text, then everything from the (MAX_TAGS + 1)-th "<" on dropped. `strict` (for a host
+    that has served markup built to be slow) also drops tags with MAX_ATTRIBUTES attributes
+    or more, and keeps STRICT_MAX_TAGS tags: the nesting estimate can be fooled (see
+    `_escape_deep_nesting`), the tag cap bounds what that costs."""
     if len(data) <= _DEPTH_ALARM:  # fewer "<" than the alarm: nothing to defuse
         return data
+    max_tags = MAX_TAGS
+    if strict:
+        data = _drop_attribute_floods(data, url)
+        max_tags = STRICT_MAX_TAGS
     tags, peak = _tag_profile(data)
     if peak > _DEPTH_ALARM:
         data = _escape_deep_nesting(data)
         tags = data.count(b"<")  # escaped tags create no elements
-    if tags <= MAX_TAGS:
+    if tags <= max_tags:
         return data
-    cut = int(np.flatnonzero(np.frombuffer(data, np.uint8) == _LT)[MAX_TAGS])
-    logger.warning("%s: more than %d tags, the rest of the page is not parsed", url, MAX_TAGS)
+    cut = int(np.flatnonzero(np.frombuffer(data, np.uint8) == _LT)[max_tags])
+    logger.warning("%s: more than %d tags, the rest of the page is not parsed", url, max_tags)
     return data[:cut]
+
+
+def _drop_attribute_floods(data: bytes, url: str) -> bytes:
+    """`data` without its tags of MAX_ATTRIBUTES attributes or more (one C-speed scan)."""
+    pieces: list[bytes] = []
+    start = 0
+    while (end := _BEFORE_FLOOD.match(data, start).end()) < len(data):  # type: ignore[union-attr]
+        pieces.append(data[start:end])
+        start = _WHOLE_TAG.match(data, end).end()  # type: ignore[union-attr]
+    if not pieces:
+        return data
+    logger.warning("%s: dropped %d tags of %d attributes or more", url, len(pieces), MAX_ATTRIBUTES)
+    pieces.append(data[start:])
+    return b"".join(pieces)
 
 
 def _tag_profile(data: bytes, block: int = _GUARD_BLOCK) -> tuple[int, int]:

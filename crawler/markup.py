@@ -133,12 +133,15 @@ def parse_markup(body: bytes, url: str, content_type: str | None = None) -> Mark
     return read_tree(parse_tree(data, url), charset)
 
 
-def prepare(body: bytes, url: str, content_type: str | None = None) -> tuple[str, bytes] | None:
-    """(charset, UTF-8 bytes safe to parse) of an HTML body; None if the body is not HTML."""
+def prepare(
+    body: bytes, url: str, content_type: str | None = None, *, strict: bool = False
+) -> tuple[str, bytes] | None:
+    """(charset, UTF-8 bytes safe to parse) of an HTML body; None if the body is not HTML.
+    `strict`: see `crawler.defuse.defuse`."""
     if not is_html(content_type, body):
         return None
     charset, data = _decode(body, content_type)
-    return charset, defuse(data, url)
+    return charset, defuse(data, url, strict=strict)
 
 
 def parse_tree(data: bytes, url: str) -> LexborHTMLParser | None:
@@ -152,8 +155,8 @@ def parse_tree(data: bytes, url: str) -> LexborHTMLParser | None:
     elapsed = time.perf_counter() - started
     if elapsed > SLOW_PARSE_SECONDS:
         logger.warning(
-            "%s: parsing %d bytes took %.1f s (markup built to be slow: nesting hidden from "
-            "the guard by stray end tags?)", url, len(data), elapsed,
+            "%s: parsing %d bytes took %.1f s (markup built to be slow?)", url, len(data),
+            elapsed,
         )  # fmt: skip
     return tree
 

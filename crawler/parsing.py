@@ -22,9 +22,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
+from crawler import markup
+from crawler.defuse import MAX_ATTRIBUTES, STRICT_MAX_TAGS
 from crawler.markup import NOT_HTML, Markup, parse_markup, parse_tree, prepare, read_tree
 
 __all__ = [
@@ -74,8 +77,8 @@ class Parser:
     """
 
     __slots__ = (
-        "_busy_since", "_closed", "_cond", "_done", "_idle", "_jobs", "_loop", "_wake_pending",
-        "_watch", "_workers", "threads",
+        "_busy_since", "_closed", "_cond", "_done", "_idle", "_jobs", "_loop", "_suspects",
+        "_wake_pending", "_watch", "_workers", "threads",
     )  # fmt: skip
 
     def __init__(self, threads: int | None = None) -> None:
@@ -93,12 +96,14 @@ class Parser:
         # per thread: when its current parse began, 0.0 between parses, _RETIRED once gone
         self._busy_since: list[float] = []
         self._watch: asyncio.TimerHandle | None = None  # the next stuck-threads check
+        self._suspects: set[str] = set()  # hosts whose markup took lexbor seconds
 
     async def parse(self, body: bytes, url: str, content_type: str | None = None) -> Markup:
         """`crawler.markup.parse_markup(body, url, content_type)`, lexbor in a thread if big."""
         if len(body) <= THREAD_PARSE_BYTES:
             return parse_markup(body, url, content_type)
-        prepared = prepare(body, url, content_type)
+        strict = bool(self._suspects) and urlsplit(url).netloc in self._suspects
+        prepared = prepare(body, url, content_type, strict=strict)
         if prepared is None:
             return NOT_HTML
         charset, data = prepared
@@ -194,18 +199,30 @@ class Parser:
                 future, data, url = jobs.popleft()
             if future.cancelled():  # its worker was cancelled meanwhile
                 continue
-            busy_since[index] = time.monotonic()
+            busy_since[index] = started = time.monotonic()
             try:
                 done.append((future, parse_tree(data, url), None))
             except BaseException as exc:  # a bug, handed to the awaiting worker
                 done.append((future, None, exc))
             busy_since[index] = 0.0
+            if time.monotonic() - started > markup.SLOW_PARSE_SECONDS:
+                self._suspect(url)
             if not self._wake_pending:  # else the loop will find this result with the others
                 self._wake_pending = True
                 loop = self._loop
                 if loop is not None and not loop.is_closed():
                     with contextlib.suppress(RuntimeError):  # closed in between
                         loop.call_soon_threadsafe(self._deliver)
+
+    def _suspect(self, url: str) -> None:
+        """After a parse of markup built to be slow: the host's next pages are parsed strictly."""
+        host = urlsplit(url).netloc
+        if host not in self._suspects:
+            self._suspects.add(host)
+            logger.warning(
+                "%s served markup built to be slow: its pages are now screened (tags with %d "
+                "attributes or more dropped, %d tags kept)", host, MAX_ATTRIBUTES, STRICT_MAX_TAGS,
+            )  # fmt: skip
 
     def _deliver(self) -> None:
         """On the loop: resolve the futures of every finished parse."""

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from crawler import markup, parsing
+from crawler import defuse, markup, parsing
 from crawler.markup import NOT_HTML, parse_markup
 from crawler.parsing import Parser, switch_interval
 
@@ -216,3 +216,29 @@ async def test_close_leaves_a_stuck_parse_behind_after_a_while(
         release.set()
     with pytest.raises(asyncio.CancelledError):
         await stuck
+
+
+async def test_a_host_whose_page_parsed_slowly_gets_its_pages_screened(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(markup, "SLOW_PARSE_SECONDS", -1.0)  # every parse counts as slow
+    flood = b"<div " + b" ".join(b"a%d" % i for i in range(defuse.MAX_ATTRIBUTES)) + b">"
+    links = b"".join(b"<p><a href='/p%d'>p</a></p>" % i for i in range(3000))  # 12,000 tags
+    page = b"<html><body>" + flood + links
+    parser = Parser(threads=1)
+    try:
+        with caplog.at_level("WARNING"):
+            first = await parser.parse(page, "http://bad.test/1", "text/html")
+            assert "dropped 1 tags" not in caplog.text
+            second = await parser.parse(page, "http://bad.test/2", "text/html")
+            other = await parser.parse(page, "http://good.test/1", "text/html")
+    finally:
+        await parser.close()
+    assert "bad.test served markup built to be slow: its pages are now screened" in caplog.text
+    # a host's first page is parsed as it is; the pages after a slow one are screened: the
+    # flood tag is dropped and STRICT_MAX_TAGS tags are kept
+    assert len(first.hrefs) == 3000
+    assert "dropped 1 tags of 64 attributes" in caplog.text
+    # 10,000 "<" kept: <html>, <body>, 2,499 links of 4 tags each and <p><a of the 2,500th
+    assert defuse.STRICT_MAX_TAGS == 10_000 and len(second.hrefs) == 2500
+    assert other == first  # another host's pages are not screened for bad.test's markup

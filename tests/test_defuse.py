@@ -1,0 +1,118 @@
+"""crawler.defuse: the byte-level guards, against reference implementations and lexbor."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawler import defuse
+from crawler.defuse import MAX_ATTRIBUTES, MAX_TAGS, STRICT_MAX_TAGS
+from crawler.markup import parse_markup
+
+URL = "http://site.test/"
+
+
+def reference_profile(data: bytes) -> tuple[int, int]:
+    """The depth estimate written out one byte at a time."""
+    depth = peak = 0
+    for i, byte in enumerate(data):
+        if byte == ord("<"):
+            depth = max(depth - 1 if data[i + 1 : i + 2] == b"/" else depth + 1, 0)
+            peak = max(peak, depth)
+    return data.count(b"<"), peak
+
+
+tokens = st.lists(st.sampled_from([b"<", b"</", b"/", b"x", b"<a>", b"</a>", b"<br>"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=tokens, block=st.sampled_from([1, 2, 3, 7, 64, 1 << 18]))
+def test_tag_profile_matches_the_reference(parts: list[bytes], block: int) -> None:
+    # small blocks: the running depth and a "</" split across blocks carry over
+    data = b"".join(parts)
+    assert defuse._tag_profile(data, block) == reference_profile(data)
+
+
+def test_tag_profile_floors_the_depth_at_zero() -> None:
+    # 5 closes (floored at 0), then 5 opens: the floored depth peaks at 5, the raw sum at 0
+    assert defuse._tag_profile(b"</a>" * 5 + b"<p>" * 5) == (10, 5)
+    assert defuse._tag_profile(b"") == (0, 0)
+
+
+def test_deep_nesting_is_spotted() -> None:
+    body = b"<div>" * 5000 + b"</div>" * 5000
+    assert defuse._tag_profile(body) == (10_000, 5000)
+    assert defuse._tag_profile(body, block=999) == (10_000, 5000)
+
+
+def test_tag_flood_is_cut_at_max_tags(caplog: pytest.LogCaptureFixture) -> None:
+    body = b"<a href=/x>" + b"<br>" * (MAX_TAGS + 10) + b"<a href=/never>"
+    with caplog.at_level(logging.WARNING, logger="crawler.defuse"):
+        kept = defuse.defuse(body, "http://site.test/")
+    assert kept.count(b"<") == MAX_TAGS
+    assert kept.startswith(b"<a href=/x>") and b"/never" not in kept
+    assert "more than 200000 tags" in caplog.text
+
+
+def attributes(n: int, template: bytes = b"a%d") -> bytes:
+    return b" ".join(template % i for i in range(n))
+
+
+def with_links(tag: bytes) -> bytes:
+    # (bodies under 1 KiB are too small to hurt, and are left alone)
+    return b"<p>" + b"filler " * 200 + b"<a href=/before>b</a>" + tag + b"<a href=/after>a</a>"
+
+
+@pytest.mark.parametrize(
+    ("name", "tag"),
+    [
+        ("spaces", b"<div " + attributes(50_000) + b">x</div>"),
+        ("quoted <, > and quotes", b"<div " + attributes(30_000, b'a%d="<a href=/no>\'"') + b">"),
+        ("no separators", b"<div " + b"".join(b'a%d=""' % i for i in range(50_000)) + b">"),
+        ("slashes", b"<div " + b"/".join(b"a%d" % i for i in range(50_000)) + b">"),
+        ("end tag", b"</div " + attributes(50_000) + b">"),
+        # the quotes of one kind inside values of the other do not end the tag early
+        (
+            "mixed quotes",
+            b"<div " + b" ".join(b'x%d=\'"\' y%d=">"' % (i, i) for i in range(20_000)) + b">",
+        ),
+    ],
+)
+def test_strict_mode_drops_attribute_floods(name: str, tag: bytes) -> None:
+    # lexbor checks every new attribute against the element's others: 50,000 take seconds
+    body = with_links(tag)
+    started = time.perf_counter()
+    kept = defuse.defuse(body, URL, strict=True)
+    page = parse_markup(kept, URL, "text/html")
+    assert time.perf_counter() - started < 1.0
+    assert page.hrefs == ("/before", "/after")
+    assert defuse.defuse(body, URL) == body  # not strict: left alone
+
+
+def test_strict_mode_keeps_tags_below_max_attributes() -> None:
+    below = with_links(b"<div " + attributes(MAX_ATTRIBUTES - 1) + b">x</div>")
+    at = with_links(b"<div " + attributes(MAX_ATTRIBUTES) + b">x</div>")
+    assert defuse.defuse(below, URL, strict=True) == below
+    assert defuse.defuse(at, URL, strict=True) == with_links(b"x</div>")
+    unterminated = with_links(b"")[:-20] + b"<div " + attributes(MAX_ATTRIBUTES)
+    assert defuse.defuse(unterminated, URL, strict=True) == with_links(b"")[:-20]
+
+
+def test_strict_mode_keeps_fewer_tags(caplog: pytest.LogCaptureFixture) -> None:
+    body = b"<br>" * (STRICT_MAX_TAGS + 10)
+    with caplog.at_level(logging.WARNING, logger="crawler.defuse"):
+        assert defuse.defuse(body, URL, strict=True).count(b"<") == STRICT_MAX_TAGS
+    assert f"more than {STRICT_MAX_TAGS} tags" in caplog.text
+    assert defuse.defuse(body, URL) == body
+
+
+def test_the_tag_scan_is_linear_on_nested_quotes() -> None:
+    # every "<a" inside the values starts a candidate tag: the scan must not restart in them
+    body = b'<a x="' * 100_000 + b"<a" * 200_000 + b">"
+    started = time.perf_counter()
+    defuse.defuse(body, URL, strict=True)
+    assert time.perf_counter() - started < 2.0
