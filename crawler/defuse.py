@@ -4,7 +4,9 @@ Lexbor's tree builder walks the stack of open elements for many tags, so a page 
 costs O(N^2) (100k nested <div> take ~20 s), and its tree costs ~0.5 KiB per element. `defuse`
 turns elements nested deeper than DEPTH_LIMIT into text and drops the markup after MAX_TAGS
 tags. It runs on the event loop before every parse, so the common case is vectorized (numpy):
-~0.1 ms per 100 KB.
+~0.1 ms per 100 KB. Markup can still be built to make lexbor slow (see `_escape_deep_nesting`
+and MAX_ATTRIBUTES); a host that has served such a page gets `strict` screening, which follows
+the HTML tokenizer's tag states (~10 ms per MB) and keeps fewer tags.
 """
 
 from __future__ import annotations
