@@ -93,6 +93,7 @@ def _drop_attribute_floods(data: bytes, url: str) -> bytes:
     """`data` without its tags of MAX_ATTRIBUTES attributes or more (one C-speed scan)."""
     pieces: list[bytes] = []
     start = 0
+    # Both always match: the first may match nothing; where it stops, a tag starts.
     while (end := _BEFORE_FLOOD.match(data, start).end()) < len(data):  # type: ignore[union-attr]
         pieces.append(data[start:end])
         start = _WHOLE_TAG.match(data, end).end()  # type: ignore[union-attr]
