@@ -32,8 +32,8 @@ STRICT_MAX_TAGS = 10_000
 """Tags parsed at most in strict mode (pages of a host that has served markup built to be slow)."""
 
 MAX_ATTRIBUTES = 64
-"""Strict mode drops tags with this many attributes or more: lexbor checks each new attribute
-against the element's others, so 40,000 distinct attributes on one element take ~3 s."""
+"""Strict mode turns tags with this many attributes or more into text: lexbor checks each new
+attribute against the element's others, so 40,000 distinct attributes on one element take ~3 s."""
 
 _LT, _SLASH = ord("<"), ord("/")
 _GUARD_BLOCK = 1 << 18  # bytes per vectorized step of the nesting estimate (~10 MB of arrays)
@@ -50,33 +50,38 @@ _KEEP = frozenset(
 )
 
 
-# The HTML tokenizer's tag states (WHATWG 13.2.5.6-13.2.5.40) as a regular expression; every
-# quantifier is possessive or atomic, so a scan is linear in the body. A "<" followed by a
-# letter counts as a tag wherever it is (inside comments or scripts too): over-counting only
-# makes strict mode drop more.
-_TAG_START = rb"</?[A-Za-z][^\t\n\f\r />]*+"
-_VALUE = rb"(?:\"[^\"]*+(?:\"|\Z)|'[^']*+(?:'|\Z)|[^\t\n\f\r >]*+)"
-_ATTRIBUTE = rb"(?>[^\t\n\f\r />][^\t\n\f\r />=]*+(?:[\t\n\f\r ]*+=[\t\n\f\r ]*+" + _VALUE + rb")?)"
-_SEP = rb"[\t\n\f\r /]*+"
-_END = _SEP + rb"(?:>|\Z)"
-_BEFORE_FLOOD = re.compile(
-    rb"(?:" + _TAG_START + rb"(?:" + _SEP + _ATTRIBUTE + rb"){0,%d}+" % (MAX_ATTRIBUTES - 1)
-    + _END + rb"|[^<]++|<(?!/?[A-Za-z]))*+"
+# Strict screening follows the HTML tokenizer's tag states (WHATWG 13.2.5.6-13.2.5.40) from every
+# "<" + letter, wherever it is: whether lexbor sees a tag there depends on the tree builder
+# (comments, scripts, CDATA in SVG...), which a scan cannot follow. A tag is passed over whole
+# only if it is "clean": under MAX_ATTRIBUTES attributes and no "<" up to its end, so no other
+# tag can start inside what is skipped. Every other "<" + letter is escaped ("&lt;"), and the
+# scan goes on right after it. Quantifiers are possessive or atomic: the scan is linear.
+_WS = rb"[\t\n\f\r ]*+"
+_NOT = rb"\t\n\f\r /><"  # bytes that end a tag or attribute name (and "<": not clean)
+# a value, once "=" is there: quoted if it starts with a quote (never retried as unquoted)
+_CLEAN_VALUE = rb"(?:\"[^\"<]*+(?:\"|\Z)|'[^'<]*+(?:'|\Z)|(?:[^\"'\t\n\f\r ><][^\t\n\f\r ><]*+)?)"
+_CLEAN_ATTRIBUTE = (
+    rb"(?>[^" + _NOT + rb"][^=" + _NOT + rb"]*+(?:" + _WS + rb"=" + _WS + _CLEAN_VALUE
+    + rb"|(?!" + _WS + rb"=)))"
 )  # fmt: skip
-_WHOLE_TAG = re.compile(_TAG_START + rb"(?:" + _SEP + _ATTRIBUTE + rb")*+" + _END)
+_CLEAN_TAG = (
+    rb"</?[A-Za-z][^" + _NOT + rb"]*+(?:[\t\n\f\r /]*+" + _CLEAN_ATTRIBUTE
+    + rb"){0,%d}+[\t\n\f\r /]*+(?:>|\Z)" % (MAX_ATTRIBUTES - 1)
+)  # fmt: skip
+_UP_TO_UNCLEAN = re.compile(rb"(?:" + _CLEAN_TAG + rb"|[^<]++|<(?!/?[A-Za-z]))*+")
 
 
 def defuse(data: bytes, url: str, *, strict: bool = False) -> bytes:
     """`data` made safe to hand to lexbor: elements nested deeper than DEPTH_LIMIT turned into
     text, then everything from the (MAX_TAGS + 1)-th "<" on dropped. `strict` (for a host
-    that has served markup built to be slow) also drops tags with MAX_ATTRIBUTES attributes
-    or more, and keeps STRICT_MAX_TAGS tags: the nesting estimate can be fooled (see
-    `_escape_deep_nesting`), the tag cap bounds what that costs."""
+    that has served markup built to be slow) also turns into text the tags with MAX_ATTRIBUTES
+    attributes or more or a "<" inside, and keeps STRICT_MAX_TAGS tags: the nesting estimate
+    can be fooled (see `_escape_deep_nesting`), the tag cap bounds what that costs."""
     if len(data) <= _DEPTH_ALARM:  # fewer "<" than the alarm: nothing to defuse
         return data
     max_tags = MAX_TAGS
     if strict:
-        data = _drop_attribute_floods(data, url)
+        data = _escape_unclean_tags(data, url)
         max_tags = STRICT_MAX_TAGS
     tags, peak = _tag_profile(data)
     if peak > _DEPTH_ALARM:
@@ -89,17 +94,20 @@ def defuse(data: bytes, url: str, *, strict: bool = False) -> bytes:
     return data[:cut]
 
 
-def _drop_attribute_floods(data: bytes, url: str) -> bytes:
-    """`data` without its tags of MAX_ATTRIBUTES attributes or more (one C-speed scan)."""
+def _escape_unclean_tags(data: bytes, url: str) -> bytes:
+    """`data` with the "<" of every tag that is not clean (see above) escaped."""
     pieces: list[bytes] = []
     start = 0
-    # Both always match: the first may match nothing; where it stops, a tag starts.
-    while (end := _BEFORE_FLOOD.match(data, start).end()) < len(data):  # type: ignore[union-attr]
-        pieces.append(data[start:end])
-        start = _WHOLE_TAG.match(data, end).end()  # type: ignore[union-attr]
+    # always matches (maybe nothing); where it stops, an unclean tag starts
+    while (end := _UP_TO_UNCLEAN.match(data, start).end()) < len(data):  # type: ignore[union-attr]
+        pieces += (data[start:end], b"&lt;")
+        start = end + 1
     if not pieces:
         return data
-    logger.warning("%s: dropped %d tags of %d attributes or more", url, len(pieces), MAX_ATTRIBUTES)
+    logger.warning(
+        "%s: escaped %d tags with %d attributes or more, or a '<' inside", url,
+        len(pieces) // 2, MAX_ATTRIBUTES,
+    )  # fmt: skip
     pieces.append(data[start:])
     return b"".join(pieces)
 

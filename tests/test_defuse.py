@@ -8,6 +8,7 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from selectolax.lexbor import LexborHTMLParser
 
 from crawler import defuse
 from crawler.defuse import MAX_ATTRIBUTES, MAX_TAGS, STRICT_MAX_TAGS
@@ -67,39 +68,77 @@ def with_links(tag: bytes) -> bytes:
     return b"<p>" + b"filler " * 200 + b"<a href=/before>b</a>" + tag + b"<a href=/after>a</a>"
 
 
-@pytest.mark.parametrize(
-    ("name", "tag"),
-    [
-        ("spaces", b"<div " + attributes(50_000) + b">x</div>"),
-        ("quoted <, > and quotes", b"<div " + attributes(30_000, b'a%d="<a href=/no>\'"') + b">"),
-        ("no separators", b"<div " + b"".join(b'a%d=""' % i for i in range(50_000)) + b">"),
-        ("slashes", b"<div " + b"/".join(b"a%d" % i for i in range(50_000)) + b">"),
-        ("end tag", b"</div " + attributes(50_000) + b">"),
-        # the quotes of one kind inside values of the other do not end the tag early
-        (
-            "mixed quotes",
-            b"<div " + b" ".join(b'x%d=\'"\' y%d=">"' % (i, i) for i in range(20_000)) + b">",
-        ),
-    ],
-)
-def test_strict_mode_drops_attribute_floods(name: str, tag: bytes) -> None:
+def most_attributes(data: bytes) -> int:
+    """The most attributes lexbor gives one element of `data`."""
+    tree = LexborHTMLParser(data)
+    return max((len(node.attributes) for node in tree.css("*")), default=0)
+
+
+FLOODS = [
+    ("spaces", b"<div " + attributes(50_000) + b">x</div>"),
+    ("quoted <, > and quotes", b"<div " + attributes(3_000, b'a%d="<a href=/in>\'"') + b">"),
+    ("no separators", b"<div " + b"".join(b'a%d=""' % i for i in range(50_000)) + b">"),
+    ("slashes", b"<div " + b"/".join(b"a%d" % i for i in range(50_000)) + b">"),
+    ("end tag", b"</div " + attributes(50_000) + b">"),
+    (
+        "mixed quotes",
+        b"<div " + b" ".join(b'x%d=\'"\' y%d=">"' % (i, i) for i in range(20_000)) + b">",
+    ),
+    # a scan that skipped a comment, a script or CDATA as lexbor does not would miss these
+    ("after a fake tag in a comment", b"<!-- <i a='--> <div " + attributes(50_000) + b"> '>"),
+    (
+        "after a fake tag in a script",
+        b"<script>'<i a=\"</script><div " + attributes(50_000) + b">\"'",
+    ),
+    ("in svg CDATA", b'<svg><![CDATA[> <i a="]]><g ' + attributes(50_000) + b'>">]]></svg>'),
+]
+
+
+@pytest.mark.parametrize(("name", "tag"), FLOODS, ids=[f[0] for f in FLOODS])
+def test_strict_mode_turns_attribute_floods_into_text(name: str, tag: bytes) -> None:
     # lexbor checks every new attribute against the element's others: 50,000 take seconds
     body = with_links(tag)
     started = time.perf_counter()
     kept = defuse.defuse(body, URL, strict=True)
     page = parse_markup(kept, URL, "text/html")
     assert time.perf_counter() - started < 1.0
-    assert page.hrefs == ("/before", "/after")
+    assert page.hrefs[0] == "/before" and page.hrefs[-1] == "/after"
+    assert most_attributes(kept) < MAX_ATTRIBUTES
     assert defuse.defuse(body, URL) == body  # not strict: left alone
 
 
-def test_strict_mode_keeps_tags_below_max_attributes() -> None:
+def test_strict_mode_keeps_clean_tags_as_they_are() -> None:
     below = with_links(b"<div " + attributes(MAX_ATTRIBUTES - 1) + b">x</div>")
-    at = with_links(b"<div " + attributes(MAX_ATTRIBUTES) + b">x</div>")
     assert defuse.defuse(below, URL, strict=True) == below
-    assert defuse.defuse(at, URL, strict=True) == with_links(b"x</div>")
+    tag = b"<div " + attributes(MAX_ATTRIBUTES) + b">x</div>"
+    assert defuse.defuse(with_links(tag), URL, strict=True) == with_links(b"&lt;" + tag[1:])
+    inside = b'<a href=/x title="a<b">x</a>'  # a "<" inside: not clean either
+    assert defuse.defuse(with_links(inside), URL, strict=True) == with_links(b"&lt;" + inside[1:])
     unterminated = with_links(b"")[:-20] + b"<div " + attributes(MAX_ATTRIBUTES)
-    assert defuse.defuse(unterminated, URL, strict=True) == with_links(b"")[:-20]
+    assert defuse.defuse(unterminated, URL, strict=True) == with_links(b"")[
+        :-20
+    ] + b"&lt;div " + attributes(MAX_ATTRIBUTES)
+
+
+soup_tokens = st.sampled_from(
+    [b"<div ", b"<a ", b"</b ", b"<svg>", b"<math>", b"<script>", b"</script>", b"<style>",
+     b"<textarea>", b"<!--", b"-->", b"<![CDATA[", b"]]>", b"<!", b"<", b">", b"/", b"=", b'"',
+     b"'", b" ", b"\n", b"x", b"a b c d e f g h", b"'a'", b'"b"', b"=v"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.one_of(soup_tokens, st.integers(0, 90).map(lambda n: attributes(n, b"f%d "))),
+        max_size=60,
+    )
+)
+def test_strict_mode_leaves_lexbor_no_element_with_max_attributes(parts: list[bytes]) -> None:
+    # whatever lexbor makes of the soup (comments, scripts, foreign content), no element it
+    # builds from the screened bytes has MAX_ATTRIBUTES attributes
+    body = b"<p>" + b"padding " * 150 + b"".join(parts)
+    assert most_attributes(defuse.defuse(body, URL, strict=True)) < MAX_ATTRIBUTES
 
 
 def test_strict_mode_keeps_fewer_tags(caplog: pytest.LogCaptureFixture) -> None:
