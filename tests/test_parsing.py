@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -134,19 +135,31 @@ async def test_close_stops_the_threads_and_refuses_new_work() -> None:
     assert (await parser.parse(b"<title>small</title>", URL, "text/html")).title == "small"
 
 
-async def test_a_stuck_parse_gets_a_spare_thread_and_the_others_keep_flowing(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+Stuck = tuple[threading.Semaphore, threading.Event]
+
+
+@pytest.fixture
+def stuck_lexbor(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stuck]:
+    """lexbor, except that a page titled "stuck..." blocks it (as markup built to be quadratic
+    would) until the test sets the event; the semaphore counts the blocked parses."""
     entered, release = threading.Semaphore(0), threading.Event()
     real = markup.LexborHTMLParser
 
     def lexbor(data: bytes) -> object:
-        if b"<title>stuck" in data:  # markup that would take lexbor seconds
+        if b"<title>stuck" in data:
             entered.release()
             release.wait(10)
         return real(data)
 
     monkeypatch.setattr(markup, "LexborHTMLParser", lexbor)
+    yield entered, release
+    release.set()
+
+
+async def test_a_stuck_parse_gets_a_spare_thread_and_the_others_keep_flowing(
+    stuck_lexbor: Stuck, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    entered, release = stuck_lexbor
     monkeypatch.setattr(parsing, "STUCK_SECONDS", -1.0)  # busy at all counts as stuck
     monkeypatch.setattr(parsing, "SPARE_THREADS", 1)
 
@@ -187,18 +200,9 @@ async def test_a_stuck_parse_gets_a_spare_thread_and_the_others_keep_flowing(
 
 
 async def test_close_leaves_a_stuck_parse_behind_after_a_while(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    stuck_lexbor: Stuck, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    entered, release = threading.Event(), threading.Event()
-    real = markup.LexborHTMLParser
-
-    def lexbor(data: bytes) -> object:
-        if b"<title>stuck" in data:
-            entered.set()
-            release.wait(10)
-        return real(data)
-
-    monkeypatch.setattr(markup, "LexborHTMLParser", lexbor)
+    entered, release = stuck_lexbor
     monkeypatch.setattr(parsing, "CLOSE_WAIT_SECONDS", 0.05)
     monkeypatch.setattr(parsing, "SPARE_THREADS", 0)
     parser = Parser(threads=1)
@@ -206,7 +210,7 @@ async def test_close_leaves_a_stuck_parse_behind_after_a_while(
     stuck = asyncio.ensure_future(parser.parse(stuck_page, URL, "text/html"))
     queued = asyncio.ensure_future(parser.parse(big_page(1), URL, "text/html"))
     try:
-        assert await asyncio.to_thread(entered.wait, 10)
+        assert await asyncio.to_thread(entered.acquire, True, 10)
         stuck.cancel()  # an aborted crawl: its workers are cancelled, then the parser closed
         with caplog.at_level("WARNING", logger="crawler.parsing"):
             await asyncio.wait_for(parser.close(), 5)  # does not wait for the stuck page
