@@ -6,7 +6,7 @@ turns elements nested deeper than DEPTH_LIMIT into text and drops the markup aft
 tags. It runs on the event loop before every parse, so the common case is vectorized (numpy):
 ~0.1 ms per 100 KB. Markup can still be built to make lexbor slow (see `_escape_deep_nesting`
 and MAX_ATTRIBUTES); a host that has served such a page gets `strict` screening, which follows
-the HTML tokenizer's tag states (~10 ms per MB) and keeps fewer tags.
+the HTML tokenizer's tag states (~12 ms per MB) and keeps fewer tags.
 """
 
 from __future__ import annotations
@@ -64,9 +64,10 @@ _CLEAN_ATTRIBUTE = (
     rb"(?>[^" + _NOT + rb"][^=" + _NOT + rb"]*+(?:" + _WS + rb"=" + _WS + _CLEAN_VALUE
     + rb"|(?!" + _WS + rb"=)))"
 )  # fmt: skip
+_SEP = rb"[\t\n\f\r /]*+"  # between attributes: whitespace, or "/" not followed by ">"
 _CLEAN_TAG = (
-    rb"</?[A-Za-z][^" + _NOT + rb"]*+(?:[\t\n\f\r /]*+" + _CLEAN_ATTRIBUTE
-    + rb"){0,%d}+[\t\n\f\r /]*+(?:>|\Z)" % (MAX_ATTRIBUTES - 1)
+    rb"</?[A-Za-z][^" + _NOT + rb"]*+(?:" + _SEP + _CLEAN_ATTRIBUTE
+    + rb"){0,%d}+" % (MAX_ATTRIBUTES - 1) + _SEP + rb"(?:>|\Z)"
 )  # fmt: skip
 _UP_TO_UNCLEAN = re.compile(rb"(?:" + _CLEAN_TAG + rb"|[^<]++|<(?!/?[A-Za-z]))*+")
 
@@ -152,7 +153,8 @@ def _escape_deep_nesting(data: bytes) -> bytes:
     Known gap: the estimate counts every "</" as a close, so end tags that close nothing
     ("<div></b>" repeated) hide the nesting; lexbor still nests (100k such pairs, 900 KB: ~20 s,
     bounded by MAX_TAGS; logged by markup.parse_tree; meanwhile the crawl's Parser adds a spare
-    thread, see crawler.parsing). Counting closes per tag name would not close the gap either:
+    thread, and screens the host's later pages strictly: STRICT_MAX_TAGS bounds their nesting,
+    see crawler.parsing). Counting closes per tag name would not close the gap either:
     an end tag also closes nothing across a <div>, <table>... (the tree builder's "special"
     elements), which only a tag-by-tag model of the builder tells.
     """
