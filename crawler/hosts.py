@@ -120,9 +120,9 @@ class Host:
 
     ``queue`` holds each queued entry as two consecutive items, a compact record the frontier
     packs and unpacks (``crawler.entries.Packer``): the URL without ``prefix`` (the host's
-    origin), or a ``(url, key)`` pair; then the ``(depth, parent, retries, redirects, sitemap)``
-    tuple that consecutive entries share. So ``len(queue)`` is twice the number of entries: use
-    ``queued``.
+    origin), or a ``(url, key)`` pair; then the
+    ``(depth, parent, retries, redirects, sitemap, priority)`` tuple that consecutive entries
+    share. So ``len(queue)`` is twice the number of entries: use ``queued``.
     """
 
     __slots__ = ("backoff_until", "base_delay", "delay", "failures", "in_flight", "in_heap",
