@@ -1,0 +1,59 @@
+"""What a focused crawl scores: a `Link` found on a page, and the `PageText` of a fetched page.
+
+Best-first crawling orders each host's queue by a priority (higher first; ties first in, first
+out). A priority comes from a *score function* given to the crawler, ``Crawler(config, score=fn)``,
+which sees one immutable :class:`Link` per new URL and returns its priority, or None to skip it;
+it may be a coroutine function. ``crawl --focus "words"`` uses the built-in topic scorer
+(:class:`Scorer` is the shape it has), which also rates each fetched page's relevance from its
+:class:`PageText`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = ["Link", "PageText", "ScoreFn", "Scorer"]
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One new link, as a score function sees it."""
+
+    url: str  # the URL that will be fetched
+    key: str  # its canonical form (the dedup key)
+    anchor: str  # the link's text (whitespace collapsed; an image's alt text), "" if none
+    rel: str  # its rel attribute, "" if none
+    context: str  # text around the link (its enclosing block, whitespace collapsed), "" if none
+    depth: int  # the depth the link would be fetched at (its page's depth + 1)
+    parent_url: str  # the page it was found on
+    parent_title: str | None  # that page's title
+    parent_relevance: float | None  # that page's relevance (None without a page scorer)
+
+
+@dataclass(frozen=True, slots=True)
+class PageText:
+    """The text of one fetched HTML page, for rating its relevance."""
+
+    url: str
+    title: str  # "" if none
+    headings: str  # the text of h1-h6, whitespace collapsed
+    body: str  # the visible text (scripts, styles and navigation left out), capped in length
+
+
+ScoreFn = Callable[[Link], "float | Awaitable[float | None] | None"]
+
+
+class Scorer(Protocol):
+    """A topic scorer: a page's relevance and a link's priority (both higher = better)."""
+
+    threshold: float  # pages at or above it count as relevant (the harvest rate's numerator)
+
+    def page(self, text: PageText) -> float:
+        """The relevance of a fetched page; may learn from it (e.g. term statistics)."""
+        ...
+
+    def link(self, link: Link) -> float:
+        """The priority of a new link."""
+        ...
