@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crawler.content.index import MAX_DISTANCE
 from crawler.errors import ConfigError
 from crawler.guard import parse_network
 from crawler.urls import UrlNormalizer
@@ -25,6 +26,7 @@ from crawler.urls import UrlNormalizer
 __all__ = [
     "Config",
     "CrawlConfig",
+    "DedupConfig",
     "FetchConfig",
     "OutputConfig",
     "PolitenessConfig",
@@ -150,6 +152,13 @@ class OutputConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class DedupConfig:
+    enabled: bool = True
+    near_distance: int = 3
+    follow_duplicates: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     crawl: CrawlConfig = field(default_factory=CrawlConfig)
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
@@ -160,6 +169,7 @@ class Config:
     output: OutputConfig = field(default_factory=OutputConfig)
     security: SecurityConfig = field(default_factory=SecurityConfig)
     state: StateConfig = field(default_factory=StateConfig)
+    dedup: DedupConfig = field(default_factory=DedupConfig)
 
     def override(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section replaced (used for CLI flags); validated."""
@@ -288,6 +298,10 @@ def _check_ranges(obj: Any, where: str) -> None:
             raise ConfigError(
                 f"{where} confirm: must be one of 'auto', 'none', 'exact', got {obj.confirm!r}"
             )
+    if isinstance(obj, DedupConfig) and not 0 <= obj.near_distance <= MAX_DISTANCE:
+        raise ConfigError(
+            f"{where} near_distance: must be in 0..{MAX_DISTANCE}, got {obj.near_distance}"
+        )
     if isinstance(obj, SecurityConfig):
         for network in obj.allow_networks:
             try:

@@ -24,11 +24,13 @@ from typing import Any
 from crawler.admission import Admission
 from crawler.components import make_fetcher, make_frontier, make_scope, make_sieve, make_urls
 from crawler.config import Config
+from crawler.content import ContentIndex, fingerprint
 from crawler.dedup import Dedup
 from crawler.errors import FetchError, SeedError
 from crawler.fetcher import Response
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
 from crawler.links import read_page
+from crawler.markup import Markup
 from crawler.parsing import Parser, switch_interval
 from crawler.results import CrawlResult, CrawlStats
 from crawler.robots import fetch_robots, policy_from_response, product_token
@@ -87,6 +89,8 @@ class Crawler:
         self._room = asyncio.Semaphore(2 * config.crawl.concurrency)
         self._workers: list[asyncio.Task[None]] = []
         self.parser = Parser()
+        dc = config.dedup
+        self.content = ContentIndex(dc.near_distance) if dc.enabled else None
 
     async def __aenter__(self) -> Crawler:
         await self.fetcher.__aenter__()
@@ -123,6 +127,10 @@ class Crawler:
         if state is not None and state.resumed:
             self.sieve = state.restore_sieve(self.sieve)
             self.stats.restore(state.stats() or {})
+            if self.content is not None:
+                self.content.load(state.content())
+        if state is not None and self.content is not None:
+            self.content.store = state.add_content
         store = (state.seen if state is not None else SeenStore()) if exact else None
         self.dedup = Dedup(self.sieve, store)
         self.admission = Admission(
@@ -312,14 +320,32 @@ class Crawler:
             max_links=sc.max_links_per_page,
             user_agent_token=self._token,
         )
-        new = self.admission.links(entry, page.links, page.base) if page.is_html else 0
+        dedup = self._content(entry, markup) if page.is_html else {}
+        follow = self.config.dedup.follow_duplicates or not (
+            dedup.get("duplicate_of") or dedup.get("near_duplicate_of")
+        )
+        new = self.admission.links(entry, page.links, page.base) if page.is_html and follow else 0
         return CrawlResult(
             **self._base_result(entry, response),
             title=page.title,
             links=page.links_found,
             new_links=new,
             canonical=page.canonical,
+            **dedup,
         )
+
+    def _content(self, entry: Entry, markup: Markup) -> dict[str, Any]:
+        """Content dedup of an HTML page (`crawler.content`): its fingerprint and matches."""
+        if self.content is None:
+            return {}
+        fp = fingerprint(markup.text)
+        match = self.content.check(entry.url, fp)
+        return {
+            "content_hash": fp.content_hex,
+            "duplicate_of": match.duplicate_of,
+            "simhash": fp.simhash_hex,
+            "near_duplicate_of": match.near_duplicate_of,
+        }
 
     def _redirect(self, entry: Entry, response: Response, location: str) -> CrawlResult:
         target, new, error = self.admission.redirect(entry, location)
@@ -386,6 +412,8 @@ class Crawler:
             "measured_false_positive_rate": self.dedup.measured_false_positive_rate,
         }
         out["memo_hit_rate"] = round(self.urls.memo_hit_rate, 4)
+        if self.content is not None:
+            out["content_index"] = {"pages": len(self.content), "bytes": self.content.nbytes}
         guard = self.fetcher.guard
         out["ssrf_blocked"] = guard.blocked if guard is not None else 0
         if self.frontier is not None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
 
+from crawler.content.text import visible_text
 from crawler.defuse import DEPTH_LIMIT, MAX_TAGS, defuse
 from crawler.urlsyntax import STRIP
 
@@ -108,7 +109,8 @@ class Markup:
     the indices in `hrefs` of links with rel=nofollow; `metas`: (lowercased name, content) of
     each <meta name>; `base_href`: the first <base href> anywhere; `canonical_href`: the first
     rel=canonical link in <head>; `title`: the first <title> (<head>'s first), whitespace
-    collapsed, at most TITLE_MAX_CHARS. Empty when the body is not HTML or could not be parsed.
+    collapsed, at most TITLE_MAX_CHARS; `text`: the visible text (`crawler.content.text`), for
+    content dedup. Empty when the body is not HTML or could not be parsed.
     """
 
     is_html: bool
@@ -119,6 +121,7 @@ class Markup:
     base_href: str | None = None
     canonical_href: str | None = None
     title: str | None = None
+    text: str = ""
 
 
 NOT_HTML = Markup(is_html=False)
@@ -192,9 +195,11 @@ def read_tree(tree: LexborHTMLParser | None, charset: str) -> Markup:
     if title_node is not None:
         text = title_node.text(deep=True).lstrip()[: 4 * TITLE_MAX_CHARS]
         title = " ".join(text.split())[:TITLE_MAX_CHARS].rstrip() or None
+    visible = visible_text(tree)  # last: it detaches boilerplate elements from the tree
     return Markup(
-        True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href, title
-    )
+        True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
+        title, visible,
+    )  # fmt: skip
 
 
 def is_html(content_type: str | None, body: bytes) -> bool:

@@ -108,6 +108,7 @@ def summary_table(stats: dict[str, Any]) -> Table:
     for reason, n in stats["scope_refused"].items():
         add(f"  {reason}", n)
     add("duplicates caught", stats["duplicates"])
+    add("duplicate pages exact / near", f"{stats['exact_duplicates']} / {stats['near_duplicates']}")
     add("over limits", stats["over_limit"] + stats["dropped_full"])
     add("memo hit rate", f"{stats['memo_hit_rate']:.1%}")
     sieve = stats["sieve"]

@@ -1,0 +1,32 @@
+"""The visible text of a page, the input of its content fingerprint.
+
+`visible_text` reads a lexbor tree: the text of <body> with what is not the page's own content
+left out (scripts, styles, templates, inline SVG, and the boilerplate that pages of one site
+share: <nav>, <header>, <footer>, <aside> and any element with role=navigation, such as a
+Sphinx site's sidebar and "next / previous" bars). Text nodes are joined with a space, so that
+markup alone (tags, attributes, comments, line breaks between tags) never changes the result.
+It detaches those elements from the tree: call it last, after everything else was read.
+"""
+
+from __future__ import annotations
+
+from selectolax.lexbor import LexborHTMLParser
+
+__all__ = ["MAX_TEXT_CHARS", "STRIPPED", "visible_text"]
+
+STRIPPED = "script, style, noscript, template, svg, nav, header, footer, aside, [role=navigation]"
+"""The elements left out of a page's text (with everything inside them)."""
+
+MAX_TEXT_CHARS = 1_000_000
+"""Longest text kept (the rest of a huge page does not change its fingerprint)."""
+
+
+def visible_text(tree: LexborHTMLParser) -> str:
+    """The text of the tree's <body> (the whole document if it has none) without `STRIPPED`
+    elements, text nodes joined with a space, at most MAX_TEXT_CHARS; mutates the tree."""
+    for node in tree.css(STRIPPED):
+        node.decompose(recursive=False)  # detaches the subtree (nested matches: harmless)
+    root = tree.body or tree.root
+    if root is None:
+        return ""
+    return str(root.text(separator=" "))[:MAX_TEXT_CHARS]
