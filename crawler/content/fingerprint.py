@@ -9,8 +9,9 @@ comments, indentation, tags around the same words) give the same words.
   concern at any crawl size; ~1 GB/s; 16 bytes keep the index and the state small.
 - `simhash` (Charikar): every word 3-shingle is hashed to 64 bits; bit i of the simhash is set
   when more of the page's shingles have bit i set than not (each occurrence counts once, so
-  frequent shingles weigh more). A few changed shingles among hundreds move few bits: a mirror's
-  banner, date or session id stays within a small Hamming distance.
+  frequent shingles weigh more). Words with a digit (dates, times, counters, session ids: what
+  changes between copies of a page) are left out. A few changed shingles among thousands move
+  few bits; the share of changed shingles sets the distance (see README "Content dedup").
 
 Everything after normalization is vectorized with numpy (a Python loop over the words, let
 alone over 64 bits per feature, costs several times more): words are found from one
@@ -83,10 +84,11 @@ def _mix(x: U64) -> U64:
     return x ^ (x >> np.uint64(31))
 
 
-def word_hashes(normalized: bytes) -> U64:
+def word_hashes(normalized: bytes, *, skip_digits: bool = False) -> U64:
     """A 64-bit hash per word of `normalize`d text, in order: its length and its first, middle
     and last 8 bytes (all of a word up to 24 bytes; two longer words that agree on those 24
-    bytes and their length get the same hash, a harmless feature collision)."""
+    bytes and their length get the same hash, a harmless feature collision). `skip_digits`
+    leaves out the words with an ASCII digit (dates, times, counters, session ids)."""
     n = len(normalized)
     buf = np.zeros(n + 16, dtype=np.uint8)  # 8 zero bytes either side for the 8-byte windows
     data = buf[8 : 8 + n]
@@ -97,6 +99,11 @@ def word_hashes(normalized: bytes) -> U64:
     starts, ends = edges[0::2], edges[1::2]
     if starts.size == 0:
         return np.zeros(0, dtype=np.uint64)
+    if skip_digits:
+        digits = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum((data >= 48) & (data <= 57), out=digits[1:])
+        plain = digits[ends] == digits[starts]
+        starts, ends = starts[plain], ends[plain]
     length = ends - starts
     # window[i] = the 8 bytes buf[i:i+8] as a little-endian uint64 (unaligned, no copy)
     window = np.ndarray(shape=(n + 9,), dtype="<u8", buffer=buf, strides=(1,))
@@ -139,7 +146,7 @@ def fingerprint(text: str) -> Fingerprint:
     """The `Fingerprint` of a page's visible text."""
     normalized = normalize(text)
     with np.errstate(over="ignore"):
-        features = shingle_hashes(word_hashes(normalized))
+        features = shingle_hashes(word_hashes(normalized, skip_digits=True))
     return Fingerprint(content_hash(normalized), simhash64(features))
 
 
