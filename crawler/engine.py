@@ -320,7 +320,7 @@ class Crawler:
             max_links=sc.max_links_per_page,
             user_agent_token=self._token,
         )
-        dedup = self._content(entry, markup) if page.is_html else {}
+        dedup = self._content(entry, markup) if page.is_html and response.status < 300 else {}
         follow = self.config.dedup.follow_duplicates or not (
             dedup.get("duplicate_of") or dedup.get("near_duplicate_of")
         )
@@ -335,7 +335,8 @@ class Crawler:
         )
 
     def _content(self, entry: Entry, markup: Markup) -> dict[str, Any]:
-        """Content dedup of an HTML page (`crawler.content`): its fingerprint and matches."""
+        """Content dedup of a 2xx HTML page (`crawler.content`): its fingerprint and matches
+        (error pages are left out: every 404 page of a site would be a duplicate)."""
         if self.content is None:
             return {}
         fp = fingerprint(markup.text)
