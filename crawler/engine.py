@@ -310,7 +310,10 @@ class Crawler:
         }
 
     async def _page(self, entry: Entry, response: Response) -> CrawlResult:
-        markup = await self.parser.parse(response.body, entry.url, response.content_type)
+        text = self.content is not None  # the page's text is read for content dedup only
+        markup = await self.parser.parse(
+            response.body, entry.url, response.content_type, read_text=text
+        )
         sc = self.config.scope
         page = read_page(
             markup,

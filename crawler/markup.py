@@ -127,13 +127,16 @@ class Markup:
 NOT_HTML = Markup(is_html=False)
 
 
-def parse_markup(body: bytes, url: str, content_type: str | None = None) -> Markup:
-    """Sniff, decode, defuse, parse and read one response body fetched from `url` (for logs)."""
+def parse_markup(
+    body: bytes, url: str, content_type: str | None = None, *, read_text: bool = True
+) -> Markup:
+    """Sniff, decode, defuse, parse and read one response body fetched from `url` (for logs);
+    `read_text`: read the visible text too."""
     prepared = prepare(body, url, content_type)
     if prepared is None:
         return NOT_HTML
     charset, data = prepared
-    return read_tree(parse_tree(data, url), charset)
+    return read_tree(parse_tree(data, url), charset, read_text=read_text)
 
 
 def prepare(
@@ -164,8 +167,9 @@ def parse_tree(data: bytes, url: str) -> LexborHTMLParser | None:
     return tree
 
 
-def read_tree(tree: LexborHTMLParser | None, charset: str) -> Markup:
-    """The `Markup` record of a parsed tree (an empty HTML one when there is no tree)."""
+def read_tree(tree: LexborHTMLParser | None, charset: str, *, read_text: bool = True) -> Markup:
+    """The `Markup` record of a parsed tree (an empty HTML one when there is no tree); its
+    `text` is left empty unless `read_text` (it costs a walk of the tree)."""
     if tree is None:
         return Markup(True, charset)
     hrefs: list[str] = []
@@ -195,7 +199,7 @@ def read_tree(tree: LexborHTMLParser | None, charset: str) -> Markup:
     if title_node is not None:
         text = title_node.text(deep=True).lstrip()[: 4 * TITLE_MAX_CHARS]
         title = " ".join(text.split())[:TITLE_MAX_CHARS].rstrip() or None
-    visible = visible_text(tree)  # last: it detaches boilerplate elements from the tree
+    visible = visible_text(tree) if read_text else ""  # last: it detaches elements
     return Markup(
         True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
         title, visible,
