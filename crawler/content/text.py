@@ -31,9 +31,10 @@ def visible_text(tree: LexborHTMLParser) -> str:
     """The text of the tree's `MAIN` element, else of its <body> (else the whole document),
     without `STRIPPED` elements, text nodes joined with a space, at most MAX_TEXT_CHARS;
     mutates the tree."""
-    for node in tree.css(STRIPPED):
-        node.decompose(recursive=False)  # detaches the subtree (nested matches: harmless)
     root = tree.css_first(MAIN) or tree.body or tree.root
     if root is None:
         return ""
-    return str(root.text(separator=" "))[:MAX_TEXT_CHARS]
+    for node in root.css(STRIPPED):  # within the root only: a subtree walk
+        node.decompose(recursive=False)  # detaches the subtree (nested matches: harmless)
+    # skip_empty: whitespace-only text nodes (between tags) would only add separators
+    return str(root.text(separator=" ", skip_empty=True))[:MAX_TEXT_CHARS]
