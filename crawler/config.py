@@ -155,7 +155,7 @@ class OutputConfig:
 class DedupConfig:
     enabled: bool = True
     near_distance: int = 3
-    follow_duplicates: bool = False
+    follow_duplicates: bool = True
 
 
 @dataclass(frozen=True, slots=True)

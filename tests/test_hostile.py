@@ -44,8 +44,6 @@ def hostile_config(server: HostileServer, **sections: dict[str, Any]) -> Config:
     )
     config = config.override("politeness", delay=0.0, backoff_base=0.05, backoff_max=0.2)
     config = config.override("crawl", concurrency=4, max_depth=2, max_pages=500)
-    # the traps' pages repeat one text: content dedup would stop them before the URL guards do
-    config = config.override("dedup", follow_duplicates=True)
     for section, values in sections.items():
         config = config.override(section, **values)
     return config
