@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from crawler.dedup import Dedup
 from crawler.entries import Entry
 from crawler.frontier import Frontier
 from crawler.results import CrawlStats
 from crawler.scope import Scope
+from crawler.sieve import Dedup
 from crawler.state import CrawlState
 from crawler.urls import UrlNormalizer
 from crawler.urlsyntax import cut_fragment

@@ -24,7 +24,6 @@ from typing import Any
 from crawler.admission import Admission
 from crawler.components import make_fetcher, make_frontier, make_scope, make_sieve, make_urls
 from crawler.config import Config
-from crawler.dedup import Dedup
 from crawler.errors import FetchError, SeedError
 from crawler.fetcher import Response
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
@@ -33,6 +32,7 @@ from crawler.parsing import Parser, switch_interval
 from crawler.results import CrawlResult, CrawlStats
 from crawler.robots import fetch_robots, policy_from_response, product_token
 from crawler.scope import Scope, split_host
+from crawler.sieve import Dedup
 from crawler.sitemaps import SitemapError, parse_sitemap
 from crawler.state import CrawlState, SeenStore
 

@@ -20,13 +20,14 @@ from typing import NamedTuple
 import mmh3
 from bitarray import bitarray
 
-from crawler import sieve_batch, sieve_format
-from crawler.sieve_format import SEED, SieveFormatError
+from crawler.sieve import batch as sieve_batch
+from crawler.sieve import format as sieve_format
+from crawler.sieve.format import SEED, SieveFormatError
 
 __all__ = ["SEED", "BloomStage", "Sieve", "SieveFormatError", "StageStats", "fingerprint"]
 __all__ += ["hash_pair"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("crawler.sieve")  # the name the README documents for growth warnings
 
 _hash64 = mmh3.hash64
 
@@ -348,7 +349,7 @@ class Sieve:
             f"false_positive_estimate={self.false_positive_estimate:.3g})"
         )
 
-    # -- persistence (the format lives in crawler.sieve_format) ---------------------------
+    # -- persistence (the format lives in crawler.sieve.format) ---------------------------
     def to_bytes(self) -> bytes:
         """Versioned header, parameters, stage table, every stage's bits, blake2b-128 checksum."""
         header = sieve_format.Header(
