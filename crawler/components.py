@@ -14,6 +14,7 @@ from crawler.frontier import Frontier
 from crawler.guard import AddressGuard
 from crawler.scope import Scope
 from crawler.sieve import Sieve
+from crawler.steering import HostRules
 from crawler.urls import UrlNormalizer
 
 __all__ = [
@@ -55,6 +56,10 @@ def make_fetcher(config: Config) -> Fetcher:
         resolve=f.resolve,
         connections=max(100, config.crawl.concurrency * 2),
         guard=make_guard(config),
+        headers=f.headers,
+        cookies=f.cookies,
+        proxy=f.proxy,
+        rules=HostRules(config.hosts),
     )
 
 
