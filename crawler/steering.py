@@ -205,5 +205,5 @@ def _rule_headers(rule: HostConfig) -> dict[str, str]:
     if rule.auth is not None:
         user, password = rule.auth
         headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
-        headers["Authorization"] = aiohttp.BasicAuth(user, password).encode()
+        headers["Authorization"] = aiohttp.encode_basic_auth(user, password)
     return headers
