@@ -30,6 +30,8 @@ from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined
 import aiohttp
 from yarl import URL
 
+from crawler.hosts import HostRule
+
 if TYPE_CHECKING:
     from crawler.config import HostConfig
 
@@ -194,6 +196,18 @@ class HostRules:
             return None
         i = self.find(host, port)
         return None if i is None else self._headers[i]
+
+    def host_rule(self, key: str) -> HostRule | None:
+        """The frontier's politeness overrides for a host key ``scheme://host:port`` (see
+        `crawler.hosts.host_key`): the first matching rule's delay and per_host_concurrency."""
+        if not self.rules:
+            return None
+        rest = key.partition("://")[2]
+        host, _, port = rest.rpartition(":")
+        rule = self.rule(host.removeprefix("[").removesuffix("]"), int(port))
+        if rule is None or (rule.delay is None and rule.per_host_concurrency is None):
+            return None
+        return HostRule(delay=rule.delay, per_host_concurrency=rule.per_host_concurrency)
 
     def __repr__(self) -> str:
         patterns = [m.text for m in self._matches]

@@ -10,6 +10,7 @@ import pytest
 
 from crawler.config import HostConfig, config_from_mapping, load_config
 from crawler.errors import ConfigError
+from crawler.hosts import HostRule
 from crawler.steering import REDACTED, HostMatch, HostRules, redact, uses_proxy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -194,3 +195,19 @@ def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "c.toml"
     path.write_text(text)
     return path
+
+
+def test_host_rule_for_the_frontier() -> None:
+    rules = HostRules(
+        [
+            HostConfig(match="a.test:8080", delay=2.0),
+            HostConfig(match="*.test", per_host_concurrency=3),
+            HostConfig(match="[::1]", delay=0.5),
+            HostConfig(match="h.example", headers={"X-K": "v"}),  # no politeness override
+        ]
+    )
+    assert rules.host_rule("http://a.test:8080") == HostRule(delay=2.0)
+    assert rules.host_rule("https://a.test:443") == HostRule(per_host_concurrency=3)
+    assert rules.host_rule("http://[::1]:80") == HostRule(delay=0.5)
+    assert rules.host_rule("http://h.example:80") is None
+    assert rules.host_rule("http://other.example:80") is None
