@@ -211,3 +211,30 @@ def test_host_rule_for_the_frontier() -> None:
     assert rules.host_rule("http://[::1]:80") == HostRule(delay=0.5)
     assert rules.host_rule("http://h.example:80") is None
     assert rules.host_rule("http://other.example:80") is None
+
+
+def test_warc_redacts_credentials_whatever_built_the_response(tmp_path: Path) -> None:
+    from warcio.archiveiterator import ArchiveIterator
+
+    from crawler.fetcher import Response
+    from crawler.warc import WarcOutput
+
+    sent = (("Authorization", "Basic c2VjcmV0"), ("Cookie", "sid=s1"), ("Accept", "text/html"))
+    warc = WarcOutput(tmp_path / "r.warc.gz")
+    warc.write(
+        Response(
+            url="http://a.test/",
+            status=200,
+            headers=(),
+            body=b"",
+            latency=0.0,
+            elapsed=0.0,
+            request_headers=sent,
+        )
+    )
+    warc.close()
+    with warc.files[0].open("rb") as fh:
+        (request,) = [r for r in ArchiveIterator(fh) if r.rec_type == "request"]
+        headers = dict(request.http_headers.headers)
+    assert headers["Authorization"] == REDACTED and headers["Cookie"] == REDACTED
+    assert headers["Accept"] == "text/html" and headers["Host"] == "a.test"

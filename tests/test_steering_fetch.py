@@ -84,6 +84,17 @@ async def test_headers_and_auth_only_to_matching_hosts(origin: tuple[int, Seen])
     assert dict(second.request_headers)["User-Agent"] == "t/1"
 
 
+async def test_rule_headers_override_fetch_headers(origin: tuple[int, Seen]) -> None:
+    port, seen = origin
+    rules = HostRules([HostConfig(match="a.test", headers={"x-tag": "for-a"})])
+    async with fetcher(headers={"X-Tag": "everywhere"}, rules=rules) as f:
+        await f.fetch(f"http://a.test:{port}/")
+        await f.fetch(f"http://b.test:{port}/")
+    (a,), (b,) = seen.headers("a.test"), seen.headers("b.test")
+    assert [v for k, v in a.items() if k.lower() == "x-tag"] == ["for-a"]  # replaced, not added
+    assert b["X-Tag"] == "everywhere"
+
+
 async def test_rule_with_a_port_matches_only_that_port(origin: tuple[int, Seen]) -> None:
     port, seen = origin
     rules = HostRules([HostConfig(match=f"a.test:{port + 1}", headers={"X-Api-Key": "k1"})])
