@@ -290,7 +290,7 @@ class Fetcher:
             target = URL(url, encoded=True)
             if self._guarded is not None:
                 await self._check_literal(target)
-            host, port = target.host or "", target.port or 0
+            host, port = target.raw_host or "", target.port or 0  # as host_key spells it
             async with self._session.get(
                 target,
                 allow_redirects=False,
@@ -315,7 +315,9 @@ class Fetcher:
                     ip=ip,
                     reason=resp.reason or "",
                     version=f"HTTP/{version.major}.{version.minor}" if version else "HTTP/1.1",
-                    request_headers=redact(resp.request_info.headers.items(), self._secret),
+                    request_headers=redact(
+                        ((str(k), v) for k, v in resp.request_info.headers.items()), self._secret
+                    ),
                     raw_body=None if raw is body else raw,
                 )
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:

@@ -4,7 +4,8 @@ Rules: each ``[[hosts]]`` table has a ``match`` glob on the host name (fnmatch-s
 insensitive, so ``*.example.org`` matches ``a.example.org`` and ``a.b.example.org`` but *not*
 ``example.org`` itself: list that in a rule of its own), optionally followed by ``:port`` (then
 only that port matches; without it every port does). An IPv6 address is written in brackets,
-``[::1]`` or ``[::1]:8080``, and matched as a literal. The first rule that matches a host wins.
+``[::1]`` or ``[::1]:8080``, and matched as a literal. An internationalized name is matched in its
+ASCII form (``xn--...``), as URLs carry it. The first rule that matches a host wins.
 
 Credentials: a rule's ``auth`` and ``headers`` are sent only to hosts the rule matches. Redirects
 are not followed by the fetcher (the engine fetches each target as a new URL), so a redirect to
