@@ -351,7 +351,8 @@ class Fetcher:
 
     def __repr__(self) -> str:
         state = "open" if self._session is not None else "closed"
-        return f"<Fetcher {state} max_body={self.max_body} resolver={self._resolver!r}>"
+        steering = f"cookies={self._cookies} proxy={self._proxy is not None} rules={self.rules!r}"
+        return f"<Fetcher {state} max_body={self.max_body} resolver={self._resolver!r} {steering}>"
 
 
 _PROXY_MEMO = 4096

@@ -174,6 +174,8 @@ async def test_no_proxy_hosts_bypass_the_proxy(
 
 
 async def test_unreachable_proxy_is_a_fetch_error() -> None:
-    async with fetcher(proxy="http://127.0.0.1:1") as f:  # nothing listens on loopback port 1
-        with pytest.raises(ConnectError):
+    # nothing listens on loopback port 1
+    async with fetcher(proxy="http://pu:proxy-pw@127.0.0.1:1") as f:
+        with pytest.raises(ConnectError) as info:
             await f.fetch("http://a.test/")
+    assert "proxy-pw" not in str(info.value)  # the message becomes the result's error
