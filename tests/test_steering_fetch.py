@@ -10,8 +10,9 @@ import pytest
 from aiohttp import web
 
 from crawler.config import HostConfig
-from crawler.errors import ConnectError
+from crawler.errors import BlockedAddress, ConnectError
 from crawler.fetcher import Fetcher
+from crawler.guard import AddressGuard
 from crawler.steering import REDACTED, HostRules
 from tests.conftest import serve
 
@@ -171,6 +172,20 @@ async def test_no_proxy_hosts_bypass_the_proxy(
     assert direct.body == b"ok" and [h for h, _, _ in seen.requests] == ["direct.test"]
     assert via.body == f"proxied http://a.test:{port}/".encode()
     assert [url for url, _ in proxied] == [f"http://a.test:{port}/"]
+
+
+async def test_a_proxy_by_name_goes_through_the_ssrf_guard(
+    proxy: tuple[int, list[tuple[str, dict[str, str]]]],
+) -> None:
+    pport, seen = proxy
+    url = f"http://proxy.test:{pport}"
+    async with fetcher(resolve={"proxy.test": "127.0.0.1"}, proxy=url, guard=AddressGuard()) as f:
+        with pytest.raises(BlockedAddress, match=r"proxy\.test: 127\.0\.0\.1 is loopback"):
+            await f.fetch("http://far.test/")
+    allowed = AddressGuard(["127.0.0.0/8"])
+    async with fetcher(resolve={"proxy.test": "127.0.0.1"}, proxy=url, guard=allowed) as f:
+        assert (await f.fetch("http://far.test/")).status == 200
+    assert [u for u, _ in seen] == ["http://far.test/"]
 
 
 async def test_unreachable_proxy_is_a_fetch_error() -> None:
