@@ -10,10 +10,11 @@ from collections.abc import Callable
 
 from crawler.config import Config
 from crawler.fetcher import Fetcher
-from crawler.frontier import Frontier
+from crawler.frontier import Frontier, HostRule
 from crawler.guard import AddressGuard
 from crawler.scope import Scope
 from crawler.sieve import Sieve
+from crawler.steering import HostRules
 from crawler.urls import UrlNormalizer
 
 __all__ = [
@@ -55,6 +56,10 @@ def make_fetcher(config: Config) -> Fetcher:
         resolve=f.resolve,
         connections=max(100, config.crawl.concurrency * 2),
         guard=make_guard(config),
+        headers=f.headers,
+        cookies=f.cookies,
+        proxy=f.proxy,
+        rules=HostRules(config.hosts),
     )
 
 
@@ -64,7 +69,12 @@ def make_guard(config: Config) -> AddressGuard:
     return AddressGuard(s.allow_networks, enabled=s.ssrf_guard)
 
 
-def make_frontier(config: Config, clock: Callable[[], float] | None = None) -> Frontier:
+def make_frontier(
+    config: Config,
+    clock: Callable[[], float] | None = None,
+    host_rule: Callable[[str], HostRule | None] | None = None,
+) -> Frontier:
+    """The frontier; `host_rule` gives a host key's politeness overrides (None: the globals)."""
     p = config.politeness
     return Frontier(
         delay=p.delay,
@@ -79,6 +89,7 @@ def make_frontier(config: Config, clock: Callable[[], float] | None = None) -> F
         max_queued=config.crawl.max_queued,
         max_queued_per_host=config.crawl.max_queued_per_host,
         clock=clock,
+        host_rule=host_rule,
     )
 
 

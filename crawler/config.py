@@ -20,12 +20,14 @@ from typing import Any
 
 from crawler.errors import ConfigError
 from crawler.guard import parse_network
+from crawler.steering import HostMatch, check_headers, check_proxy
 from crawler.urls import UrlNormalizer
 
 __all__ = [
     "Config",
     "CrawlConfig",
     "FetchConfig",
+    "HostConfig",
     "OutputConfig",
     "PolitenessConfig",
     "ScopeConfig",
@@ -91,6 +93,28 @@ class FetchConfig:
     retries: int = 2
     max_redirects: int = 5
     resolve: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    cookies: bool = False
+    proxy: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class HostConfig:
+    """One ``[[hosts]]`` rule (crawler.steering matches it; the first matching rule wins)."""
+
+    match: str
+    delay: float | None = None
+    per_host_concurrency: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    auth: tuple[str, ...] | None = None
+
+    def __repr__(self) -> str:  # header values and the password are secret
+        auth = "" if self.auth is None else f" auth={self.auth[0]!r}:[redacted]"
+        return (
+            f"HostConfig(match={self.match!r}, delay={self.delay!r}, "
+            f"per_host_concurrency={self.per_host_concurrency!r}, "
+            f"headers={sorted(self.headers)!r}{auth})"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +184,7 @@ class Config:
     output: OutputConfig = field(default_factory=OutputConfig)
     security: SecurityConfig = field(default_factory=SecurityConfig)
     state: StateConfig = field(default_factory=StateConfig)
+    hosts: tuple[HostConfig, ...] = ()
 
     def override(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section replaced (used for CLI flags); validated."""
@@ -188,6 +213,9 @@ def config_from_mapping(data: Mapping[str, Any], where: str = "<config>") -> Con
     sections = {f.name: f for f in dataclasses.fields(Config)}
     built: dict[str, Any] = {}
     for name, table in data.items():
+        if name == "hosts":
+            built[name] = _build_hosts(table, where)
+            continue
         if name not in sections:
             known = ", ".join(sorted(sections))
             raise ConfigError(f"{where}: unknown section [{name}] (known: {known})")
@@ -196,6 +224,19 @@ def config_from_mapping(data: Mapping[str, Any], where: str = "<config>") -> Con
         cls = _field_types(Config)[name]
         built[name] = _build(cls, table, f"{where}: [{name}]")
     return Config(**built)
+
+
+def _build_hosts(rules: Any, where: str) -> tuple[HostConfig, ...]:
+    """The ``[[hosts]]`` array of tables, each rule checked like a section."""
+    if not isinstance(rules, list) or not all(isinstance(r, Mapping) for r in rules):
+        raise ConfigError(f"{where}: hosts must be an array of tables ([[hosts]])")
+    out = []
+    for i, table in enumerate(rules, 1):
+        here = f"{where}: [[hosts]] #{i}"
+        if "match" not in table:
+            raise ConfigError(f"{here}: missing key 'match' (a host glob, e.g. '*.example.org')")
+        out.append(_build(HostConfig, table, here))
+    return tuple(out)
 
 
 def _as_table(obj: Any) -> dict[str, Any]:
@@ -219,7 +260,21 @@ def _build(cls: type[Any], table: Mapping[str, Any], where: str) -> Any:
     return obj
 
 
+_SECRET_KEYS = frozenset({"headers", "auth", "proxy"})
+
+
 def _coerce(value: Any, hint: Any, where: str) -> Any:
+    try:
+        return _coerce_value(value, hint, where)
+    except ConfigError as exc:
+        if where.rsplit(" ", 1)[-1] not in _SECRET_KEYS:
+            raise
+        # never echo a value that may hold a credential
+        message = str(exc).split(", got ", 1)[0]
+        raise ConfigError(f"{message}, got {type(value).__name__}") from None
+
+
+def _coerce_value(value: Any, hint: Any, where: str) -> Any:
     origin = typing.get_origin(hint)
     if hint is bool:
         if isinstance(value, bool):
@@ -243,8 +298,9 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
         ):
             return dict(value)
         raise ConfigError(f"{where}: expected a table of strings, got {value!r}")
-    elif isinstance(hint, types.UnionType):  # pragma: no cover - no optional keys yet
-        return value
+    elif isinstance(hint, types.UnionType):  # `X | None`: TOML has no null, so a given value is X
+        (inner,) = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        return _coerce_value(value, inner, where)
     name = getattr(hint, "__name__", str(hint))
     raise ConfigError(f"{where}: expected {name}, got {type(value).__name__} {value!r}")
 
@@ -271,6 +327,8 @@ _POSITIVE_FLOAT = {
 def _check_ranges(obj: Any, where: str) -> None:
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
+        if value is None:  # an optional key that was not given
+            continue
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"{where} {f.name}: must be a finite number, got {value!r}")
         if f.name in _POSITIVE and value < 1:
@@ -288,6 +346,8 @@ def _check_ranges(obj: Any, where: str) -> None:
             raise ConfigError(
                 f"{where} confirm: must be one of 'auto', 'none', 'exact', got {obj.confirm!r}"
             )
+    if isinstance(obj, FetchConfig | HostConfig):
+        _check_steering(obj, where)
     if isinstance(obj, SecurityConfig):
         for network in obj.allow_networks:
             try:
@@ -307,3 +367,23 @@ def _check_ranges(obj: Any, where: str) -> None:
                     re.compile(pattern)
                 except (re.error, OverflowError, RecursionError) as exc:
                     raise ConfigError(f"{where} {key}: bad regex {pattern!r}: {exc}") from None
+
+
+def _check_steering(obj: FetchConfig | HostConfig, where: str) -> None:
+    problem = check_headers(obj.headers)
+    if problem is not None:
+        raise ConfigError(f"{where} headers: {problem}")
+    if isinstance(obj, FetchConfig):
+        problem = check_proxy(obj.proxy)
+        if problem is not None:
+            raise ConfigError(f"{where} proxy: {problem}")
+        return
+    try:
+        HostMatch(obj.match)
+    except ValueError as exc:
+        raise ConfigError(f"{where} match: {exc}") from None
+    if obj.auth is not None:
+        if len(obj.auth) != 2 or ":" in obj.auth[0]:
+            raise ConfigError(f"{where} auth: must be [user, password] (no ':' in the user)")
+        if any(k.lower() == "authorization" for k in obj.headers):
+            raise ConfigError(f"{where} auth: give either auth or an Authorization header")

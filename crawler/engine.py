@@ -116,7 +116,8 @@ class Crawler:
     def _prepare(self, seeds: Iterable[str]) -> None:
         """Set up frontier, scope and the seen test; restore a saved state; admit the seeds."""
         entries = self.seed_entries(seeds)
-        self.frontier, self.scope = make_frontier(self.config, self._clock), make_scope(self.config)
+        self.frontier = make_frontier(self.config, self._clock, self.fetcher.rules.host_rule)
+        self.scope = make_scope(self.config)
         confirm = self.config.sieve.confirm
         exact = confirm == "exact" or (confirm == "auto" and self.state is not None)
         state = self.state

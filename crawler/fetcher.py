@@ -8,6 +8,10 @@ Every aiohttp, asyncio and OS error is translated into a `crawler.errors.FetchEr
 With an `AddressGuard` (the SSRF guard, `crawler.guard`) the resolver is wrapped in a
 `GuardedResolver`, so aiohttp only ever connects to addresses the guard allows, and IP-literal URLs
 (which aiohttp never resolves) are checked before connecting; both raise `BlockedAddress`.
+
+Steering (`crawler.steering`): extra headers for every request, the `[[hosts]]` rules' headers and
+basic auth for the hosts they match only, an optional cookie jar and an optional proxy (bypassed
+for NO_PROXY hosts). `Response.request_headers` never holds a secret header's value.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from crawler.errors import (
     ProtocolError,
 )
 from crawler.guard import AddressGuard, GuardedResolver, parse_address
+from crawler.steering import HostRules, redact, uses_proxy
 
 __all__ = ["Fetcher", "OverrideResolver", "Response", "translate_error"]
 
@@ -58,7 +63,7 @@ class Response:
     ip: str | None = None
     reason: str = ""
     version: str = "HTTP/1.1"
-    request_headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    request_headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # redacted
     raw_body: bytes | None = field(default=None, repr=False)
 
     @property
@@ -176,13 +181,19 @@ class Fetcher:
 
     __slots__ = (
         "_connector_limit",
+        "_cookies",
         "_guarded",
+        "_headers",
+        "_proxy",
+        "_proxy_hosts",
         "_resolver",
+        "_secret",
         "_session",
         "_timeout",
         "guard",
         "max_body",
         "max_header_size",
+        "rules",
         "user_agent",
     )
 
@@ -199,8 +210,17 @@ class Fetcher:
         connections: int = 100,
         resolver: AbstractResolver | None = None,
         guard: AddressGuard | None = None,
+        headers: Mapping[str, str] | None = None,
+        cookies: bool = False,
+        proxy: str = "",
+        rules: HostRules | None = None,
     ) -> None:
-        """`guard` (None: no SSRF guard) filters every resolver answer and IP-literal URL."""
+        """`guard` (None: no SSRF guard) filters every resolver answer and IP-literal URL.
+
+        `headers` go with every request, `rules` add their own to the hosts they match;
+        `cookies` keeps one cookie jar for the fetcher's life; `proxy` ("" = none) is used for
+        every host the NO_PROXY environment variable does not list.
+        """
         self.user_agent = user_agent
         self.max_body = max_body
         self.max_header_size = max_header_size
@@ -213,6 +233,13 @@ class Fetcher:
         self._resolver: AbstractResolver = base if self._guarded is None else self._guarded
         self._connector_limit = connections
         self._session: aiohttp.ClientSession | None = None
+        self._headers = dict(headers or {})
+        self._cookies = cookies
+        self.rules = rules or HostRules(())
+        self._secret = self.rules.secret | {name.lower() for name in self._headers}
+        # aiohttp turns the proxy URL's user:password into Proxy-Authorization
+        self._proxy = URL(proxy) if proxy else None
+        self._proxy_hosts: dict[str, bool] = {}
 
     async def __aenter__(self) -> Fetcher:
         connector = aiohttp.TCPConnector(
@@ -221,11 +248,12 @@ class Fetcher:
         self._session = aiohttp.ClientSession(
             connector=connector,
             timeout=self._timeout,
-            cookie_jar=aiohttp.DummyCookieJar(),
+            cookie_jar=aiohttp.CookieJar() if self._cookies else aiohttp.DummyCookieJar(),
             headers={
                 "User-Agent": self.user_agent,
                 "Accept": ACCEPT,
                 "Accept-Encoding": "gzip, deflate",
+                **self._headers,
             },
             max_line_size=self.max_header_size,
             max_field_size=self.max_header_size,
@@ -262,7 +290,13 @@ class Fetcher:
             target = URL(url, encoded=True)
             if self._guarded is not None:
                 await self._check_literal(target)
-            async with self._session.get(target, allow_redirects=False) as resp:
+            host, port = target.raw_host or "", target.port or 0  # as host_key spells it
+            async with self._session.get(
+                target,
+                allow_redirects=False,
+                headers=self.rules.headers(host, port),
+                proxy=self._proxy_for(host),
+            ) as resp:
                 latency = time.monotonic() - started
                 ip = _peer_ip(resp)
                 declared = resp.content_length
@@ -281,13 +315,24 @@ class Fetcher:
                     ip=ip,
                     reason=resp.reason or "",
                     version=f"HTTP/{version.major}.{version.minor}" if version else "HTTP/1.1",
-                    request_headers=tuple(
-                        (str(k), v) for k, v in resp.request_info.headers.items()
+                    request_headers=redact(
+                        ((str(k), v) for k, v in resp.request_info.headers.items()), self._secret
                     ),
                     raw_body=None if raw is body else raw,
                 )
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
             raise translate_error(exc) from exc
+
+    def _proxy_for(self, host: str) -> URL | None:
+        """The proxy for `host`: none when NO_PROXY lists it (decided once per host)."""
+        if self._proxy is None:
+            return None
+        use = self._proxy_hosts.get(host)
+        if use is None:
+            if len(self._proxy_hosts) >= _PROXY_MEMO:
+                self._proxy_hosts.clear()
+            use = self._proxy_hosts[host] = uses_proxy(host)
+        return self._proxy if use else None
 
     async def _check_literal(self, target: URL) -> None:
         """Check an IP-literal host (aiohttp connects to those without calling the resolver)."""
@@ -306,7 +351,11 @@ class Fetcher:
 
     def __repr__(self) -> str:
         state = "open" if self._session is not None else "closed"
-        return f"<Fetcher {state} max_body={self.max_body} resolver={self._resolver!r}>"
+        steering = f"cookies={self._cookies} proxy={self._proxy is not None} rules={self.rules!r}"
+        return f"<Fetcher {state} max_body={self.max_body} resolver={self._resolver!r} {steering}>"
+
+
+_PROXY_MEMO = 4096
 
 
 class _Decoder:

@@ -15,6 +15,11 @@ HTTP date, capped at ``max_retry_after``), else exponential backoff with jitter
 (``min(backoff_max, backoff_base * 2**(n-1))`` times a uniform factor in [0.5, 1)).
 A response with any other status resets the host's backoff.
 
+Per-host overrides: a :class:`HostRule` replaces the global ``delay`` and/or
+``per_host_concurrency`` for one host (the frontier asks for it once, when the host is first seen).
+A robots.txt Crawl-delay still raises a rule's delay (``max(rule delay, min(Crawl-delay,
+max_delay))``): a rule never goes below what the site asks for.
+
 robots.txt: a policy in force is kept ``robots_ttl`` seconds. An unreachable robots.txt (temporary
 policy) is retried with backoff; a cached policy stays in force meanwhile (RFC 9309 2.4). A host
 with no policy yet gives up after ``robots_max_attempts`` failures and then refuses its pages.
@@ -25,6 +30,7 @@ from __future__ import annotations
 import random
 import time
 from collections import deque
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -33,7 +39,15 @@ from crawler.robots import RobotsPolicy
 if TYPE_CHECKING:
     from crawler.entries import Outcome
 
-__all__ = ["Host", "Politeness", "host_key", "origin", "parse_retry_after", "robots_url"]
+__all__ = [
+    "Host",
+    "HostRule",
+    "Politeness",
+    "host_key",
+    "origin",
+    "parse_retry_after",
+    "robots_url",
+]
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21}
 
@@ -115,6 +129,22 @@ def parse_retry_after(value: str, now: float | None = None) -> float | None:
     return max(0.0, when.timestamp() - wall)
 
 
+@dataclass(frozen=True, slots=True)
+class HostRule:
+    """Politeness overrides for one host; None keeps the global setting."""
+
+    delay: float | None = None  # replaces [politeness] delay for this host
+    per_host_concurrency: int | None = None  # replaces [politeness] per_host_concurrency
+
+    def __post_init__(self) -> None:
+        if self.delay is not None and not 0.0 <= self.delay < float("inf"):
+            raise ValueError(f"delay must be a finite number of seconds >= 0, got {self.delay!r}")
+        if self.per_host_concurrency is not None and self.per_host_concurrency < 1:
+            raise ValueError(
+                f"per_host_concurrency must be >= 1, got {self.per_host_concurrency!r}"
+            )
+
+
 class Host:
     """One politeness key's state: its FIFO queue, slots in use, schedule and robots.txt policy.
 
@@ -125,19 +155,22 @@ class Host:
     share. So ``len(queue)`` is twice the number of entries: use ``queued``.
     """
 
-    __slots__ = ("backoff_until", "base_delay", "delay", "failures", "in_flight", "in_heap",
-                 "key", "last_start", "policy", "prefix", "queue", "ready_at", "robots_expires",
-                 "robots_failures", "robots_fetching")  # fmt: skip
+    __slots__ = ("backoff_until", "base_delay", "concurrency", "configured_delay", "delay",
+                 "failures", "in_flight", "in_heap", "key", "last_start", "policy", "prefix",
+                 "queue", "ready_at", "robots_expires", "robots_failures",
+                 "robots_fetching")  # fmt: skip
 
-    def __init__(self, key: str, delay: float) -> None:
+    def __init__(self, key: str, delay: float, concurrency: int = 1) -> None:
         self.key = key
         self.prefix = origin(key)
         self.queue: deque[Any] = deque()  # two items per entry, see the class docstring
+        self.concurrency = concurrency  # requests in flight at most (global or the host's rule)
         self.in_flight = 0
         self.in_heap = False
         self.ready_at = float("-inf")  # new hosts go first, FIFO among themselves
         self.last_start: float | None = None
-        self.base_delay = delay
+        self.configured_delay = delay  # global or the host's rule: the floor of base_delay
+        self.base_delay = delay  # configured_delay raised by a robots.txt Crawl-delay
         self.delay = delay
         self.failures = 0
         self.backoff_until = float("-inf")
@@ -154,7 +187,8 @@ class Host:
     def __repr__(self) -> str:
         return (
             f"Host({self.key!r}, queued={self.queued}, in_flight={self.in_flight}, "
-            f"ready_at={self.ready_at:.3f}, delay={self.delay}, policy={self.policy!r})"
+            f"ready_at={self.ready_at:.3f}, delay={self.delay}, "
+            f"concurrency={self.concurrency}, policy={self.policy!r})"
         )
 
 
@@ -203,6 +237,16 @@ class Politeness:
         self.rng = rng if rng is not None else random.Random()
         self.backoffs = 0  # times a host was pushed back (429/503, failures, robots 5xx)
 
+    def new_host(self, key: str, rule: HostRule | None = None) -> Host:
+        """The state of a host seen for the first time, with its rule's overrides if any."""
+        delay, concurrency = self.delay, self.concurrency
+        if rule is not None:
+            if rule.delay is not None:
+                delay = float(rule.delay)
+            if rule.per_host_concurrency is not None:
+                concurrency = rule.per_host_concurrency
+        return Host(key, delay, concurrency)
+
     def backoff(self, failures: int) -> float:
         cap = min(self.backoff_max, self.backoff_base * 2.0 ** min(failures - 1, 64))
         return cap * (0.5 + 0.5 * self.rng.random())
@@ -241,7 +285,7 @@ class Politeness:
             host.policy = policy
             host.robots_expires = now + self.robots_ttl
             host.robots_failures = 0
-            base = self.delay
+            base = host.configured_delay
             if policy.crawl_delay is not None:
                 base = max(base, min(policy.crawl_delay, self.max_delay))
             host.base_delay = base

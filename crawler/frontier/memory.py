@@ -11,7 +11,9 @@ ready can never block one that is.
 
 Politeness (the delay between request starts, the adaptive delay, backoff on 429/503 and failures,
 robots.txt lifetime and retries) is :class:`crawler.hosts.Politeness`, whose module docstring states
-the rules; it updates the per-host state, :class:`crawler.hosts.Host`.
+the rules; it updates the per-host state, :class:`crawler.hosts.Host`. ``host_rule(key)``, when
+given, is asked once per host key for a :class:`crawler.hosts.HostRule` (that host's own delay
+and/or per_host_concurrency; a robots.txt Crawl-delay still raises the delay).
 
 Waiting: idle ``get()`` calls park a future in a FIFO of waiters. Whenever something may have become
 ready (``put``, ``done``, ``set_robots``, the timer) the frontier hands ready entries straight to
@@ -42,7 +44,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from crawler.entries import Entry, EntryKind, Outcome, Packer
-from crawler.hosts import Host, Politeness, host_key, parse_retry_after, robots_url
+from crawler.hosts import Host, HostRule, Politeness, host_key, parse_retry_after, robots_url
 from crawler.robots import RobotsPolicy
 from crawler.simtime import SimulatedLoop
 
@@ -51,6 +53,7 @@ __all__ = [
     "EntryKind",  # re-exported from crawler.entries
     "Frontier",
     "FrontierStats",
+    "HostRule",  # re-exported from crawler.hosts
     "Outcome",  # re-exported from crawler.entries
     "SimulatedLoop",  # re-exported from crawler.simtime
     "host_key",  # re-exported from crawler.hosts
@@ -84,10 +87,11 @@ class FrontierStats:
 class Frontier:
     """Per-host politeness frontier. See the module docstring for the rules."""
 
-    __slots__ = ("_clock", "_closed", "_dropped", "_flying", "_handed_out", "_heap", "_hosts",
-                 "_in_flight", "_loop", "_max_queued", "_max_queued_per_host", "_packer", "_queued",
-                 "_refusals", "_refused", "_respect_robots", "_retries", "_robots_fetches",
-                 "_rules", "_seq", "_timer", "_timer_at", "_waiters")  # fmt: skip
+    __slots__ = ("_clock", "_closed", "_dropped", "_flying", "_handed_out", "_heap", "_host_rule",
+                 "_hosts", "_in_flight", "_loop", "_max_queued", "_max_queued_per_host", "_packer",
+                 "_queued", "_refusals", "_refused", "_respect_robots", "_retries",
+                 "_robots_fetches", "_rules", "_seq", "_timer", "_timer_at",
+                 "_waiters")  # fmt: skip
 
     def __init__(
         self,
@@ -106,6 +110,7 @@ class Frontier:
         robots_max_attempts: int = 3,
         clock: Callable[[], float] | None = None,
         rng: random.Random | None = None,
+        host_rule: Callable[[str], HostRule | None] | None = None,
     ) -> None:
         self._rules = Politeness(  # validates its arguments (ValueError)
             delay=delay, per_host_concurrency=per_host_concurrency, max_delay=max_delay,
@@ -121,6 +126,7 @@ class Frontier:
         self._max_queued_per_host = max_queued_per_host
         self._respect_robots = respect_robots
         self._clock = clock
+        self._host_rule = host_rule
         self._loop: asyncio.AbstractEventLoop | None = None
         self._hosts: dict[str, Host] = {}
         self._heap: list[tuple[float, int, Host]] = []
@@ -309,7 +315,8 @@ class Frontier:
     def _host(self, key: str) -> Host:
         host = self._hosts.get(key)
         if host is None:
-            host = self._hosts[key] = Host(key, self._rules.delay)
+            rule = self._host_rule(key) if self._host_rule is not None else None
+            host = self._hosts[key] = self._rules.new_host(key, rule)
         return host
 
     def _schedule(self, host: Host) -> None:
@@ -317,7 +324,7 @@ class Frontier:
         if (
             host.in_heap
             or not host.queue
-            or host.in_flight >= self._rules.concurrency
+            or host.in_flight >= host.concurrency
             or (host.policy is None and host.robots_fetching)
         ):
             return
