@@ -81,7 +81,8 @@ def test_bad_seed_line_is_reported_by_line_number(tmp_path: Path) -> None:
 def test_missing_seeds_file(tmp_path: Path) -> None:
     proc = run(str(tmp_path / "nope.txt"))
     assert proc.returncode == 2
-    assert "cannot read seeds file" in proc.stderr
+    assert "nope.txt: neither a seeds file nor a URL (no such file)" in proc.stderr
+    assert "did you mean" not in proc.stderr  # a file name, not a host name
 
 
 @pytest.mark.parametrize(
