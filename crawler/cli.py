@@ -151,6 +151,11 @@ def command_line(args: Sequence[str]) -> str:
     return shlex.join([*head, *args])
 
 
+def without_fresh(args: Sequence[str]) -> list[str]:
+    """The arguments that resume this crawl: all but --fresh (which would start it over)."""
+    return [a for a in args if a != "--fresh"]
+
+
 def say(quiet: bool, message: str) -> None:
     """A line for the user on stderr, unless -q."""
     if not quiet:
@@ -222,14 +227,14 @@ async def run(
     if stopped_by:
         where = f"; state saved in {config.state.dir}" if state is not None else ""
         hint = (
-            f"resume with: {command_line([a for a in args if a != '--fresh'])}"
+            f"resume with: {command_line(without_fresh(args))}"
             if state is not None
             else "it cannot be resumed: run with --state DIR to make crawls resumable"
         )
         print(f"crawl: interrupted{where}; {hint}", file=sys.stderr)
         return Outcome(crawler, 128 + stopped_by[0])
     if state is not None and state.previous_status == "finished" and writer.lines == 0:
-        again = command_line([*(a for a in args if a != "--fresh"), "--fresh"])
+        again = command_line([*without_fresh(args), "--fresh"])
         say(quiet, f"the crawl in {state.directory} is already complete: nothing to do. "
                    f"To crawl again from scratch: {again} (outputs are appended to: "
                    "point -o/--warc at new files)")  # fmt: skip

@@ -189,6 +189,8 @@ def config_from_mapping(data: Mapping[str, Any], where: str = "<config>") -> Con
     built: dict[str, Any] = {}
     for name, table in data.items():
         if name not in sections:
+            if not isinstance(table, Mapping | list):
+                raise ConfigError(_stray_key(name, where))
             known = ", ".join(sorted(sections))
             raise ConfigError(f"{where}: unknown section [{name}] (known: {known})")
         if not isinstance(table, Mapping):
@@ -196,6 +198,18 @@ def config_from_mapping(data: Mapping[str, Any], where: str = "<config>") -> Con
         cls = _field_types(Config)[name]
         built[name] = _build(cls, table, f"{where}: [{name}]")
     return Config(**built)
+
+
+def _stray_key(name: str, where: str) -> str:
+    """The error for a key written above every section header (a `key = value` at top level)."""
+    homes = [f"[{section}]" for section, hint in _field_types(Config).items()
+             if isinstance(hint, type) and dataclasses.is_dataclass(hint)
+             and name in _field_types(hint)]  # fmt: skip
+    if homes:
+        return (f"{where}: top-level key {name!r} must be inside a section, "
+                f"e.g. {' or '.join(homes)}")  # fmt: skip
+    return (f"{where}: top-level key {name!r} is not a setting; settings go inside a section "
+            f"({', '.join(f'[{f.name}]' for f in dataclasses.fields(Config))})")  # fmt: skip
 
 
 def _as_table(obj: Any) -> dict[str, Any]:
