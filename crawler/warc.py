@@ -6,6 +6,8 @@ content-encoded), with WARC-Target-URI, WARC-Date, WARC-IP-Address where known a
 digest (warcio computes the digests). Records are gzipped one by one, so the files are seekable
 by replay tools. A file that passes `max_size` bytes is closed and the next one is opened:
 ``crawl.warc.gz``, ``crawl-00001.warc.gz``, ``crawl-00002.warc.gz``, ...
+Each record reaches the OS as soon as it is written (warcio flushes the file after every record),
+so a crawl killed at any moment loses at most the record being written, which the next run cuts.
 """
 
 from __future__ import annotations
