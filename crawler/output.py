@@ -4,8 +4,8 @@ JSON Lines handed to the OS within a second of each result.
 - `check_output_paths`: every output path (`-o`, `--warc`, `--stats`, `--state`) is checked
   before the crawl, alike: missing parent directories are created (for `--state`, the directory
   itself); a path that is a directory where a file is wanted (or the reverse), a parent that is
-  a file, a path that is not writable, or two options naming one file are `ConfigError`s that
-  name the option.
+  a file, a path that is not writable, two options naming one file, or an output file inside the
+  state directory are `ConfigError`s that name the option.
 - `JsonlWriter`: lines go through the stream's buffer (no flush per line on the hot path) and a
   timer flushes them every `FLUSH_INTERVAL` seconds, so a crawl killed by SIGKILL, the OOM killer
   or a CI timeout keeps every result older than that, and `tail -f` follows the crawl. With a
@@ -49,6 +49,16 @@ def check_output_paths(files: Mapping[str, str], directories: Mapping[str, str])
     `files` and `directories` map the option that named a path (`-o`, `[output] stats`, ...) to
     the path; empty paths and `-` (stdout) are skipped. Raises ConfigError naming the option.
     """
+    for dir_option, directory in directories.items():
+        if directory in ("", "-"):
+            continue
+        inside = Path(directory).resolve()
+        for option, path in files.items():
+            if path not in ("", "-") and inside in Path(path).resolve().parents:
+                raise ConfigError(
+                    f"{option} {path}: inside the {dir_option} directory {directory}, which "
+                    "holds the crawl state only; write outputs elsewhere"
+                )
     seen: dict[Path, str] = {}
     for option, path in [*files.items(), *directories.items()]:
         if path in ("", "-"):

@@ -174,6 +174,14 @@ def test_two_options_naming_one_file(tmp_path: Path) -> None:
     check_output_paths({"-o": "-", "--stats": "-"}, {})  # stdout is not a path
 
 
+def test_an_output_inside_the_state_directory(tmp_path: Path) -> None:
+    state, out = tmp_path / "state", tmp_path / "state" / "out.jsonl"
+    with pytest.raises(ConfigError, match=r"^-o .*out\.jsonl: inside the --state directory"):
+        check_output_paths({"-o": str(out)}, {"--state": str(state)})
+    assert not state.exists()  # refused before anything was created
+    check_output_paths({"-o": str(tmp_path / "out.jsonl")}, {"--state": str(state)})
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
 def test_unwritable_directory_is_refused(tmp_path: Path) -> None:
     locked = tmp_path / "locked"
