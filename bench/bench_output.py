@@ -8,7 +8,8 @@ file through `crawler.output.JsonlWriter`, three ways, measured in the same run:
   loses everything still buffered (up to 8 KiB, ~30 results, however old).
 
 1. End to end: python3.11-doc served by nginx on loopback, crawled as in bench_crawl
-   (concurrency 32, no delay, robots off), the three modes alternating, RUNS rounds, medians.
+   (concurrency 32, no delay, robots off), the three modes alternating, RUNS rounds: medians,
+   and the median of each round's ratio to that round's "at the end only" crawl.
 2. The writer alone: 200,000 results written to a file (no crawl), best of 5: the hot path's
    cost per line in each mode.
 
@@ -32,7 +33,7 @@ from crawler.output import FLUSH_INTERVAL, JsonlWriter
 from crawler.results import CrawlResult
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
-RUNS = 5
+RUNS = 7
 WRITES = 20_000 if QUICK else 200_000
 MODES = {  # name -> (interval, sync)
     f"timer ({FLUSH_INTERVAL:g} s)": (FLUSH_INTERVAL, False),
@@ -70,12 +71,15 @@ def crawl_table() -> None:
                 pages, seconds = asyncio.run(crawl_once(seed, path, interval, sync))
                 rates[name].append(pages / seconds)
     base = statistics.median(rates["at the end only"])
+    ends = rates["at the end only"]
     print(f"crawl writing JSON Lines to a file ({pages} pages, concurrency 32, {RUNS} rounds)")
-    print(f"{'flushing':20} {'pages/s (median)':>17} {'vs at the end':>14} {'rounds':>30}")
+    print(f"{'flushing':20} {'pages/s (median)':>17} {'vs at the end':>14} "
+          f"{'same round (median)':>20}  rounds")  # fmt: skip
     for name, values in rates.items():
         rate = statistics.median(values)
+        paired = statistics.median(v / e for v, e in zip(values, ends, strict=True))
         each = " ".join(f"{v:.0f}" for v in values)
-        print(f"{name:20} {rate:17.1f} {rate / base:13.1%} {each:>30}")
+        print(f"{name:20} {rate:17.1f} {rate / base:13.1%} {paired:19.1%}  {each}")
     print()
 
 
