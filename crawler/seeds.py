@@ -77,26 +77,36 @@ def collect_seeds(targets: Iterable[str]) -> list[str]:
     lines, or when the seeds files given hold no seed at all ("no seeds in FILE")."""
     seeds: list[str] = []
     empty: list[str] = []
+    problems: list[str] = []  # one per argument: all of them are reported at once
     for target in targets:
-        if "://" in target:
-            seeds.extend(read_seeds("command line", [target]))
-            continue
-        path = Path(target)
-        if not path.exists():
-            url = suggest_url(target)
-            hint = f"; did you mean {url}?" if url else ""
-            raise SeedError(f"{target}: neither a seeds file nor a URL (no such file){hint}")
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SeedError(f"{target}: cannot read seeds file: {exc}") from None
-        found = read_seeds(target, text.splitlines())
+            found = _seeds_of(target)
+        except SeedError as exc:
+            problems.append(str(exc))
+            continue
         if not found:
             empty.append(target)
         seeds.extend(found)
+    if problems:
+        raise SeedError("\n".join(problems))
     if empty and not seeds:
         raise SeedError(f"no seeds in {', '.join(empty)} (one URL per line, '#' comments)")
     return seeds
+
+
+def _seeds_of(target: str) -> list[str]:
+    if "://" in target:
+        return read_seeds("command line", [target])
+    path = Path(target)
+    if not path.exists():
+        url = suggest_url(target)
+        hint = f"; did you mean {url}?" if url else ""
+        raise SeedError(f"{target}: neither a seeds file nor a URL (no such file){hint}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SeedError(f"{target}: cannot read seeds file: {exc}") from None
+    return read_seeds(target, text.splitlines())
 
 
 _UNREACHABLE = re.compile(r"robots: robots\.txt unreachable \((?:(.*); )?RFC 9309: [^)]*\)")

@@ -29,6 +29,21 @@ def test_every_bad_line_is_reported(tmp_path: Path) -> None:
         assert f"{seeds}:{number}: not a crawlable http(s) URL: {line}" in message
 
 
+def test_problems_of_every_argument_are_reported_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("a.txt").write_text("http://a.test/\nbad one\n")
+    with pytest.raises(SeedError) as caught:
+        collect_seeds(["a.txt", "example.net", "ftp://x/"])
+    assert str(caught.value).splitlines() == [
+        "a.txt:2: not a crawlable http(s) URL: 'bad one'",
+        "example.net: neither a seeds file nor a URL (no such file); "
+        "did you mean http://example.net/?",
+        "command line:1: not a crawlable http(s) URL: 'ftp://x/'",
+    ]
+
+
 def test_bad_lines_are_capped() -> None:
     lines = [f"bad line {n}" for n in range(MAX_REPORTED + 7)]
     with pytest.raises(SeedError) as caught:
