@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="crawl",
         description="Crawl from seed URLs (or seed files, one URL per line) and write JSON Lines.",
+        epilog="exit status: 0 done; 1 the demo differed from its ground truth; 2 usage, config, "
+        "seed, output path or state error; 3 not one seed got an HTTP response; 130/143 "
+        "stopped by SIGINT/SIGTERM; 141 stdout closed",
     )
     parser.add_argument(
         "targets",
@@ -83,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--delay",
         type=float,
         metavar="SECONDS",
-        help="minimum seconds between requests to one host",
+        help="minimum seconds between requests to one host (default 1; 0 for your own site)",
     )
     parser.add_argument(
         "--state", metavar="DIR", help="keep a crash-safe crawl state in DIR; run again to resume"

@@ -22,6 +22,7 @@ def test_console_script_is_installed() -> None:
     proc = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
     assert "--demo" in proc.stdout
+    assert "3 not one seed got an HTTP response" in " ".join(proc.stdout.split())
 
 
 def test_demo_crawls_fixture_and_matches_ground_truth(tmp_path: Path) -> None:
