@@ -217,6 +217,8 @@ def config_from_mapping(data: Mapping[str, Any], where: str = "<config>") -> Con
             built[name] = _build_hosts(table, where)
             continue
         if name not in sections:
+            if not isinstance(table, Mapping | list):
+                raise ConfigError(_stray_key(name, where))
             known = ", ".join(sorted(sections))
             raise ConfigError(f"{where}: unknown section [{name}] (known: {known})")
         if not isinstance(table, Mapping):
@@ -237,6 +239,20 @@ def _build_hosts(rules: Any, where: str) -> tuple[HostConfig, ...]:
             raise ConfigError(f"{here}: missing key 'match' (a host glob, e.g. '*.example.org')")
         out.append(_build(HostConfig, table, here))
     return tuple(out)
+
+
+def _stray_key(name: str, where: str) -> str:
+    """The error for a key written above every section header (a `key = value` at top level)."""
+    homes = [f"[{section}]" for section, hint in _field_types(Config).items()
+             if isinstance(hint, type) and dataclasses.is_dataclass(hint)
+             and name in _field_types(hint)]  # fmt: skip
+    if homes:
+        return (f"{where}: top-level key {name!r} must be inside a section, "
+                f"e.g. {' or '.join(homes)}")  # fmt: skip
+    sections = [f"[[{f.name}]]" if f.name == "hosts" else f"[{f.name}]"
+                for f in dataclasses.fields(Config)]  # fmt: skip
+    return (f"{where}: top-level key {name!r} is not a setting; settings go inside a section "
+            f"({', '.join(sections)})")  # fmt: skip
 
 
 def _as_table(obj: Any) -> dict[str, Any]:

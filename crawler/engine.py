@@ -145,7 +145,7 @@ class Crawler:
                 resumed += self.frontier.put(entry)
                 self.scope.admitted(entry.key)
             if resumed:
-                log.warning("resuming: %d URLs still to fetch", resumed)
+                log.info("resuming: %d URLs still to fetch", resumed)
         if not self.config.scope.allowed_domains:
             for host in hosts:
                 self.scope.add_host(host)

@@ -108,13 +108,15 @@ class SeenStore:
 class CrawlState:
     """The state database of one crawl. Use `CrawlState.open(directory, settings)`."""
 
-    __slots__ = ("_db", "_rows", "directory", "finished", "resumed", "seen")
+    __slots__ = ("_db", "_rows", "directory", "finished", "previous_status", "resumed", "seen")
 
     def __init__(self, directory: Path, db: sqlite3.Connection, *, resumed: bool) -> None:
         self.directory = directory
         self._db = db
         self.resumed = resumed
         self.finished = False
+        # the status the state had when opened: "running", "interrupted", "finished"; None if new
+        self.previous_status = self.status if resumed else None
         self.seen = SeenStore(db)
         self._rows: list[tuple[Any, ...]] = []  # admitted URLs not written yet
 

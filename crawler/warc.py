@@ -9,6 +9,8 @@ come with secret values replaced by ``[redacted]`` (see `crawler.steering`), and
 Proxy-Authorization and Cookie are redacted here again whatever built the Response. A file that
 passes `max_size` bytes is closed and the next one is opened:
 ``crawl.warc.gz``, ``crawl-00001.warc.gz``, ``crawl-00002.warc.gz``, ...
+Each record reaches the OS as soon as it is written (warcio flushes the file after every record),
+so a crawl killed at any moment loses at most the record being written, which the next run cuts.
 """
 
 from __future__ import annotations
