@@ -8,15 +8,17 @@ Without priorities (every entry's priority 0, the default) the next host is the 
 once its time has come: breadth-first, exactly as before best-first crawling. Once an entry with
 another priority is queued the schedule is *scored* for good: ``take()`` first moves every host
 whose time has come to the *ready* heap, ordered by the host's best waiting priority (highest
-first), then ready time, then filing order, and takes its head. With equal priorities everywhere
+first), then by when it was moved (in timeline order: earliest ready first, then first filed),
+and takes its head. With equal priorities everywhere
 that is again the timeline's order.
 
 Politeness is decided before a host counts as ready, and checked again when it is taken (a host
 pushed back meanwhile returns to the timeline): priorities choose among ready hosts, never when a
 host may be hit. A host's best priority may rise while it sits in the ready heap (a better URL
-was queued): ``raised()`` files it again under a new token (``Host.token``) and the old filing is
-skipped when it comes up. It may fall (robots.txt swept its best URLs): the host is then filed
-again under its true priority when it comes up.
+was queued): ``raised()`` files it again under the better priority, and the old filing is
+skipped when it comes up (a filing is current while its token and priority are the host's
+``token`` and ``filed_best``). It may fall (robots.txt swept its best URLs): the host is then
+filed again under its true priority when it comes up.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ class Schedule:
 
     def __init__(self) -> None:
         self._timeline: list[tuple[float, int, Host]] = []
-        self._ready: list[tuple[float, float, int, Host]] = []
+        self._ready: list[tuple[float, int, Host]] = []
         self._seq = itertools.count()
         self.scored = False  # set for good by the first entry with a priority other than 0
 
@@ -77,10 +79,8 @@ class Schedule:
     def raised(self, host: Host, priority: float) -> None:
         """A record of ``priority`` joined the queue of ``host``: call it when ``priority >
         host.filed_best`` (never true unless the host waits in the ready heap)."""
-        order = next(self._seq)
-        host.token = order
         host.filed_best = priority
-        heapq.heappush(self._ready, (-priority, host.ready_at, order, host))
+        heapq.heappush(self._ready, (-priority, host.token, host))  # its rank on ties kept
 
     @property
     def next_at(self) -> float | None:
@@ -95,12 +95,12 @@ class Schedule:
             if host.ready_at > ready_at:  # pushed back while filed: file it again
                 heapq.heappush(timeline, (host.ready_at, next(seq), host))
                 continue
-            host.token = order
+            order = host.token = next(seq)  # moved in timeline order: earliest ready first
             host.filed_best = best = host.queue.best
-            heapq.heappush(ready, (-best, ready_at, order, host))
+            heapq.heappush(ready, (-best, order, host))
         while ready:
-            key, ready_at, order, host = heapq.heappop(ready)
-            if order != host.token:  # an older filing of a host filed again since
+            key, order, host = heapq.heappop(ready)
+            if order != host.token or -key != host.filed_best:  # an outdated filing
                 continue
             if host.ready_at > now:  # pushed back while ready: back to the timeline
                 host.filed_best = _UNFILED
@@ -108,9 +108,8 @@ class Schedule:
                 continue
             best = host.queue.best
             if best != -key:  # its best URLs went (robots.txt sweep): file its true priority
-                order = host.token = next(seq)
                 host.filed_best = best
-                heapq.heappush(ready, (-best, ready_at, order, host))
+                heapq.heappush(ready, (-best, order, host))  # same order: same rank on ties
                 continue
             host.in_heap = False
             host.filed_best = _UNFILED
