@@ -1,36 +1,20 @@
 """The in-memory frontier: per-host priority queues, a schedule of hosts, waiting getters.
 
-Design
-------
-Every politeness key (``host_key``: ``scheme://host:port``) has a queue
-(:class:`crawler.frontier.queues.HostQueue`: highest priority first, first in first out among
-equals, so with no scoring it is breadth-first within a host) and a *ready time*, the earliest
-moment its next request may start. Hosts that have work and a free slot are filed in the
-:class:`crawler.frontier.schedule.Schedule` (by ready time; among ready hosts the best waiting
-priority goes first); saturated hosts (``per_host_concurrency`` fetches in flight) or held ones
-(robots.txt in flight) are not filed until ``done()`` or ``set_robots()`` files them again. So a
-host that is not ready can never block one that is, and priorities only choose among ready hosts.
-
-Politeness (the delay between request starts, the adaptive delay, backoff on 429/503 and failures,
-robots.txt lifetime and retries) is :class:`crawler.hosts.Politeness`, whose module docstring states
-the rules; it updates the per-host state, :class:`crawler.hosts.Host`. ``host_rule(key)``, when
-given, is asked once per host key for a :class:`crawler.hosts.HostRule` (that host's own delay
-and/or per_host_concurrency; a robots.txt Crawl-delay still raises the delay).
+It keeps the rules of :class:`crawler.frontier.base.FrontierBackend`. Each host
+(``host_key``) has a :class:`crawler.frontier.queues.HostQueue` (best priority first, FIFO on
+ties: breadth-first without scoring) and a *ready time*, when its next request may start. Hosts
+with work and a free slot are filed in the :class:`crawler.frontier.schedule.Schedule`;
+saturated ones, or held until their robots.txt is known, are filed again by ``done()`` or
+``set_robots()``. Politeness rules (delay, adaptive delay, backoff, robots.txt lifetime, the
+``host_rule`` overrides) are :class:`crawler.hosts.Politeness`, applied to
+:class:`crawler.hosts.Host` states.
 
 Waiting: idle ``get()`` calls park a future in a FIFO of waiters. Whenever something may have become
 ready (``put``, ``done``, ``set_robots``, the timer) the frontier hands ready entries straight to
-waiting futures, and arms ONE timer (``loop.call_later``) for the schedule's next ready time: there
-is no polling. ``get()`` returns None to everybody once nothing is queued and nothing is in flight,
-or after ``close()``.
-
-Memory: a queued entry is kept as a compact record in its host's queue
-(:class:`crawler.entries.Packer`); ``get()`` and ``pending()`` rebuild an Entry equal to the one
-put (its priority included): about 100 bytes less per queued URL.
-
-Time: the clock defaults to the running loop's ``time()``. Tests and the benchmark run whole crawls
-deterministically in simulated time with :class:`crawler.simtime.SimulatedLoop`.
-
-The rules every frontier keeps are those of :class:`crawler.frontier.base.FrontierBackend`.
+waiting futures, and arms ONE timer (``loop.call_later``) for the schedule's next ready time: no
+polling. Memory: a queued entry is a compact record (:class:`crawler.entries.Packer`), rebuilt
+equal (priority included) by ``get()`` and ``pending()``. Time: the clock defaults to the running
+loop's ``time()``; tests and benchmarks use :class:`crawler.simtime.SimulatedLoop`.
 """
 
 from __future__ import annotations
@@ -133,7 +117,7 @@ class Frontier:
             self._dropped[0] += 1
             return False
         priority = entry.priority
-        if priority and not self._schedule.scored:
+        if priority:  # not the default 0: best-first from now on
             if priority != priority:
                 raise ValueError(f"priority must be a number, got {priority!r} for {entry.url!r}")
             self._schedule.scored = True
