@@ -11,6 +11,8 @@ Everything importable from ``crawler.frontier`` before it became a package still
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from crawler.entries import Entry, EntryKind, Outcome
 from crawler.frontier.base import FrontierBackend, FrontierStats
 from crawler.frontier.memory import Frontier
@@ -29,3 +31,6 @@ __all__ = [
     "host_key",
     "parse_retry_after",
 ]
+
+if TYPE_CHECKING:  # mypy checks that the in-memory frontier keeps the contract
+    _frontier: FrontierBackend = Frontier()
