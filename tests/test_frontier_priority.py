@@ -158,14 +158,14 @@ def test_falling_best_priority_is_filed_again() -> None:
     for name, priorities in (("a", (9.0, 1.0)), ("b", (5.0,)), ("c", (7.0,))):
         host = hosts[name] = Host(f"http://{name}.test:80", HostQueue(), 0.0)
         for p in priorities:
-            host.queue.push(*packer.pack(page(f"http://{name}.test/{p}", p), host.prefix))
+            host.queue.push(*packer.pack(page(f"http://{name}.test/{p}", p), host.prefix), p)
         schedule.file(host)
     first = schedule.take(0.0)
     assert first is hosts["a"]  # a (9) goes; b and c wait in the ready heap
     first.queue.pop()
     schedule.file(first)  # back, with 1.0 left: files itself on the timeline
     hosts["c"].queue.remove_disallowed(lambda url: False, "http://c.test")
-    hosts["c"].queue.push(*packer.pack(page("http://c.test/x", 0.5), "http://c.test"))
+    hosts["c"].queue.push(*packer.pack(page("http://c.test/x", 0.5), "http://c.test"), 0.5)
     order = [schedule.take(0.0) for _ in range(3)]
     assert order == [hosts["b"], hosts["a"], hosts["c"]]  # c fell from 7 to 0.5
     assert schedule.take(0.0) is None
@@ -293,7 +293,7 @@ def test_robots_first_and_refusals_under_scoring() -> None:
 
 
 def records(queue: HostQueue) -> list[tuple[str, float]]:
-    return [(head, context[5]) for head, context in queue]
+    return [(head, priority) for head, _, priority in queue]
 
 
 def test_host_queue_switches_to_a_heap_and_back() -> None:
@@ -303,7 +303,7 @@ def test_host_queue_switches_to_a_heap_and_back() -> None:
 
     def push(name: str, priority: float, front: bool = False) -> None:
         record = packer.pack(page(f"{prefix}/{name}", priority), prefix)
-        (queue.push_front if front else queue.push)(*record)
+        (queue.push_front if front else queue.push)(*record, priority)
 
     for name in ("a", "b"):
         push(name, 1.0)
@@ -316,8 +316,10 @@ def test_host_queue_switches_to_a_heap_and_back() -> None:
     push("d", 1.0)
     assert [h for h, _ in records(queue)] == ["/c", "/y", "/z", "/a", "/b", "/d"]
     removed = queue.remove_disallowed(lambda url: not url.endswith(("/z", "/b")), prefix)
-    assert [h for h, _ in removed] == ["/z", "/b"]
-    assert [queue.pop()[0] for _ in range(len(queue))] == ["/c", "/y", "/a", "/d"]
+    assert [(h, p) for h, _, p in removed] == [("/z", 1.0), ("/b", 1.0)]
+    assert [queue.pop()[::2] for _ in range(len(queue))] == [
+        ("/c", 2.0), ("/y", 1.0), ("/a", 1.0), ("/d", 1.0),
+    ]  # fmt: skip
     assert not queue.ordered and len(queue) == 0 and queue.best == float("-inf")
     push("e", -3.0)  # a deque again, at any priority
     assert not queue.ordered and records(queue) == [("/e", -3.0)]

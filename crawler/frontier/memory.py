@@ -131,7 +131,7 @@ class Frontier:
             self._refusals.append(entry)  # refused at once: no slot, no delay
         else:
             head, context = self._packer.pack(entry, host.prefix)
-            queue.push(head, context)
+            queue.push(head, context, priority)
             if not host.in_heap:
                 self._schedule.file(host)
             elif priority > host.filed_best:  # a better URL for a host waiting as ready
@@ -227,8 +227,8 @@ class Frontier:
         would be handed out (not those in flight)."""
         yield from list(self._refusals)
         for host in list(self._hosts.values()):
-            for head, context in host.queue:
-                yield Packer.unpack(head, context, host.prefix, EntryKind.PAGE)
+            for head, context, priority in host.queue:
+                yield Packer.unpack(head, context, host.prefix, EntryKind.PAGE, priority)
 
     def __len__(self) -> int:
         return self._queued
@@ -312,10 +312,10 @@ class Frontier:
         if policy is None and self._respect_robots:
             return None  # held until set_robots()
         try:
-            head, context = host.queue.pop()
+            head, context, priority = host.queue.pop()
         except IndexError:  # a robots.txt policy swept the queue while the host was filed
             return None
-        entry = Packer.unpack(head, context, host.prefix, EntryKind.PAGE)
+        entry = Packer.unpack(head, context, host.prefix, EntryKind.PAGE, priority)
         self._queued -= 1
         if policy is not None and not policy.allowed(entry.url):
             self._refused += 1
@@ -354,7 +354,7 @@ class Frontier:
 
     def _push_front(self, host: Host, entry: Entry) -> None:
         head, context = self._packer.pack(entry, host.prefix)
-        host.queue.push_front(head, context)
+        host.queue.push_front(head, context, entry.priority)
         if host.in_heap and entry.priority > host.filed_best:
             self._schedule.raised(host, entry.priority)
 
@@ -413,5 +413,5 @@ class Frontier:
         if policy is None or not host.queue.size:
             return
         prefix = host.prefix
-        for head, context in host.queue.remove_disallowed(policy.allowed, prefix):
-            self._refusals.append(Packer.unpack(head, context, prefix, EntryKind.PAGE))
+        for head, context, priority in host.queue.remove_disallowed(policy.allowed, prefix):
+            self._refusals.append(Packer.unpack(head, context, prefix, EntryKind.PAGE, priority))

@@ -1,13 +1,14 @@
 """One host's queue: its packed entries in priority order, first in first out among equals.
 
-Records are the ``(head, context)`` pairs of :class:`crawler.entries.Packer`; a record's priority
-is its context's last field. Higher priorities go first; equal ones first in, first out.
+Records are the ``(head, context)`` pairs of :class:`crawler.entries.Packer`, each queued with its
+priority. Higher priorities go first; equal ones first in, first out.
 
 While every record in the queue has the same priority (always, in a crawl without scoring) the
-queue is a deque holding each record as two consecutive items: O(1) at both ends and no memory
-per entry beyond the two slots. The first record with another priority turns the queue into a
-binary heap of ``(-priority, seq, head, context)`` tuples (``seq`` counts up at the tail, down at
-the head, so ties keep their order); once the heap runs empty the queue is a deque again.
+queue is a deque holding each record as two consecutive items and the priority once: O(1) at
+both ends and no memory per entry beyond the two slots. The first record with another priority
+turns the queue into a binary heap of ``(-priority, seq, head, context)`` tuples (``seq`` counts
+up at the tail, down at the head, so ties keep their order; about 130 bytes per entry more);
+once the heap runs empty the queue is a deque again.
 
 Head insertions (a retried entry, or one whose getter was cancelled) go before every record of
 equal or lower priority and after the higher ones: a retry keeps its place in the best-first
@@ -26,7 +27,7 @@ from crawler.entries import Context
 
 __all__ = ["HostQueue", "Record"]
 
-Record = tuple[Any, Context]  # (head, context): see crawler.entries.Packer
+Record = tuple[Any, Context, float]  # head, context (see crawler.entries.Packer), priority
 _EMPTY: Final = float("-inf")
 
 
@@ -59,9 +60,8 @@ class HostQueue:
             return -heap[0][0]
         return self._priority if self._items else _EMPTY
 
-    def push(self, head: Any, context: Context) -> None:
+    def push(self, head: Any, context: Context, priority: float) -> None:
         """Queue a record after every record of equal or higher priority."""
-        priority = context[5]
         self.size += 1
         heap = self._heap
         if heap is None:
@@ -76,9 +76,8 @@ class HostQueue:
         self._tail = seq + 1
         heapq.heappush(heap, (-priority, seq, head, context))
 
-    def push_front(self, head: Any, context: Context) -> None:
+    def push_front(self, head: Any, context: Context, priority: float) -> None:
         """Queue a record before every record of equal or lower priority."""
-        priority = context[5]
         self.size += 1
         heap = self._heap
         if heap is None:
@@ -99,22 +98,24 @@ class HostQueue:
             items = self._items
             head = items.popleft()
             self.size -= 1
-            return head, items.popleft()
-        _, _, head, context = heapq.heappop(heap)
+            return head, items.popleft(), self._priority
+        key, _, head, context = heapq.heappop(heap)
         self.size -= 1
         if not heap:
             self._to_deque()
-        return head, context
+        return head, context, -key
 
     def __iter__(self) -> Iterator[Record]:
         """The records in the order ``pop()`` would give them (a snapshot)."""
         heap = self._heap
         if heap is None:
             items = iter(list(self._items))
-            yield from zip(items, items, strict=True)
+            priority = self._priority
+            for head, context in zip(items, items, strict=True):
+                yield head, context, priority
         else:
-            for _, _, head, context in sorted(heap):
-                yield head, context
+            for key, _, head, context in sorted(heap):
+                yield head, context, -key
 
     def remove_disallowed(self, allowed: Callable[[str], bool], prefix: str) -> list[Record]:
         """Remove the records whose URL ``allowed`` refuses (``prefix``: the host's origin, as
@@ -129,7 +130,7 @@ class HostQueue:
                     keep.append(head)
                     keep.append(context)
                 else:
-                    removed.append((head, context))
+                    removed.append((head, context, self._priority))
             self._items = keep
             self.size = len(keep) >> 1
             return removed
@@ -139,7 +140,7 @@ class HostQueue:
             if allowed(prefix + head if head.__class__ is str else head[0]):
                 kept.append(item)  # in sorted order: a valid heap
             else:
-                removed.append((head, item[3]))
+                removed.append((head, item[3], -item[0]))
         self._heap = kept
         self.size = len(kept)
         if not kept:
