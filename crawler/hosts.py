@@ -29,15 +29,15 @@ from __future__ import annotations
 
 import random
 import time
-from collections import deque
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from crawler.robots import RobotsPolicy
 
 if TYPE_CHECKING:
     from crawler.entries import Outcome
+    from crawler.frontier.queues import HostQueue
 
 __all__ = [
     "Host",
@@ -146,27 +146,28 @@ class HostRule:
 
 
 class Host:
-    """One politeness key's state: its FIFO queue, slots in use, schedule and robots.txt policy.
+    """One politeness key's state: its queue, slots in use, schedule and robots.txt policy.
 
-    ``queue`` holds each queued entry as two consecutive items, a compact record the frontier
-    packs and unpacks (``crawler.entries.Packer``): the URL without ``prefix`` (the host's
-    origin), or a ``(url, key)`` pair; then the
-    ``(depth, parent, retries, redirects, sitemap, priority)`` tuple that consecutive entries
-    share. So ``len(queue)`` is twice the number of entries: use ``queued``.
+    ``queue`` is the host's :class:`crawler.frontier.queues.HostQueue` (compact records in
+    priority order, see ``crawler.entries.Packer``). ``in_heap``, ``filed_best`` and ``token``
+    belong to :class:`crawler.frontier.schedule.Schedule` (is the host filed; the priority it
+    is filed under in the ready heap, +inf when it is not there; which filing is current).
     """
 
     __slots__ = ("backoff_until", "base_delay", "concurrency", "configured_delay", "delay",
-                 "failures", "in_flight", "in_heap", "key", "last_start", "policy", "prefix",
-                 "queue", "ready_at", "robots_expires", "robots_failures",
-                 "robots_fetching")  # fmt: skip
+                 "failures", "filed_best", "in_flight", "in_heap", "key", "last_start", "policy",
+                 "prefix", "queue", "ready_at", "robots_expires", "robots_failures",
+                 "robots_fetching", "token")  # fmt: skip
 
-    def __init__(self, key: str, delay: float, concurrency: int = 1) -> None:
+    def __init__(self, key: str, queue: HostQueue, delay: float, concurrency: int = 1) -> None:
         self.key = key
         self.prefix = origin(key)
-        self.queue: deque[Any] = deque()  # two items per entry, see the class docstring
+        self.queue = queue
         self.concurrency = concurrency  # requests in flight at most (global or the host's rule)
         self.in_flight = 0
         self.in_heap = False
+        self.filed_best = float("inf")
+        self.token = -1
         self.ready_at = float("-inf")  # new hosts go first, FIFO among themselves
         self.last_start: float | None = None
         self.configured_delay = delay  # global or the host's rule: the floor of base_delay
@@ -182,7 +183,7 @@ class Host:
     @property
     def queued(self) -> int:
         """Entries in the queue."""
-        return len(self.queue) >> 1
+        return len(self.queue)
 
     def __repr__(self) -> str:
         return (
@@ -237,15 +238,16 @@ class Politeness:
         self.rng = rng if rng is not None else random.Random()
         self.backoffs = 0  # times a host was pushed back (429/503, failures, robots 5xx)
 
-    def new_host(self, key: str, rule: HostRule | None = None) -> Host:
-        """The state of a host seen for the first time, with its rule's overrides if any."""
+    def new_host(self, key: str, queue: HostQueue, rule: HostRule | None = None) -> Host:
+        """The state of a host seen for the first time (its queue given, empty), with its rule's
+        overrides if any."""
         delay, concurrency = self.delay, self.concurrency
         if rule is not None:
             if rule.delay is not None:
                 delay = float(rule.delay)
             if rule.per_host_concurrency is not None:
                 concurrency = rule.per_host_concurrency
-        return Host(key, delay, concurrency)
+        return Host(key, queue, delay, concurrency)
 
     def backoff(self, failures: int) -> float:
         cap = min(self.backoff_max, self.backoff_base * 2.0 ** min(failures - 1, 64))
