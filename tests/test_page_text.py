@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from crawler.links import extract
 from crawler.markup import ANCHOR_MAX_CHARS, BODY_MAX_CHARS, CONTEXT_MAX_CHARS, parse_markup
+from crawler.parsing import THREAD_PARSE_BYTES, Parser
 
 PAGE = b"""<html><head><title> Replication   guide </title><script>var nav = 1;</script>
 <style>p { color: red }</style></head><body>
@@ -85,3 +86,15 @@ def test_not_html_has_no_text_and_an_empty_page_an_empty_one() -> None:
     assert parse_markup(b"\x89PNG\r\n\x1a\n", "http://t/", "text/html", text=True).text is None
     page = extract(b"<p>", "http://t/", content_type="text/html", text=True)
     assert page.text is not None and page.text.body == ""
+
+
+async def test_the_parse_thread_reads_the_same() -> None:
+    body = PAGE + b"<p>" + b"filler " * 5000 + b"</p>"
+    assert len(body) > THREAD_PARSE_BYTES  # lexbor runs in a parse thread
+    parser = Parser(threads=1)
+    try:
+        threaded = await parser.parse(body, "http://t/", "text/html", anchors=True, text=True)
+    finally:
+        await parser.close()
+    assert threaded == parse_markup(body, "http://t/", "text/html", anchors=True, text=True)
+    assert threaded.anchors and threaded.text is not None
