@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 job = run(config, seeds, out, progress=not args.quiet, fresh=args.fresh)
                 crawler, status = run_loop(job)
-    except StateError as exc:
+    except (StateError, ConfigError) as exc:  # ConfigError: e.g. [focus] keywords without words
         print(f"crawl: error: {exc}", file=sys.stderr)
         return 2
     except ScoreError as exc:  # the focus scorer failed: the results so far are written

@@ -6,10 +6,10 @@ which argument.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from crawler.config import Config
+from crawler.errors import ConfigError
 from crawler.fetcher import Fetcher
 from crawler.frontier import Frontier
 from crawler.guard import AddressGuard
@@ -103,13 +103,15 @@ def make_scope(config: Config) -> Scope:
 
 def make_scorer(config: Config) -> Scorer | None:
     """The topic scorer of a focused crawl (`[focus] keywords`), None without keywords."""
-    keywords = config.focus.keywords
-    if not keywords:
+    f = config.focus
+    if not f.keywords:
         return None
-    # Imported here: only a focused crawl needs it.
-    relevance = importlib.import_module("crawler.relevance")
-    scorer: Scorer = relevance.TopicScorer(keywords)
-    return scorer
+    from crawler.relevance import TopicScorer  # only a focused crawl needs it
+
+    try:
+        return TopicScorer(f.keywords, threshold=f.threshold)
+    except ValueError as exc:  # keywords without a word
+        raise ConfigError(f"[focus] {exc}") from None
 
 
 _FREE_TO_CHANGE = frozenset({"urls.memo_size", "sieve.confirm"})

@@ -153,6 +153,7 @@ class OutputConfig:
 @dataclass(frozen=True, slots=True)
 class FocusConfig:
     keywords: tuple[str, ...] = ()
+    threshold: float = 0.5  # crawler.relevance.DEFAULT_THRESHOLD
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,8 +308,11 @@ def _check_ranges(obj: Any, where: str) -> None:
                           tracking_params=obj.tracking_params, memo_size=0)  # fmt: skip
         except ValueError as exc:
             raise ConfigError(f"{where} {exc}") from None
-    if isinstance(obj, FocusConfig) and any(not word.strip() for word in obj.keywords):
-        raise ConfigError(f"{where} keywords: blank keyword in {list(obj.keywords)!r}")
+    if isinstance(obj, FocusConfig):
+        if any(not word.strip() for word in obj.keywords):
+            raise ConfigError(f"{where} keywords: blank keyword in {list(obj.keywords)!r}")
+        if not 0 <= obj.threshold <= 1:
+            raise ConfigError(f"{where} threshold: must be within 0..1, got {obj.threshold!r}")
     if isinstance(obj, ScopeConfig):
         for key in ("include", "exclude"):
             for pattern in getattr(obj, key):

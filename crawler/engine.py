@@ -342,7 +342,7 @@ class Crawler:
             user_agent_token=self._token,
         )
         if focus is not None:
-            relevance, new = await focus.read(entry, page, self.admission)
+            relevance, new = await focus.read(entry, page, self.admission, response.status)
         else:
             relevance = None
             new = self.admission.links(entry, page.links, page.base) if page.is_html else 0

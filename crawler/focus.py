@@ -42,11 +42,12 @@ class Focus:
         self.text = scorer is not None  # whether pages' text is read (for their relevance)
 
     async def read(
-        self, entry: Entry, page: Page, admission: Admission
+        self, entry: Entry, page: Page, admission: Admission, status: int
     ) -> tuple[float | None, int]:
-        """(the page's relevance or None, links admitted) of one fetched page."""
+        """(the page's relevance or None, links admitted) of one fetched page. Only pages served
+        with a success status are rated (an HTML error page says nothing of the topic)."""
         relevance = None
-        if self.scorer is not None and page.text is not None:
+        if self.scorer is not None and page.text is not None and status < 400:
             relevance = self.relevance(self.scorer, page.text)
         if not page.is_html:
             return relevance, 0

@@ -7,6 +7,8 @@ back home. The topic scorer here is a stand-in (crawler.relevance's is tested on
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -269,3 +271,44 @@ def test_focus_flag_and_config_section(tmp_path: Path) -> None:
         load_config(path)
     assert "crawl.max_pages" in settings(Config())
     assert "crawl.max_pages" not in settings(config)  # a fetch budget: free to change
+
+
+def test_focus_threshold_default_is_the_scorers() -> None:
+    from crawler.components import make_scorer
+    from crawler.relevance import DEFAULT_THRESHOLD
+
+    assert Config().focus.threshold == DEFAULT_THRESHOLD
+    config = Config().override("focus", keywords=("wal",), threshold=0.25)
+    scorer = make_scorer(config)
+    assert scorer is not None and scorer.threshold == 0.25
+    assert make_scorer(Config()) is None
+    with pytest.raises(ConfigError, match=r"\[focus\]"):
+        make_scorer(Config().override("focus", keywords=("!!",)))
+    with pytest.raises(ConfigError, match="threshold"):
+        Config().override("focus", threshold=1.5)
+
+
+def test_crawl_focus_end_to_end(tmp_path: Path) -> None:
+    # The built-in topic scorer through the command line, on the bundled fixture site.
+    stats = tmp_path / "stats.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "crawler.cli", "--demo", "--focus", "calendar", "--stats",
+         str(stats)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    html = [r for r in records if (r["content_type"] or "").startswith("text/html")]
+    assert html and all(isinstance(r["relevance"], float) for r in html if r["status"] == 200)
+    rated = [r for r in records if r["relevance"] is not None]
+    assert all(r["status"] < 400 for r in rated)  # error pages are not rated
+    assert any(r["relevance"] >= 0.5 for r in rated) and any(r["relevance"] < 0.5 for r in rated)
+    data = json.loads(stats.read_text())
+    assert data["scored"] == len(rated)
+    assert data["relevant"] == sum(r["relevance"] >= 0.5 for r in rated)
+    assert "harvest rate" in proc.stderr and "equals the fixture's ground truth" in proc.stderr
+    bad = subprocess.run(
+        [sys.executable, "-m", "crawler.cli", "--demo", "--focus", "!!"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "[focus]" in bad.stderr
