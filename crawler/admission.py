@@ -24,6 +24,7 @@ from crawler.frontier import Frontier
 from crawler.results import CrawlStats
 from crawler.scope import Scope
 from crawler.scoring import Link, ScoreFn
+from crawler.sieve import fingerprint
 from crawler.state import CrawlState
 from crawler.urls import UrlNormalizer
 from crawler.urlsyntax import cut_fragment
@@ -117,9 +118,9 @@ class Admission:
         `crawler.scoring`), which sees a `Link` built from `anchors` (per href: anchor text, rel,
         text around it; the first occurrence with an anchor text wins) and the parent page's
         `title` and `relevance`. A link it skips (None) is counted in ``scope_refused["score"]``
-        and stays marked as seen (the Sieve took it: it is not offered again from another page).
-        A score function that raises, or returns something other than a number, raises
-        `ScoreError` naming the link."""
+        and marked as seen all the same (it is not offered again from another page). A score
+        function that raises, or returns something other than a number, raises `ScoreError`
+        naming the link; the page's new links are then left unseen."""
         depth = parent.depth + 1
         origin: dict[str, str] = {}  # key -> the href it came from (its first)
         in_scope = self._in_scope(hrefs, base, depth, origin)
@@ -134,21 +135,38 @@ class Admission:
                     details[cut] = detail
         stats = self.stats
         links: list[Link] = []
-        for key, is_new in zip(keys, self.dedup.add_many(keys), strict=True):
-            if not is_new:
+        seen = self._seen
+        for key in keys:
+            if seen(key):
                 stats.duplicates += 1
                 continue
             anchor, rel, context = details.get(origin[key], _NO_DETAILS)
             url = key if self.fetch_canonical else in_scope[key]
             links.append(Link(url, key, anchor, rel, context, depth, parent.url, title, relevance))
+        if not links:
+            return 0
+        priorities = await _priorities(score, links)
+        # Only now are the links taken in (with no await until they are admitted): a score
+        # function that fails leaves them unseen, for the page's fetch again after a resume.
         new = 0
-        for link, priority in zip(links, await _priorities(score, links), strict=True):
-            if priority is None:
+        flags = self.dedup.add_many([link.key for link in links])
+        for link, priority, is_new in zip(links, priorities, flags, strict=True):
+            if not is_new:  # another page admitted it while this one was being scored
+                stats.duplicates += 1
+            elif priority is None:
                 stats.scope_refused["score"] += 1
             elif self.room_for_more():
                 entry = Entry(link.url, link.key, depth, parent.url, priority=priority)
                 new += self.admit(entry)
         return new
+
+    def _seen(self, key: str) -> bool:
+        """Whether the seen test has `key`, without taking it in (a Sieve positive is confirmed
+        by the exact tier, when there is one)."""
+        dedup = self.dedup
+        if key not in dedup.sieve:
+            return False
+        return dedup.exact is None or fingerprint(key) in dedup.exact
 
     def _in_scope(
         self, hrefs: Sequence[str], base: str, depth: int, origin: dict[str, str] | None

@@ -312,3 +312,26 @@ def test_crawl_focus_end_to_end(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert bad.returncode == 2 and "[focus]" in bad.stderr
+
+
+async def test_after_a_score_error_a_resume_scores_the_page_again(
+    origin: str, tmp_path: Path
+) -> None:
+    def broken(link: Link) -> float:
+        raise RuntimeError("model not loaded")
+
+    config = _config()
+    state = CrawlState.open(tmp_path / "s", settings(config))
+    with pytest.raises(ScoreError, match="model not loaded"):
+        await _crawl(config, origin, broken, state=state)
+    state = CrawlState.open(tmp_path / "s", settings(config))
+    scored: list[str] = []
+
+    async def fixed(link: Link) -> float:
+        scored.append(link.url)
+        return 1.0
+
+    _, results = await _crawl(config, origin, fixed, state=state)
+    # the home page's links were left unseen: fetched again, its links are all scored and fetched
+    assert sorted(scored) == sorted(origin + p for p in TOPIC + OTHER)
+    assert {r.url for r in results} == {origin + "/"} | {origin + p for p in TOPIC + OTHER}
