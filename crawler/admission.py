@@ -14,7 +14,7 @@ import asyncio
 import inspect
 import math
 from collections import Counter
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import cast
 
 from crawler.dedup import Dedup
@@ -110,13 +110,13 @@ class Admission:
         base: str,
         score: ScoreFn,
         *,
-        anchors: Sequence[tuple[str, str, str]] = (),
+        anchors: Mapping[str, tuple[str, str, str]] | None = None,
         title: str | None = None,
         relevance: float | None = None,
     ) -> int:
         """`links` for a focused crawl: each new link's priority comes from `score` (see
-        `crawler.scoring`), which sees a `Link` built from `anchors` (per href: anchor text, rel,
-        text around it; the first occurrence with an anchor text wins) and the parent page's
+        `crawler.scoring`), which sees a `Link` built from `anchors` (per href, fragment cut: anchor
+        text, rel, text around it; see `crawler.markup.Markup`) and the parent page's
         `title` and `relevance`. A link it skips (None) is counted in ``scope_refused["score"]``
         and marked as seen all the same (it is not offered again from another page). A score
         function that raises, or returns something other than a number, raises `ScoreError`
@@ -127,12 +127,7 @@ class Admission:
         keys = list(in_scope)
         if not keys or not self.room_for_more():
             return 0
-        details: dict[str, tuple[str, str, str]] = {}
-        if anchors:
-            for href, detail in zip(hrefs, anchors, strict=False):
-                cut = cut_fragment(href)
-                if cut not in details or (detail[0] and not details[cut][0]):
-                    details[cut] = detail
+        details = anchors or {}
         stats = self.stats
         links: list[Link] = []
         seen = self._seen

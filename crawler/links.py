@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 from urllib.parse import urljoin, urlsplit
 
@@ -57,7 +57,8 @@ class Page:
     truncated: bool
     noindex: bool
     nofollow: bool
-    anchors: tuple[tuple[str, str, str], ...] = ()  # per link (anchor, rel, context), if read
+    # per distinct href, fragment cut: (anchor, rel, context), if read (see `Markup.anchors`)
+    anchors: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     text: PageText | None = None  # the page's text, if read (a focused crawl)
 
     def __repr__(self) -> str:
@@ -138,21 +139,16 @@ def read_page(
         text = PageText(url, title or "", *markup.text)
     if nofollow and respect_nofollow:
         return Page(markup.is_html, charset, title, base, canonical, (), found, found, False,
-                    noindex, True, (), text)  # fmt: skip
+                    noindex, True, {}, text)  # fmt: skip
     skipped = 0
-    anchors = markup.anchors
     if respect_nofollow and markup.nofollow:
         skipped = len(markup.nofollow)
         hrefs = _without(hrefs, markup.nofollow)
-        if anchors:
-            anchors = _without(anchors, markup.nofollow)
     truncated = len(hrefs) > max_links
     links = hrefs[:max_links] if truncated else hrefs
-    if truncated and anchors:
-        anchors = anchors[:max_links]
     return Page(
         markup.is_html, charset, title, base, canonical, links, found, skipped, truncated,
-        noindex, nofollow, anchors, text,
+        noindex, nofollow, markup.anchors, text,
     )  # fmt: skip
 
 

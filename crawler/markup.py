@@ -17,13 +17,13 @@ import codecs
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
 
 from crawler.defuse import DEPTH_LIMIT, MAX_TAGS, defuse
-from crawler.urlsyntax import STRIP
+from crawler.urlsyntax import STRIP, cut_fragment
 
 __all__ = [
     "ANCHOR_MAX_CHARS", "BODY_MAX_CHARS", "CONTEXT_MAX_CHARS", "DEPTH_LIMIT", "HEADINGS_MAX_CHARS",
@@ -101,11 +101,16 @@ _CANONICAL_CSS = 'link[rel~="canonical" i][href]'
 
 
 def _tag_ids(*names: str) -> tuple[int, ...]:
-    tree = LexborHTMLParser("".join(f"<{name}>" for name in names))
+    """Lexbor's tag id of each element name (each parsed on its own: <script> or <style> would
+    swallow the names after it; table cells need their table)."""
     table = LexborHTMLParser("<table><caption></caption><tr><th></th><td></td></tr></table>")
-    return tuple(
-        getattr(tree.css_first(name) or table.css_first(name), "tag_id", -1) for name in names
-    )
+    ids = []
+    for name in names:
+        node = LexborHTMLParser(f"<{name}></{name}>").css_first(name) or table.css_first(name)
+        if node is None:
+            raise ImportError(f"crawler.markup: no lexbor tag id for <{name}>")
+        ids.append(node.tag_id)
+    return tuple(ids)
 
 
 _A, _AREA, _META, _BASE = _tag_ids("a", "area", "meta", "base")
@@ -115,10 +120,15 @@ _BLOCKS = frozenset(_tag_ids(
     "p", "li", "dd", "dt", "td", "th", "caption", "figcaption", "blockquote", "pre", "div",
     "section", "article", "aside", "main", "nav", "header", "footer", "form", "fieldset",
     "address", "details", "summary", "h1", "h2", "h3", "h4", "h5", "h6",
-)) - {-1}  # fmt: skip
-_HEADINGS_CSS = "h1, h2, h3, h4, h5, h6"
-# Left out of a page's visible body text (read after the links: stripping changes the tree).
-_HIDDEN_TAGS = ["script", "style", "noscript", "template", "nav", "header", "footer"]
+))  # fmt: skip
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+# Left out of a page's visible body text (removed after the links are read).
+_HIDDEN = ("script", "style", "noscript", "template", "nav", "header", "footer")
+_HEADING_TAGS = frozenset(_tag_ids(*_HEADINGS))
+_TEXT_TAGS = _HEADING_TAGS | frozenset(_tag_ids(*_HIDDEN))
+# With `text`, the same pass finds the headings and the hidden elements too (one more pass
+# would cost more than the longer selector).
+_TEXT_TREE_CSS = ", ".join((_TREE_CSS, *_HEADINGS, *_HIDDEN))
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +141,10 @@ class Markup:
     rel=canonical link in <head>; `title`: the first <title> (<head>'s first), whitespace
     collapsed, at most TITLE_MAX_CHARS. Empty when the body is not HTML or could not be parsed.
 
-    Read only when asked (a focused crawl): `anchors`, one (anchor text, rel, text around it)
-    per href; `text`, the page's (h1-h6 text, visible body text). Whitespace is collapsed in all.
+    Read only when asked (a focused crawl): `anchors`, per distinct href (fragment cut, as in
+    `crawler.urlsyntax.cut_fragment`) the (anchor text, rel, text around it) of its first
+    occurrence with an anchor text (else of its first); `text`, the page's (h1-h6 text, visible
+    body text). Whitespace is collapsed in all.
     """
 
     is_html: bool
@@ -143,7 +155,7 @@ class Markup:
     base_href: str | None = None
     canonical_href: str | None = None
     title: str | None = None
-    anchors: tuple[tuple[str, str, str], ...] = ()
+    anchors: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     text: tuple[str, str] | None = None
 
 
@@ -207,10 +219,12 @@ def read_tree(
     hrefs: list[str] = []
     nofollow: list[int] = []
     metas: list[tuple[str, str]] = []
-    details: list[tuple[str, str, str]] | None = [] if anchors else None
+    details: dict[str, tuple[str, str, str]] | None = {} if anchors else None
     contexts: dict[int, str] = {}  # block element -> its collapsed text
+    headings: list[str] = []
+    hidden: list[LexborNode] = []
     base_href: str | None = None
-    for node in tree.css(_TREE_CSS):
+    for node in tree.css(_TEXT_TREE_CSS if text else _TREE_CSS):
         tag_id = node.tag_id
         if tag_id in _LINK_TAGS:  # svg:a too, as browsers follow it
             attrs = node.attributes  # one dict: cheaper than two node.attrs lookups
@@ -219,13 +233,23 @@ def read_tree(
                 nofollow.append(len(hrefs))
             href = attrs.get("href") or attrs.get("xlink:href")  # SVG 1.1 links have the latter
             hrefs.append(href.strip(STRIP) if href else "")
-            if details is not None:
-                details.append(_link_details(node, rel, contexts))
+            if details is not None:  # a page repeats its links: read each href's once
+                cut = cut_fragment(hrefs[-1])
+                known = details.get(cut)
+                if known is None or not known[0]:
+                    detail = _link_details(node, rel, contexts)
+                    if known is None or detail[0]:
+                        details[cut] = detail
         elif tag_id == _META:
             attrs = node.attributes
             metas.append(((attrs.get("name") or "").strip().lower(), attrs.get("content") or ""))
         elif tag_id == _BASE and base_href is None:
             base_href = node.attributes.get("href") or ""
+        elif tag_id in _TEXT_TAGS and text:
+            if tag_id in _HEADING_TAGS:
+                headings.append(node.text(deep=True, separator=" "))
+            else:
+                hidden.append(node)
 
     head = tree.head or tree
     canonical = head.css_first(_CANONICAL_CSS)
@@ -237,7 +261,8 @@ def read_tree(
         title = " ".join(raw.split())[:TITLE_MAX_CHARS].rstrip() or None
     return Markup(
         True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
-        title, tuple(details) if details is not None else (), _page_text(tree) if text else None,
+        title, details if details is not None else {},
+        _page_text(tree, headings, hidden) if text else None,
     )  # fmt: skip
 
 
@@ -271,13 +296,16 @@ def _link_details(
     return anchor, " ".join((rel or "").split()), around
 
 
-def _page_text(tree: LexborHTMLParser) -> tuple[str, str]:
-    """(h1-h6 text, visible body text) of a page; strips the hidden elements from `tree`."""
-    headings = " ".join(node.text(deep=True, separator=" ") for node in tree.css(_HEADINGS_CSS))
-    tree.strip_tags(_HIDDEN_TAGS)
+def _page_text(
+    tree: LexborHTMLParser, headings: list[str], hidden: list[LexborNode]
+) -> tuple[str, str]:
+    """(h1-h6 text, visible body text) of a page; removes the `hidden` elements (in document
+    order) from `tree`, the last first, so that none is inside one already removed."""
+    for node in reversed(hidden):
+        node.decompose()
     body = tree.body
     visible = body.text(deep=True, separator=" ") if body is not None else ""
-    return _collapse(headings, HEADINGS_MAX_CHARS), _collapse(visible, BODY_MAX_CHARS)
+    return _collapse(" ".join(headings), HEADINGS_MAX_CHARS), _collapse(visible, BODY_MAX_CHARS)
 
 
 def is_html(content_type: str | None, body: bytes) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from crawler.links import extract
 from crawler.markup import ANCHOR_MAX_CHARS, BODY_MAX_CHARS, CONTEXT_MAX_CHARS, parse_markup
 from crawler.parsing import THREAD_PARSE_BYTES, Parser
+from crawler.urlsyntax import cut_fragment
 
 PAGE = b"""<html><head><title> Replication   guide </title><script>var nav = 1;</script>
 <style>p { color: red }</style></head><body>
@@ -22,8 +23,9 @@ PAGE = b"""<html><head><title> Replication   guide </title><script>var nav = 1;<
 
 def test_links_get_anchor_rel_and_context() -> None:
     doc = parse_markup(PAGE, "http://t/", "text/html", anchors=True)
-    details = dict(zip(doc.hrefs, doc.anchors, strict=True))
-    assert details["/standby#x"] == (
+    details = doc.anchors  # per href, its fragment cut
+    assert set(details) == {cut_fragment(href) for href in doc.hrefs}
+    assert details["/standby#"] == (
         "the standby guide",
         "Next me",
         "Set up a standby with the standby guide before failover.",
@@ -47,7 +49,7 @@ def test_page_text_leaves_out_hidden_parts() -> None:
 
 def test_nothing_extra_is_read_unless_asked() -> None:
     doc = parse_markup(PAGE, "http://t/", "text/html")
-    assert doc.anchors == () and doc.text is None
+    assert doc.anchors == {} and doc.text is None
     assert doc.hrefs == parse_markup(PAGE, "http://t/", "text/html", anchors=True).hrefs
 
 
@@ -59,14 +61,29 @@ def test_long_texts_are_capped_and_the_context_centred_on_the_anchor() -> None:
         f"</p><div>{filler * 40}</div>"
     ).encode()
     doc = parse_markup(body, "http://t/", "text/html", anchors=True, text=True)
-    (anchor, _, context), (long_text, _, _) = doc.anchors
+    (anchor, _, context), (long_text, _, _) = doc.anchors["/mid"], doc.anchors["/long"]
     assert anchor == "middle link"
     assert len(context) <= CONTEXT_MAX_CHARS and "w1999 middle link w0" in context
     assert long_text == "x" * ANCHOR_MAX_CHARS
     assert doc.text is not None and len(doc.text[1]) == BODY_MAX_CHARS
 
 
-def test_page_keeps_anchors_in_step_with_links_and_builds_page_text() -> None:
+def test_a_repeated_href_keeps_its_first_anchor_text() -> None:
+    body = (
+        b"<p><a href=/a#top><img src=x></a> first</p><p><a href=/a#x>Alpha</a> second</p>"
+        b"<p><a href=/a>Again</a> third</p><a href=/b>Beta</a><a href=/b#y>Bis</a>"
+    )
+    doc = parse_markup(body, "http://t/", "text/html", anchors=True)
+    assert doc.hrefs == ("/a#top", "/a#x", "/a", "/b", "/b#y")
+    assert doc.anchors == {  # "/a#" had no text the first time: its second occurrence's
+        "/a#": ("Alpha", "", "Alpha second"),
+        "/a": ("Again", "", "Again third"),
+        "/b": ("Beta", "", ""),
+        "/b#": ("Bis", "", ""),
+    }
+
+
+def test_page_carries_anchors_and_builds_page_text() -> None:
     body = (
         b"<title>T</title><h3>Topic</h3><p><a href=/a>A</a> <a href=/n rel=nofollow>N</a> "
         b"<a href=/b>B</a> <a href=/c>C</a></p>"
@@ -74,12 +91,12 @@ def test_page_keeps_anchors_in_step_with_links_and_builds_page_text() -> None:
     page = extract(body, "http://t/x", content_type="text/html", max_links=2, anchors=True,
                    text=True)  # fmt: skip
     assert page.links == ("/a", "/b")  # the nofollow link is skipped, then the list cut
-    assert [a[0] for a in page.anchors] == ["A", "B"]
+    assert page.anchors["/a"][0] == "A" and page.anchors["/n"][1] == "nofollow"
     assert page.text is not None
     assert (page.text.url, page.text.title, page.text.headings) == ("http://t/x", "T", "Topic")
     assert page.text.body == "Topic A N B C"
     plain = extract(body, "http://t/x", content_type="text/html")
-    assert plain.anchors == () and plain.text is None
+    assert plain.anchors == {} and plain.text is None
 
 
 def test_not_html_has_no_text_and_an_empty_page_an_empty_one() -> None:
