@@ -33,6 +33,8 @@ def progress_line(crawler: Crawler) -> str:
         parts.append(f"in flight {fs.in_flight}")
         parts.append(f"hosts {fs.ready_hosts} ready/{fs.waiting_hosts} waiting")
     parts.append(f"errors {sum(s.errors.values())}")
+    if (harvest := s.harvest_rate) is not None:  # a focused crawl
+        parts.append(f"harvest {harvest:.0%}")
     sieve = crawler.sieve
     stages = len(sieve.stages)
     parts.append(f"sieve ~{sieve.approx_items:,.0f} URLs in {stages} stage{'s' * (stages != 1)}")

@@ -21,7 +21,7 @@ from crawler.components import settings
 from crawler.config import Config, load_config
 from crawler.engine import Crawler
 from crawler.errors import ConfigError, ScoreError
-from crawler.progress import summary_table
+from crawler.progress import progress_line, summary_table
 from crawler.results import CrawlResult
 from crawler.scoring import Link, PageText, ScoreFn
 from crawler.state import CrawlState
@@ -202,6 +202,7 @@ async def test_relevance_is_null_without_focus(origin: str) -> None:
     stats = crawler.stats_dict()
     assert (stats["scored"], stats["harvest_rate"]) == (0, None)
     assert "harvest rate" not in {str(c) for c in summary_table(stats).columns[0].cells}
+    assert "harvest" not in progress_line(crawler)
 
 
 async def test_focus_rates_pages_and_reports_the_harvest_rate(
@@ -224,6 +225,7 @@ async def test_focus_rates_pages_and_reports_the_harvest_rate(
         round(11 / 21, 4),
     )
     assert "harvest rate" in {str(c) for c in summary_table(stats).columns[0].cells}
+    assert "harvest 52%" in progress_line(crawler)  # 11 of 21
     assert json.loads(results[0].to_json())["relevance"] == 1.0
 
 
