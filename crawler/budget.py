@@ -5,7 +5,7 @@ so its page limit must count fetches, not admissions. A worker claims a slot bef
 entry from the frontier and settles it after: spent when the entry gave a page result, given
 back otherwise (a retry, a robots.txt fetch or refusal). Workers wait while every slot is
 claimed, and stop once all are spent; the entries still queued stay queued (pending in a
-crawl state, for a resume with a larger budget).
+crawl state, for a resume with a larger budget: the budget counts the results of every run).
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ class FetchBudget:
             await self._changed.wait()
         self.held += 1
         return True
+
+    def spend(self, n: int) -> None:
+        """Count `n` page results given before (by the runs a resumed crawl continues)."""
+        self.spent += max(0, n)
 
     def settle(self, spent: bool) -> None:
         """Settle a claimed slot: `spent` when it gave a page result, else given back."""

@@ -133,6 +133,8 @@ class Crawler:
         if state is not None and state.resumed:
             self.sieve = state.restore_sieve(self.sieve)
             self.stats.restore(state.stats() or {})
+            if self.budget is not None:  # the budget counts the page results of every run
+                self.budget.spend(self.stats.pages - self.stats.robots_refused)
         store = (state.seen if state is not None else SeenStore()) if exact else None
         self.dedup = Dedup(self.sieve, store)
         self.admission = Admission(

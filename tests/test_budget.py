@@ -31,3 +31,11 @@ async def test_claims_wait_for_a_slot_and_end_once_all_are_spent() -> None:
 def test_a_budget_needs_a_positive_int(limit: object) -> None:
     with pytest.raises(ValueError, match="limit"):
         FetchBudget(limit)  # type: ignore[arg-type]
+
+
+async def test_results_of_earlier_runs_count() -> None:
+    budget = FetchBudget(3)
+    budget.spend(2)
+    assert await budget.claim()
+    budget.settle(True)
+    assert budget.exhausted and await budget.claim() is False
