@@ -6,6 +6,7 @@ back home. The topic scorer here is a stand-in (crawler.relevance's is tested on
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -342,3 +343,33 @@ async def test_after_a_score_error_a_resume_scores_the_page_again(
     # the home page's links were left unseen: fetched again, its links are all scored and fetched
     assert sorted(scored) == sorted(origin + p for p in TOPIC + OTHER)
     assert {r.url for r in results} == {origin + "/"} | {origin + p for p in TOPIC + OTHER}
+
+
+async def test_a_failing_page_scorer_ends_the_crawl_with_a_clear_error(
+    origin: str, scorers: list[StandInScorer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def page(self: StandInScorer, text: PageText) -> float:
+        raise ZeroDivisionError("no pages yet")
+
+    monkeypatch.setattr(StandInScorer, "page", page)
+    config = _config().override("focus", keywords=("replication",))
+    with pytest.raises(ScoreError, match=f"ZeroDivisionError: no pages yet on page {origin}/"):
+        await _crawl(config, origin)
+
+
+async def test_an_async_score_fn_runs_one_pages_links_together(origin: str) -> None:
+    # Each call waits until all twenty links of the home page are being scored: sequential
+    # awaits would never get there (the bound below is only a guard against hanging).
+    waiting = 0
+    everyone = asyncio.Event()
+
+    async def score(link: Link) -> float:
+        nonlocal waiting
+        waiting += 1
+        if waiting == 20:
+            everyone.set()
+        await everyone.wait()
+        return 1.0
+
+    _, results = await asyncio.wait_for(_crawl(_config(), origin, score), timeout=60)
+    assert len(results) == 21
