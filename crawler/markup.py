@@ -26,9 +26,23 @@ from crawler.defuse import DEPTH_LIMIT, MAX_TAGS, defuse
 from crawler.urlsyntax import STRIP, cut_fragment
 
 __all__ = [
-    "ANCHOR_MAX_CHARS", "BODY_MAX_CHARS", "CONTEXT_MAX_CHARS", "DEPTH_LIMIT", "HEADINGS_MAX_CHARS",
-    "MAX_TAGS", "SLOW_PARSE_SECONDS", "TITLE_MAX_CHARS", "Markup", "is_html", "parse_markup",
-    "parse_tree", "prepare", "read_tree",
+    "ANCHOR_MAX_CHARS",
+    "BODY_MAX_CHARS",
+    "CONTEXT_BUDGET_CHARS",
+    "CONTEXT_CLIMB",
+    "CONTEXT_MAX_CHARS",
+    "DEPTH_LIMIT",
+    "HEADINGS_MAX_CHARS",
+    "MAX_TAGS",
+    "SIBLINGS",
+    "SLOW_PARSE_SECONDS",
+    "TITLE_MAX_CHARS",
+    "Markup",
+    "is_html",
+    "parse_markup",
+    "parse_tree",
+    "prepare",
+    "read_tree",
 ]  # fmt: skip
 
 logger = logging.getLogger(__name__)
@@ -88,6 +102,13 @@ ANCHOR_MAX_CHARS = 256
 """Longest anchor text kept for a link (read only for a focused crawl, like the three below)."""
 CONTEXT_MAX_CHARS = 200
 """Longest text around a link kept (its enclosing block's, centred on the anchor)."""
+CONTEXT_CLIMB = 16
+"""Ancestors of a link searched for its enclosing block (deeper in inline tags: no context)."""
+CONTEXT_BUDGET_CHARS = 4_000_000
+"""Text read for the links' contexts of one page at most (then links get none)."""
+SIBLINGS = 8
+"""Siblings read on each side of a link for its context in a long block."""
+_SHORT_BLOCK = 4 * CONTEXT_MAX_CHARS  # a longer block: the text next to the link is its context
 HEADINGS_MAX_CHARS = 10_000
 """Longest h1-h6 text kept for a page."""
 BODY_MAX_CHARS = 100_000
@@ -220,7 +241,7 @@ def read_tree(
     nofollow: list[int] = []
     metas: list[tuple[str, str]] = []
     details: dict[str, tuple[str, str, str]] | None = {} if anchors else None
-    contexts: dict[int, str] = {}  # block element -> its collapsed text
+    contexts = _Contexts()
     headings: list[str] = []
     hidden: list[LexborNode] = []
     base_href: str | None = None
@@ -271,29 +292,81 @@ def _collapse(text: str, limit: int) -> str:
     return " ".join(text.lstrip()[: 4 * limit].split())[:limit].rstrip()
 
 
-def _link_details(
-    node: LexborNode, rel: str | None, contexts: dict[int, str]
-) -> tuple[str, str, str]:
+class _Contexts:
+    """The text of the block elements a page's links are in, read once per block, and at most
+    CONTEXT_BUDGET_CHARS in all (nested blocks each hold their inner blocks' text: on a page
+    built for it, reading them all could take minutes)."""
+
+    __slots__ = ("left", "long", "texts")
+
+    def __init__(self) -> None:
+        self.texts: dict[int, str] = {}  # block element -> its collapsed text (a short one)
+        self.long: set[int] = set()  # block elements with a long text
+        self.left = CONTEXT_BUDGET_CHARS
+
+    def __repr__(self) -> str:
+        return f"<_Contexts blocks={len(self.texts)} left={self.left}>"
+
+
+def _link_details(node: LexborNode, rel: str | None, contexts: _Contexts) -> tuple[str, str, str]:
     """(anchor text, rel, text around it) of one a/area element."""
     anchor = _collapse(node.text(deep=True, separator=" "), ANCHOR_MAX_CHARS)
     if not anchor:
         image = node.css_first("img[alt]")
         alt = node.attributes.get("alt") if image is None else image.attributes.get("alt")
         anchor = _collapse(alt or "", ANCHOR_MAX_CHARS)
+    rel = " ".join((rel or "").split())
     block = node.parent
-    while block is not None and block.tag_id not in _BLOCKS:
+    for _ in range(CONTEXT_CLIMB):
+        if block is None or block.tag_id in _BLOCKS:
+            break
         block = block.parent
-    if block is None:  # directly in <body>: no block to read (the body would be too much)
-        return anchor, " ".join((rel or "").split()), ""
-    around = contexts.get(block.mem_id)
+    else:
+        block = None
+    if block is None:  # directly in <body> (the body would be too much), or deep in inline tags
+        return anchor, rel, ""
+    key = block.mem_id
+    around = contexts.texts.get(key)
+    if around is None and key not in contexts.long:
+        if contexts.left <= 0:
+            return anchor, rel, ""
+        raw = block.text(deep=True, separator=" ")
+        contexts.left -= len(raw)
+        around = " ".join(raw.split())
+        if len(around) > _SHORT_BLOCK:  # not kept: the text next to each link is read instead
+            contexts.long.add(key)
+            around = None
+        else:
+            contexts.texts[key] = around
     if around is None:
-        around = contexts[block.mem_id] = " ".join(block.text(deep=True, separator=" ").split())
+        return anchor, rel, _next_to(node, anchor, contexts) if contexts.left > 0 else ""
     if len(around) > CONTEXT_MAX_CHARS:  # a window centred on the anchor (or the block's start)
         at = max(0, around.find(anchor)) if anchor else 0
         start = max(0, min(at + len(anchor) // 2 - CONTEXT_MAX_CHARS // 2,
                            len(around) - CONTEXT_MAX_CHARS))  # fmt: skip
         around = around[start : start + CONTEXT_MAX_CHARS].strip()
-    return anchor, " ".join((rel or "").split()), around
+    return anchor, rel, around
+
+
+def _next_to(node: LexborNode, anchor: str, contexts: _Contexts) -> str:
+    """The text of a link's siblings next to it (half of CONTEXT_MAX_CHARS on each side, from
+    at most SIBLINGS siblings each way), around its anchor text: its context in a long block."""
+    half = (CONTEXT_MAX_CHARS - len(anchor)) // 2
+    before: list[str] = []
+    after: list[str] = []
+    for side, step in ((before, "prev"), (after, "next")):
+        sibling, size = getattr(node, step), 0
+        for _ in range(SIBLINGS):
+            if sibling is None or size >= half:
+                break
+            raw = sibling.text(deep=True, separator=" ")
+            contexts.left -= len(raw)
+            side.append(raw)
+            size += len(raw)
+            sibling = getattr(sibling, step)
+    left = " ".join(" ".join(reversed(before)).split())[-half:] if half > 0 else ""
+    right = " ".join(" ".join(after).split())[:half] if half > 0 else ""
+    return " ".join(part for part in (left, anchor, right) if part)[:CONTEXT_MAX_CHARS]
 
 
 def _page_text(

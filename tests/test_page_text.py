@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
+from crawler import markup
 from crawler.links import extract
-from crawler.markup import ANCHOR_MAX_CHARS, BODY_MAX_CHARS, CONTEXT_MAX_CHARS, parse_markup
+from crawler.markup import (
+    ANCHOR_MAX_CHARS,
+    BODY_MAX_CHARS,
+    CONTEXT_CLIMB,
+    CONTEXT_MAX_CHARS,
+    parse_markup,
+)
 from crawler.parsing import THREAD_PARSE_BYTES, Parser
 from crawler.urlsyntax import cut_fragment
 
@@ -115,3 +124,29 @@ async def test_the_parse_thread_reads_the_same() -> None:
         await parser.close()
     assert threaded == parse_markup(body, "http://t/", "text/html", anchors=True, text=True)
     assert threaded.anchors and threaded.text is not None
+
+
+def test_in_a_long_block_the_context_is_the_text_next_to_the_link() -> None:
+    # The same anchor text twice in one long block: each link gets its own neighbours.
+    words = " ".join(f"w{i}" for i in range(400))
+    body = f"<p>{words} <a href=/1>same</a> alpha beta {words} <a href=/2>same</a> gamma</p>"
+    doc = parse_markup(body.encode(), "http://t/", "text/html", anchors=True)
+    first, second = doc.anchors["/1"][2], doc.anchors["/2"][2]
+    assert "w398 w399 same alpha beta w0 w1" in first
+    assert second.endswith("w398 w399 same gamma")
+    assert len(first) <= CONTEXT_MAX_CHARS and len(second) <= CONTEXT_MAX_CHARS
+
+
+def test_contexts_are_bounded_on_pages_built_against_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    deep = (
+        "<span>" * (CONTEXT_CLIMB + 1) + "<a href=/deep>deep</a>" + "</span>" * (CONTEXT_CLIMB + 1)
+    )
+    body = f"<p>intro {deep}</p><p>one <a href=/1>1</a></p><p>two <a href=/2>2</a></p>"
+    doc = parse_markup(body.encode(), "http://t/", "text/html", anchors=True)
+    assert doc.anchors["/deep"] == ("deep", "", "")  # no block within CONTEXT_CLIMB ancestors
+    assert doc.anchors["/2"][2] == "two 2"
+    monkeypatch.setattr(markup, "CONTEXT_BUDGET_CHARS", 5)  # "one 1": the first block only
+    doc = parse_markup(body.encode(), "http://t/", "text/html", anchors=True)
+    assert (doc.anchors["/1"][2], doc.anchors["/2"][2]) == ("one 1", "")
