@@ -27,6 +27,7 @@ __all__ = [
     "Config",
     "CrawlConfig",
     "FetchConfig",
+    "FocusConfig",
     "HostConfig",
     "OutputConfig",
     "PolitenessConfig",
@@ -174,6 +175,12 @@ class OutputConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class FocusConfig:
+    keywords: tuple[str, ...] = ()
+    threshold: float = 0.5  # crawler.relevance.DEFAULT_THRESHOLD
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     crawl: CrawlConfig = field(default_factory=CrawlConfig)
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
@@ -185,6 +192,7 @@ class Config:
     security: SecurityConfig = field(default_factory=SecurityConfig)
     state: StateConfig = field(default_factory=StateConfig)
     hosts: tuple[HostConfig, ...] = ()
+    focus: FocusConfig = field(default_factory=FocusConfig)
 
     def override(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section replaced (used for CLI flags); validated."""
@@ -376,6 +384,11 @@ def _check_ranges(obj: Any, where: str) -> None:
                           tracking_params=obj.tracking_params, memo_size=0)  # fmt: skip
         except ValueError as exc:
             raise ConfigError(f"{where} {exc}") from None
+    if isinstance(obj, FocusConfig):
+        if any(not word.strip() for word in obj.keywords):
+            raise ConfigError(f"{where} keywords: blank keyword in {list(obj.keywords)!r}")
+        if not 0 <= obj.threshold <= 1:
+            raise ConfigError(f"{where} threshold: must be within 0..1, got {obj.threshold!r}")
     if isinstance(obj, ScopeConfig):
         for key in ("include", "exclude"):
             for pattern in getattr(obj, key):

@@ -17,17 +17,32 @@ import codecs
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from selectolax.lexbor import LexborHTMLParser, SelectolaxError
+from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
 
 from crawler.defuse import DEPTH_LIMIT, MAX_TAGS, defuse
-from crawler.urlsyntax import STRIP
+from crawler.urlsyntax import STRIP, cut_fragment
 
 __all__ = [
-    "DEPTH_LIMIT", "MAX_TAGS", "SLOW_PARSE_SECONDS", "TITLE_MAX_CHARS", "Markup", "is_html",
-    "parse_markup", "parse_tree", "prepare", "read_tree",
+    "ANCHOR_MAX_CHARS",
+    "BODY_MAX_CHARS",
+    "CONTEXT_BUDGET_CHARS",
+    "CONTEXT_CLIMB",
+    "CONTEXT_MAX_CHARS",
+    "DEPTH_LIMIT",
+    "HEADINGS_MAX_CHARS",
+    "MAX_TAGS",
+    "SIBLINGS",
+    "SLOW_PARSE_SECONDS",
+    "TITLE_MAX_CHARS",
+    "Markup",
+    "is_html",
+    "parse_markup",
+    "parse_tree",
+    "prepare",
+    "read_tree",
 ]  # fmt: skip
 
 logger = logging.getLogger(__name__)
@@ -83,6 +98,21 @@ SLOW_PARSE_SECONDS = 1.0
 
 TITLE_MAX_CHARS = 1000
 """Longest title kept; longer ones are cut (after whitespace is collapsed)."""
+ANCHOR_MAX_CHARS = 256
+"""Longest anchor text kept for a link (read only for a focused crawl, like the three below)."""
+CONTEXT_MAX_CHARS = 200
+"""Longest text around a link kept (its enclosing block's, centred on the anchor)."""
+CONTEXT_CLIMB = 16
+"""Ancestors of a link searched for its enclosing block (deeper in inline tags: no context)."""
+CONTEXT_BUDGET_CHARS = 4_000_000
+"""Text read for the links' contexts of one page at most (then links get none)."""
+SIBLINGS = 8
+"""Siblings read on each side of a link for its context in a long block."""
+_SHORT_BLOCK = 4 * CONTEXT_MAX_CHARS  # a longer block: the text next to the link is its context
+HEADINGS_MAX_CHARS = 10_000
+"""Longest h1-h6 text kept for a page."""
+BODY_MAX_CHARS = 100_000
+"""Longest visible body text kept for a page."""
 
 # One whole-tree pass finds the links, the robots meta tags and the first <base href>, in
 # document order. "[href]" also matches <link>, <use>...: sorted out by tag id, which is cheaper
@@ -92,12 +122,34 @@ _CANONICAL_CSS = 'link[rel~="canonical" i][href]'
 
 
 def _tag_ids(*names: str) -> tuple[int, ...]:
-    tree = LexborHTMLParser("".join(f"<{name}>" for name in names))
-    return tuple(getattr(tree.css_first(name), "tag_id", -1) for name in names)
+    """Lexbor's tag id of each element name (each parsed on its own: <script> or <style> would
+    swallow the names after it; table cells need their table)."""
+    table = LexborHTMLParser("<table><caption></caption><tr><th></th><td></td></tr></table>")
+    ids = []
+    for name in names:
+        node = LexborHTMLParser(f"<{name}></{name}>").css_first(name) or table.css_first(name)
+        if node is None:
+            raise ImportError(f"crawler.markup: no lexbor tag id for <{name}>")
+        ids.append(node.tag_id)
+    return tuple(ids)
 
 
 _A, _AREA, _META, _BASE = _tag_ids("a", "area", "meta", "base")
 _LINK_TAGS = frozenset((_A, _AREA))
+# The elements whose text is "the text around a link" (the nearest one enclosing it).
+_BLOCKS = frozenset(_tag_ids(
+    "p", "li", "dd", "dt", "td", "th", "caption", "figcaption", "blockquote", "pre", "div",
+    "section", "article", "aside", "main", "nav", "header", "footer", "form", "fieldset",
+    "address", "details", "summary", "h1", "h2", "h3", "h4", "h5", "h6",
+))  # fmt: skip
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+# Left out of a page's visible body text (removed after the links are read).
+_HIDDEN = ("script", "style", "noscript", "template", "nav", "header", "footer")
+_HEADING_TAGS = frozenset(_tag_ids(*_HEADINGS))
+_TEXT_TAGS = _HEADING_TAGS | frozenset(_tag_ids(*_HIDDEN))
+# With `text`, the same pass finds the headings and the hidden elements too (one more pass
+# would cost more than the longer selector).
+_TEXT_TREE_CSS = ", ".join((_TREE_CSS, *_HEADINGS, *_HIDDEN))
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +161,11 @@ class Markup:
     each <meta name>; `base_href`: the first <base href> anywhere; `canonical_href`: the first
     rel=canonical link in <head>; `title`: the first <title> (<head>'s first), whitespace
     collapsed, at most TITLE_MAX_CHARS. Empty when the body is not HTML or could not be parsed.
+
+    Read only when asked (a focused crawl): `anchors`, per distinct href (fragment cut, as in
+    `crawler.urlsyntax.cut_fragment`) the (anchor text, rel, text around it) of its first
+    occurrence with an anchor text (else of its first); `text`, the page's (h1-h6 text, visible
+    body text). Whitespace is collapsed in all.
     """
 
     is_html: bool
@@ -119,18 +176,28 @@ class Markup:
     base_href: str | None = None
     canonical_href: str | None = None
     title: str | None = None
+    anchors: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    text: tuple[str, str] | None = None
 
 
 NOT_HTML = Markup(is_html=False)
 
 
-def parse_markup(body: bytes, url: str, content_type: str | None = None) -> Markup:
-    """Sniff, decode, defuse, parse and read one response body fetched from `url` (for logs)."""
+def parse_markup(
+    body: bytes,
+    url: str,
+    content_type: str | None = None,
+    *,
+    anchors: bool = False,
+    text: bool = False,
+) -> Markup:
+    """Sniff, decode, defuse, parse and read one response body fetched from `url` (for logs);
+    `anchors` and `text` as for `read_tree`."""
     prepared = prepare(body, url, content_type)
     if prepared is None:
         return NOT_HTML
     charset, data = prepared
-    return read_tree(parse_tree(data, url), charset)
+    return read_tree(parse_tree(data, url), charset, anchors=anchors, text=text)
 
 
 def prepare(
@@ -161,15 +228,24 @@ def parse_tree(data: bytes, url: str) -> LexborHTMLParser | None:
     return tree
 
 
-def read_tree(tree: LexborHTMLParser | None, charset: str) -> Markup:
-    """The `Markup` record of a parsed tree (an empty HTML one when there is no tree)."""
+def read_tree(
+    tree: LexborHTMLParser | None, charset: str, *, anchors: bool = False, text: bool = False
+) -> Markup:
+    """The `Markup` record of a parsed tree (an empty HTML one when there is no tree).
+
+    `anchors`: also read each link's anchor text, rel and surrounding text; `text`: also read
+    the page's headings and visible body text (this strips hidden elements from `tree`)."""
     if tree is None:
-        return Markup(True, charset)
+        return Markup(True, charset, text=("", "") if text else None)
     hrefs: list[str] = []
     nofollow: list[int] = []
     metas: list[tuple[str, str]] = []
+    details: dict[str, tuple[str, str, str]] | None = {} if anchors else None
+    contexts = _Contexts()
+    headings: list[str] = []
+    hidden: list[LexborNode] = []
     base_href: str | None = None
-    for node in tree.css(_TREE_CSS):
+    for node in tree.css(_TEXT_TREE_CSS if text else _TREE_CSS):
         tag_id = node.tag_id
         if tag_id in _LINK_TAGS:  # svg:a too, as browsers follow it
             attrs = node.attributes  # one dict: cheaper than two node.attrs lookups
@@ -178,11 +254,23 @@ def read_tree(tree: LexborHTMLParser | None, charset: str) -> Markup:
                 nofollow.append(len(hrefs))
             href = attrs.get("href") or attrs.get("xlink:href")  # SVG 1.1 links have the latter
             hrefs.append(href.strip(STRIP) if href else "")
+            if details is not None:  # a page repeats its links: read each href's once
+                cut = cut_fragment(hrefs[-1])
+                known = details.get(cut)
+                if known is None or not known[0]:
+                    detail = _link_details(node, rel, contexts)
+                    if known is None or detail[0]:
+                        details[cut] = detail
         elif tag_id == _META:
             attrs = node.attributes
             metas.append(((attrs.get("name") or "").strip().lower(), attrs.get("content") or ""))
         elif tag_id == _BASE and base_href is None:
             base_href = node.attributes.get("href") or ""
+        elif tag_id in _TEXT_TAGS and text:
+            if tag_id in _HEADING_TAGS:
+                headings.append(node.text(deep=True, separator=" "))
+            else:
+                hidden.append(node)
 
     head = tree.head or tree
     canonical = head.css_first(_CANONICAL_CSS)
@@ -190,11 +278,107 @@ def read_tree(tree: LexborHTMLParser | None, charset: str) -> Markup:
     title = None
     title_node = head.css_first("title") or tree.css_first("title")
     if title_node is not None:
-        text = title_node.text(deep=True).lstrip()[: 4 * TITLE_MAX_CHARS]
-        title = " ".join(text.split())[:TITLE_MAX_CHARS].rstrip() or None
+        raw = title_node.text(deep=True).lstrip()[: 4 * TITLE_MAX_CHARS]
+        title = " ".join(raw.split())[:TITLE_MAX_CHARS].rstrip() or None
     return Markup(
-        True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href, title
-    )
+        True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
+        title, details if details is not None else {},
+        _page_text(tree, headings, hidden) if text else None,
+    )  # fmt: skip
+
+
+def _collapse(text: str, limit: int) -> str:
+    """`text` with whitespace runs made one space, at most `limit` characters."""
+    return " ".join(text.lstrip()[: 4 * limit].split())[:limit].rstrip()
+
+
+class _Contexts:
+    """The text of the block elements a page's links are in, read once per block, and at most
+    CONTEXT_BUDGET_CHARS in all (nested blocks each hold their inner blocks' text: on a page
+    built for it, reading them all could take minutes)."""
+
+    __slots__ = ("left", "long", "texts")
+
+    def __init__(self) -> None:
+        self.texts: dict[int, str] = {}  # block element -> its collapsed text (a short one)
+        self.long: set[int] = set()  # block elements with a long text
+        self.left = CONTEXT_BUDGET_CHARS
+
+    def __repr__(self) -> str:
+        return f"<_Contexts blocks={len(self.texts)} left={self.left}>"
+
+
+def _link_details(node: LexborNode, rel: str | None, contexts: _Contexts) -> tuple[str, str, str]:
+    """(anchor text, rel, text around it) of one a/area element."""
+    anchor = _collapse(node.text(deep=True, separator=" "), ANCHOR_MAX_CHARS)
+    if not anchor:
+        image = node.css_first("img[alt]")
+        alt = node.attributes.get("alt") if image is None else image.attributes.get("alt")
+        anchor = _collapse(alt or "", ANCHOR_MAX_CHARS)
+    rel = " ".join((rel or "").split())
+    block = node.parent
+    for _ in range(CONTEXT_CLIMB):
+        if block is None or block.tag_id in _BLOCKS:
+            break
+        block = block.parent
+    else:
+        block = None
+    if block is None:  # directly in <body> (the body would be too much), or deep in inline tags
+        return anchor, rel, ""
+    key = block.mem_id
+    around = contexts.texts.get(key)
+    if around is None and key not in contexts.long:
+        if contexts.left <= 0:
+            return anchor, rel, ""
+        raw = block.text(deep=True, separator=" ")
+        contexts.left -= len(raw)
+        around = " ".join(raw.split())
+        if len(around) > _SHORT_BLOCK:  # not kept: the text next to each link is read instead
+            contexts.long.add(key)
+            around = None
+        else:
+            contexts.texts[key] = around
+    if around is None:
+        return anchor, rel, _next_to(node, anchor, contexts) if contexts.left > 0 else ""
+    if len(around) > CONTEXT_MAX_CHARS:  # a window centred on the anchor (or the block's start)
+        at = max(0, around.find(anchor)) if anchor else 0
+        start = max(0, min(at + len(anchor) // 2 - CONTEXT_MAX_CHARS // 2,
+                           len(around) - CONTEXT_MAX_CHARS))  # fmt: skip
+        around = around[start : start + CONTEXT_MAX_CHARS].strip()
+    return anchor, rel, around
+
+
+def _next_to(node: LexborNode, anchor: str, contexts: _Contexts) -> str:
+    """The text of a link's siblings next to it (half of CONTEXT_MAX_CHARS on each side, from
+    at most SIBLINGS siblings each way), around its anchor text: its context in a long block."""
+    half = (CONTEXT_MAX_CHARS - len(anchor)) // 2
+    before: list[str] = []
+    after: list[str] = []
+    for side, step in ((before, "prev"), (after, "next")):
+        sibling, size = getattr(node, step), 0
+        for _ in range(SIBLINGS):
+            if sibling is None or size >= half:
+                break
+            raw = sibling.text(deep=True, separator=" ")
+            contexts.left -= len(raw)
+            side.append(raw)
+            size += len(raw)
+            sibling = getattr(sibling, step)
+    left = " ".join(" ".join(reversed(before)).split())[-half:] if half > 0 else ""
+    right = " ".join(" ".join(after).split())[:half] if half > 0 else ""
+    return " ".join(part for part in (left, anchor, right) if part)[:CONTEXT_MAX_CHARS]
+
+
+def _page_text(
+    tree: LexborHTMLParser, headings: list[str], hidden: list[LexborNode]
+) -> tuple[str, str]:
+    """(h1-h6 text, visible body text) of a page; removes the `hidden` elements (in document
+    order) from `tree`, the last first, so that none is inside one already removed."""
+    for node in reversed(hidden):
+        node.decompose()
+    body = tree.body
+    visible = body.text(deep=True, separator=" ") if body is not None else ""
+    return _collapse(" ".join(headings), HEADINGS_MAX_CHARS), _collapse(visible, BODY_MAX_CHARS)
 
 
 def is_html(content_type: str | None, body: bytes) -> bool:

@@ -34,6 +34,8 @@ def progress_line(crawler: Crawler) -> str:
         parts.append(f"in flight {fs.in_flight}")
         parts.append(f"hosts {fs.ready_hosts} ready/{fs.waiting_hosts} waiting")
     parts.append(f"errors {sum(s.errors.values())}")
+    if (harvest := s.harvest_rate) is not None:  # a focused crawl
+        parts.append(f"harvest {harvest:.0%}")
     sieve = crawler.sieve
     stages = len(sieve.stages)
     parts.append(
@@ -114,6 +116,8 @@ def summary_table(stats: dict[str, Any]) -> Table:
     add("duplicate links", stats["duplicates"])
     add("links refused: max_pages reached", stats["over_limit"])
     add("URLs dropped: queue full", stats["dropped_full"])
+    if stats.get("harvest_rate") is not None:
+        add("harvest rate", f"{stats['harvest_rate']:.1%} ({stats['relevant']}/{stats['scored']})")
     add("memo hit rate", f"{stats['memo_hit_rate']:.1%}")
     sieve = stats["sieve"]
     add("URLs seen (not all fetched)", f"~{sieve['approx_items']:,} / {sieve['count']:,} exact")
