@@ -48,6 +48,7 @@ import logging
 import math
 from collections.abc import Sequence
 
+from crawler.relevance.learn import LinkLearner
 from crawler.relevance.text import STOPWORDS, Stems, prefix_pattern, term_counts, url_words, words
 from crawler.scoring import Link, PageText
 
@@ -66,10 +67,12 @@ PRIOR_LENGTH = 4000.0  # the mean body length (characters) before any page is ra
 W_ANCHOR = 0.35
 W_URL = 0.15
 W_CONTEXT = 0.15
-W_PARENT = 0.35
-DECAY = 0.5  # the share of a parent's potential an irrelevant page passes on (shark search)
-DEPTH_PENALTY = 0.01
-MAX_DEPTH_PENALTY = 0.1
+W_PARENT = 0.1
+W_LEARNED = 1.0
+LEARNED_BASE = 1.0
+DECAY = 0.25  # the share of a parent's potential an irrelevant page passes on (shark search)
+DEPTH_PENALTY = 0.05
+MAX_DEPTH_PENALTY = 0.3
 
 
 class TopicScorer:
@@ -78,6 +81,7 @@ class TopicScorer:
     __slots__ = (
         "_df",
         "_inherited",
+        "_learner",
         "_length_sum",
         "_pattern",
         "_potential",
@@ -117,6 +121,7 @@ class TopicScorer:
         self._weights = self._idf()
         self._potential: dict[int, float] = {}  # hash(page URL) -> its potential
         self._inherited: dict[int, float] = {}  # hash(link URL) -> its parent's potential
+        self._learner = LinkLearner(memory)
 
     def _idf(self) -> dict[str, float]:
         """Each term's IDF weight, normalized to sum to 1."""
@@ -155,6 +160,7 @@ class TopicScorer:
         self.pages += 1
         self._length_sum += length
         self._weights = self._idf()
+        self._learner.observe(text.url, relevance)
         key = hash(text.url)
         inherited = self._inherited.pop(key, 0.0)
         self._remember(self._potential, key, max(relevance, DECAY * inherited))
@@ -178,7 +184,15 @@ class TopicScorer:
             parent = link.parent_relevance or 0.0
         self._remember(self._inherited, hash(link.url), parent)
         penalty = min(MAX_DEPTH_PENALTY, DEPTH_PENALTY * link.depth)
-        return W_ANCHOR * anchor + W_URL * url + W_CONTEXT * context + W_PARENT * parent - penalty
+        learned = self._learner.expect(link.url) - LEARNED_BASE * self._learner.mean
+        return (
+            W_ANCHOR * anchor
+            + W_URL * url
+            + W_CONTEXT * context
+            + W_PARENT * parent
+            + W_LEARNED * learned
+            - penalty
+        )
 
     def _remember(self, table: dict[int, float], key: int, value: float) -> None:
         if key in table:
