@@ -26,7 +26,7 @@ from typing import IO, Any, TextIO, TypeVar
 from crawler.components import settings
 from crawler.config import Config, load_config
 from crawler.engine import Crawler
-from crawler.errors import ConfigError, SeedError
+from crawler.errors import ConfigError, ScoreError, SeedError
 from crawler.fixture import FixtureSite
 from crawler.progress import ProgressReporter, print_summary
 from crawler.state import CrawlState, StateError
@@ -60,6 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-depth", type=int, metavar="N", help="links deeper than N are skipped"
     )
     parser.add_argument("--concurrency", type=int, metavar="N", help="number of fetch workers")
+    parser.add_argument(
+        "--focus",
+        metavar="WORDS",
+        help="focused crawl on these topic words: best-first, max-pages is a fetch budget",
+    )
     parser.add_argument(
         "--delay",
         type=float,
@@ -135,6 +140,8 @@ def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
         config = config.override("output", warc=args.warc)
     if args.state is not None:
         config = config.override("state", dir=args.state)
+    if args.focus is not None:
+        config = config.override("focus", keywords=tuple(args.focus.split()))
     return config
 
 
@@ -322,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     except StateError as exc:
         print(f"crawl: error: {exc}", file=sys.stderr)
         return 2
+    except ScoreError as exc:  # the focus scorer failed: the results so far are written
+        print(f"crawl: error: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # the reader of our stdout went away (e.g. `crawl ... | head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -6,6 +6,7 @@ which argument.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from crawler.config import Config
@@ -13,6 +14,7 @@ from crawler.fetcher import Fetcher
 from crawler.frontier import Frontier
 from crawler.guard import AddressGuard
 from crawler.scope import Scope
+from crawler.scoring import Scorer
 from crawler.sieve import Sieve
 from crawler.urls import UrlNormalizer
 
@@ -21,6 +23,7 @@ __all__ = [
     "make_frontier",
     "make_guard",
     "make_scope",
+    "make_scorer",
     "make_sieve",
     "make_urls",
     "settings",
@@ -98,12 +101,24 @@ def make_scope(config: Config) -> Scope:
     )
 
 
+def make_scorer(config: Config) -> Scorer | None:
+    """The topic scorer of a focused crawl (`[focus] keywords`), None without keywords."""
+    keywords = config.focus.keywords
+    if not keywords:
+        return None
+    # Imported here: only a focused crawl needs it.
+    relevance = importlib.import_module("crawler.relevance")
+    scorer: Scorer = relevance.TopicScorer(keywords)
+    return scorer
+
+
 _FREE_TO_CHANGE = frozenset({"urls.memo_size", "sieve.confirm"})
 
 
 def settings(config: Config) -> dict[str, object]:
     """The settings a resumed crawl must share with the crawl it resumes: what decides which
-    URLs are admitted and how they are keyed (scope, URL rules, Sieve, depth and page limits)."""
+    URLs are admitted and how they are keyed (scope, URL rules, Sieve, depth and page limits).
+    A focused crawl's max_pages is a fetch budget, free to raise on a resume: left out."""
     out: dict[str, object] = {}
     for section in ("scope", "urls", "sieve"):
         table = getattr(config, section)
@@ -113,5 +128,6 @@ def settings(config: Config) -> dict[str, object]:
             value = getattr(table, name)
             out[f"{section}.{name}"] = list(value) if isinstance(value, tuple) else value
     out["crawl.max_depth"] = config.crawl.max_depth
-    out["crawl.max_pages"] = config.crawl.max_pages
+    if not config.focus.keywords:
+        out["crawl.max_pages"] = config.crawl.max_pages
     return out

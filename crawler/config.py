@@ -26,6 +26,7 @@ __all__ = [
     "Config",
     "CrawlConfig",
     "FetchConfig",
+    "FocusConfig",
     "OutputConfig",
     "PolitenessConfig",
     "ScopeConfig",
@@ -150,6 +151,11 @@ class OutputConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class FocusConfig:
+    keywords: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     crawl: CrawlConfig = field(default_factory=CrawlConfig)
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
@@ -160,6 +166,7 @@ class Config:
     output: OutputConfig = field(default_factory=OutputConfig)
     security: SecurityConfig = field(default_factory=SecurityConfig)
     state: StateConfig = field(default_factory=StateConfig)
+    focus: FocusConfig = field(default_factory=FocusConfig)
 
     def override(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section replaced (used for CLI flags); validated."""
@@ -300,6 +307,8 @@ def _check_ranges(obj: Any, where: str) -> None:
                           tracking_params=obj.tracking_params, memo_size=0)  # fmt: skip
         except ValueError as exc:
             raise ConfigError(f"{where} {exc}") from None
+    if isinstance(obj, FocusConfig) and any(not word.strip() for word in obj.keywords):
+        raise ConfigError(f"{where} keywords: blank keyword in {list(obj.keywords)!r}")
     if isinstance(obj, ScopeConfig):
         for key in ("include", "exclude"):
             for pattern in getattr(obj, key):

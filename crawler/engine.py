@@ -22,17 +22,20 @@ from types import TracebackType
 from typing import Any
 
 from crawler.admission import Admission
+from crawler.budget import FetchBudget
 from crawler.components import make_fetcher, make_frontier, make_scope, make_sieve, make_urls
 from crawler.config import Config
 from crawler.dedup import Dedup
-from crawler.errors import FetchError, SeedError
+from crawler.errors import FetchError, ScoreError, SeedError
 from crawler.fetcher import Response
+from crawler.focus import Focus
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
 from crawler.links import read_page
 from crawler.parsing import Parser, switch_interval
 from crawler.results import CrawlResult, CrawlStats
 from crawler.robots import fetch_robots, policy_from_response, product_token
 from crawler.scope import Scope, split_host
+from crawler.scoring import ScoreFn
 from crawler.sitemaps import SitemapError, parse_sitemap
 from crawler.state import CrawlState, SeenStore
 
@@ -65,15 +68,22 @@ class Crawler:
         clock: Callable[[], float] | None = None,
         recorder: Callable[[Response], None] | None = None,
         state: CrawlState | None = None,
+        score: ScoreFn | None = None,
     ) -> None:
         """`clock` drives politeness (default: the event loop's); `recorder` sees every HTTP
         response as received, robots.txt and redirects included (the WARC writer is one);
-        `state` makes the crawl crash-safe and resumable (see `crawler.state`)."""
+        `state` makes the crawl crash-safe and resumable (see `crawler.state`); `score` gives
+        each new link its priority, or None to skip it (see `crawler.scoring`; it takes the
+        place of the `[focus]` scorer's link priorities, not of its page relevance)."""
         self.config = config = config or Config()
+        self.stats = CrawlStats()
+        self.focus = Focus.build(config, score, self.stats)
+        # Scoring makes max_pages a fetch budget (see crawler.budget), else a cap on admissions.
+        max_pages = config.crawl.max_pages
+        self.budget = FetchBudget(max_pages) if self.focus is not None and max_pages else None
         self._clock = clock
         self._recorder = recorder
         self.state = state
-        self.stats = CrawlStats()
         self.sieve = make_sieve(config)
         self.dedup = Dedup(self.sieve)
         self.urls = make_urls(config)
@@ -132,7 +142,7 @@ class Crawler:
             frontier=self.frontier,
             stats=self.stats,
             state=state,
-            max_pages=self.config.crawl.max_pages,
+            max_pages=0 if self.budget is not None else self.config.crawl.max_pages,
             max_redirects=self.config.fetch.max_redirects,
             fetch_canonical=self.config.urls.fetch_canonical,
         )
@@ -183,6 +193,8 @@ class Crawler:
                     item = await results.get()
                     if isinstance(item, _WorkerDone):
                         finished += 1
+                        if isinstance(item.error, ScoreError):
+                            raise item.error
                         if item.error is not None:
                             raise RuntimeError("a crawl worker died") from item.error
                         continue
@@ -196,7 +208,10 @@ class Crawler:
                         if time.monotonic() >= checkpoint_at:
                             state.checkpoint(self.sieve, self.stats.as_dict())
                             checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
-                self._ran_out = not self.stopped
+                budget = self.budget  # spent with URLs left: unfinished (resumable)
+                left = self.frontier is not None and len(self.frontier) > 0
+                spent = budget is not None and budget.exhausted and left
+                self._ran_out = not self.stopped and not spent
             finally:
                 assert self.frontier is not None
                 self.frontier.close()
@@ -231,10 +246,14 @@ class Crawler:
 
     async def _worker(self) -> None:
         assert self.frontier is not None
-        frontier = self.frontier
+        frontier, budget = self.frontier, self.budget
         error: BaseException | None = None
         try:
-            while (entry := await frontier.get()) is not None:
+            while budget is None or await budget.claim():
+                if (entry := await frontier.get()) is None:
+                    if budget is not None:
+                        budget.settle(False)
+                    break
                 outcome: Outcome | None = None
                 retry = False
                 try:
@@ -248,11 +267,15 @@ class Crawler:
                         outcome, retry, result = await self._fetch_page(entry)
                         if result is not None:
                             await self._emit(result)
+                except ScoreError:
+                    raise  # ends the crawl: raised by crawl()
                 except Exception as exc:  # a bug handling one URL must not kill the crawl
                     log.exception("internal error while crawling %s", entry.url)
                     await self._emit(self._failed(entry, f"internal: {type(exc).__name__}: {exc}"))
                 finally:
                     frontier.done(entry, outcome, retry=retry)
+                    if budget is not None:  # spent by a page's result
+                        budget.settle(entry.kind is EntryKind.PAGE and not retry)
         except asyncio.CancelledError:
             pass  # aborted: the entry in flight stays pending in the state, if any
         except BaseException as exc:
@@ -302,7 +325,13 @@ class Crawler:
         }
 
     async def _page(self, entry: Entry, response: Response) -> CrawlResult:
-        markup = await self.parser.parse(response.body, entry.url, response.content_type)
+        focus = self.focus
+        if focus is None:
+            markup = await self.parser.parse(response.body, entry.url, response.content_type)
+        else:
+            markup = await self.parser.parse(
+                response.body, entry.url, response.content_type, anchors=True, text=focus.text
+            )
         sc = self.config.scope
         page = read_page(
             markup,
@@ -312,13 +341,18 @@ class Crawler:
             max_links=sc.max_links_per_page,
             user_agent_token=self._token,
         )
-        new = self.admission.links(entry, page.links, page.base) if page.is_html else 0
+        if focus is not None:
+            relevance, new = await focus.read(entry, page, self.admission)
+        else:
+            relevance = None
+            new = self.admission.links(entry, page.links, page.base) if page.is_html else 0
         return CrawlResult(
             **self._base_result(entry, response),
             title=page.title,
             links=page.links_found,
             new_links=new,
             canonical=page.canonical,
+            relevance=relevance,
         )
 
     def _redirect(self, entry: Entry, response: Response, location: str) -> CrawlResult:

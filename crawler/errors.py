@@ -3,6 +3,8 @@
     CrawlerError
     ├── ConfigError            a config file, key or value is wrong (names the file and key)
     ├── SeedError              a seed is not a crawlable URL (names the source and line)
+    ├── ScoreError             a score function raised or returned a bad priority (names the
+    │                          link; the crawl ends with it, the original as __cause__)
     └── FetchError             one fetch failed; `kind` is the short name used in results
         ├── DNSError           "dns"          the host name did not resolve
         ├── ConnectError       "connect"      refused, reset, unreachable, TLS failure
@@ -29,6 +31,7 @@ __all__ = [
     "FetchError",
     "FetchTimeout",
     "ProtocolError",
+    "ScoreError",
     "SeedError",
 ]
 
@@ -43,6 +46,11 @@ class ConfigError(CrawlerError, ValueError):
 
 class SeedError(CrawlerError, ValueError):
     """A seed is not a crawlable http(s) URL."""
+
+
+class ScoreError(CrawlerError):
+    """A score function (``Crawler(config, score=fn)``) or the focus scorer failed on a link
+    or a page; `crawl()` raises it, with the original exception as ``__cause__``."""
 
 
 class FetchError(CrawlerError):

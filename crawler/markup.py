@@ -19,15 +19,16 @@ import re
 import time
 from dataclasses import dataclass
 
-from selectolax.lexbor import LexborHTMLParser, SelectolaxError
+from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
 
 from crawler.defuse import DEPTH_LIMIT, MAX_TAGS, defuse
 from crawler.urlsyntax import STRIP
 
 __all__ = [
-    "DEPTH_LIMIT", "MAX_TAGS", "SLOW_PARSE_SECONDS", "TITLE_MAX_CHARS", "Markup", "is_html",
-    "parse_markup", "parse_tree", "prepare", "read_tree",
+    "ANCHOR_MAX_CHARS", "BODY_MAX_CHARS", "CONTEXT_MAX_CHARS", "DEPTH_LIMIT", "HEADINGS_MAX_CHARS",
+    "MAX_TAGS", "SLOW_PARSE_SECONDS", "TITLE_MAX_CHARS", "Markup", "is_html", "parse_markup",
+    "parse_tree", "prepare", "read_tree",
 ]  # fmt: skip
 
 logger = logging.getLogger(__name__)
@@ -83,6 +84,14 @@ SLOW_PARSE_SECONDS = 1.0
 
 TITLE_MAX_CHARS = 1000
 """Longest title kept; longer ones are cut (after whitespace is collapsed)."""
+ANCHOR_MAX_CHARS = 256
+"""Longest anchor text kept for a link (read only for a focused crawl, like the three below)."""
+CONTEXT_MAX_CHARS = 200
+"""Longest text around a link kept (its enclosing block's, centred on the anchor)."""
+HEADINGS_MAX_CHARS = 10_000
+"""Longest h1-h6 text kept for a page."""
+BODY_MAX_CHARS = 100_000
+"""Longest visible body text kept for a page."""
 
 # One whole-tree pass finds the links, the robots meta tags and the first <base href>, in
 # document order. "[href]" also matches <link>, <use>...: sorted out by tag id, which is cheaper
@@ -93,11 +102,23 @@ _CANONICAL_CSS = 'link[rel~="canonical" i][href]'
 
 def _tag_ids(*names: str) -> tuple[int, ...]:
     tree = LexborHTMLParser("".join(f"<{name}>" for name in names))
-    return tuple(getattr(tree.css_first(name), "tag_id", -1) for name in names)
+    table = LexborHTMLParser("<table><caption></caption><tr><th></th><td></td></tr></table>")
+    return tuple(
+        getattr(tree.css_first(name) or table.css_first(name), "tag_id", -1) for name in names
+    )
 
 
 _A, _AREA, _META, _BASE = _tag_ids("a", "area", "meta", "base")
 _LINK_TAGS = frozenset((_A, _AREA))
+# The elements whose text is "the text around a link" (the nearest one enclosing it).
+_BLOCKS = frozenset(_tag_ids(
+    "p", "li", "dd", "dt", "td", "th", "caption", "figcaption", "blockquote", "pre", "div",
+    "section", "article", "aside", "main", "nav", "header", "footer", "form", "fieldset",
+    "address", "details", "summary", "h1", "h2", "h3", "h4", "h5", "h6",
+)) - {-1}  # fmt: skip
+_HEADINGS_CSS = "h1, h2, h3, h4, h5, h6"
+# Left out of a page's visible body text (read after the links: stripping changes the tree).
+_HIDDEN_TAGS = ["script", "style", "noscript", "template", "nav", "header", "footer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +130,9 @@ class Markup:
     each <meta name>; `base_href`: the first <base href> anywhere; `canonical_href`: the first
     rel=canonical link in <head>; `title`: the first <title> (<head>'s first), whitespace
     collapsed, at most TITLE_MAX_CHARS. Empty when the body is not HTML or could not be parsed.
+
+    Read only when asked (a focused crawl): `anchors`, one (anchor text, rel, text around it)
+    per href; `text`, the page's (h1-h6 text, visible body text). Whitespace is collapsed in all.
     """
 
     is_html: bool
@@ -119,18 +143,28 @@ class Markup:
     base_href: str | None = None
     canonical_href: str | None = None
     title: str | None = None
+    anchors: tuple[tuple[str, str, str], ...] = ()
+    text: tuple[str, str] | None = None
 
 
 NOT_HTML = Markup(is_html=False)
 
 
-def parse_markup(body: bytes, url: str, content_type: str | None = None) -> Markup:
-    """Sniff, decode, defuse, parse and read one response body fetched from `url` (for logs)."""
+def parse_markup(
+    body: bytes,
+    url: str,
+    content_type: str | None = None,
+    *,
+    anchors: bool = False,
+    text: bool = False,
+) -> Markup:
+    """Sniff, decode, defuse, parse and read one response body fetched from `url` (for logs);
+    `anchors` and `text` as for `read_tree`."""
     prepared = prepare(body, url, content_type)
     if prepared is None:
         return NOT_HTML
     charset, data = prepared
-    return read_tree(parse_tree(data, url), charset)
+    return read_tree(parse_tree(data, url), charset, anchors=anchors, text=text)
 
 
 def prepare(
@@ -161,13 +195,20 @@ def parse_tree(data: bytes, url: str) -> LexborHTMLParser | None:
     return tree
 
 
-def read_tree(tree: LexborHTMLParser | None, charset: str) -> Markup:
-    """The `Markup` record of a parsed tree (an empty HTML one when there is no tree)."""
+def read_tree(
+    tree: LexborHTMLParser | None, charset: str, *, anchors: bool = False, text: bool = False
+) -> Markup:
+    """The `Markup` record of a parsed tree (an empty HTML one when there is no tree).
+
+    `anchors`: also read each link's anchor text, rel and surrounding text; `text`: also read
+    the page's headings and visible body text (this strips hidden elements from `tree`)."""
     if tree is None:
-        return Markup(True, charset)
+        return Markup(True, charset, text=("", "") if text else None)
     hrefs: list[str] = []
     nofollow: list[int] = []
     metas: list[tuple[str, str]] = []
+    details: list[tuple[str, str, str]] | None = [] if anchors else None
+    contexts: dict[int, str] = {}  # block element -> its collapsed text
     base_href: str | None = None
     for node in tree.css(_TREE_CSS):
         tag_id = node.tag_id
@@ -178,6 +219,8 @@ def read_tree(tree: LexborHTMLParser | None, charset: str) -> Markup:
                 nofollow.append(len(hrefs))
             href = attrs.get("href") or attrs.get("xlink:href")  # SVG 1.1 links have the latter
             hrefs.append(href.strip(STRIP) if href else "")
+            if details is not None:
+                details.append(_link_details(node, rel, contexts))
         elif tag_id == _META:
             attrs = node.attributes
             metas.append(((attrs.get("name") or "").strip().lower(), attrs.get("content") or ""))
@@ -190,11 +233,51 @@ def read_tree(tree: LexborHTMLParser | None, charset: str) -> Markup:
     title = None
     title_node = head.css_first("title") or tree.css_first("title")
     if title_node is not None:
-        text = title_node.text(deep=True).lstrip()[: 4 * TITLE_MAX_CHARS]
-        title = " ".join(text.split())[:TITLE_MAX_CHARS].rstrip() or None
+        raw = title_node.text(deep=True).lstrip()[: 4 * TITLE_MAX_CHARS]
+        title = " ".join(raw.split())[:TITLE_MAX_CHARS].rstrip() or None
     return Markup(
-        True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href, title
-    )
+        True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
+        title, tuple(details) if details is not None else (), _page_text(tree) if text else None,
+    )  # fmt: skip
+
+
+def _collapse(text: str, limit: int) -> str:
+    """`text` with whitespace runs made one space, at most `limit` characters."""
+    return " ".join(text.lstrip()[: 4 * limit].split())[:limit].rstrip()
+
+
+def _link_details(
+    node: LexborNode, rel: str | None, contexts: dict[int, str]
+) -> tuple[str, str, str]:
+    """(anchor text, rel, text around it) of one a/area element."""
+    anchor = _collapse(node.text(deep=True, separator=" "), ANCHOR_MAX_CHARS)
+    if not anchor:
+        image = node.css_first("img[alt]")
+        alt = node.attributes.get("alt") if image is None else image.attributes.get("alt")
+        anchor = _collapse(alt or "", ANCHOR_MAX_CHARS)
+    block = node.parent
+    while block is not None and block.tag_id not in _BLOCKS:
+        block = block.parent
+    if block is None:  # directly in <body>: no block to read (the body would be too much)
+        return anchor, " ".join((rel or "").split()), ""
+    around = contexts.get(block.mem_id)
+    if around is None:
+        around = contexts[block.mem_id] = " ".join(block.text(deep=True, separator=" ").split())
+    if len(around) > CONTEXT_MAX_CHARS:  # a window centred on the anchor (or the block's start)
+        at = max(0, around.find(anchor)) if anchor else 0
+        start = max(0, min(at + len(anchor) // 2 - CONTEXT_MAX_CHARS // 2,
+                           len(around) - CONTEXT_MAX_CHARS))  # fmt: skip
+        around = around[start : start + CONTEXT_MAX_CHARS].strip()
+    return anchor, " ".join((rel or "").split()), around
+
+
+def _page_text(tree: LexborHTMLParser) -> tuple[str, str]:
+    """(h1-h6 text, visible body text) of a page; strips the hidden elements from `tree`."""
+    headings = " ".join(node.text(deep=True, separator=" ") for node in tree.css(_HEADINGS_CSS))
+    tree.strip_tags(_HIDDEN_TAGS)
+    body = tree.body
+    visible = body.text(deep=True, separator=" ") if body is not None else ""
+    return _collapse(headings, HEADINGS_MAX_CHARS), _collapse(visible, BODY_MAX_CHARS)
 
 
 def is_html(content_type: str | None, body: bytes) -> bool:

@@ -98,10 +98,19 @@ class Parser:
         self._watch: asyncio.TimerHandle | None = None  # the next stuck-threads check
         self._suspects: set[str] = set()  # hosts whose markup took lexbor seconds
 
-    async def parse(self, body: bytes, url: str, content_type: str | None = None) -> Markup:
-        """`crawler.markup.parse_markup(body, url, content_type)`, lexbor in a thread if big."""
+    async def parse(
+        self,
+        body: bytes,
+        url: str,
+        content_type: str | None = None,
+        *,
+        anchors: bool = False,
+        text: bool = False,
+    ) -> Markup:
+        """`crawler.markup.parse_markup(body, url, content_type, anchors=, text=)`, lexbor in a
+        thread if big (the tree is read on the loop, as without `anchors` and `text`)."""
         if len(body) <= THREAD_PARSE_BYTES:
-            return parse_markup(body, url, content_type)
+            return parse_markup(body, url, content_type, anchors=anchors, text=text)
         strict = bool(self._suspects) and urlsplit(url).netloc in self._suspects
         prepared = prepare(body, url, content_type, strict=strict)
         if prepared is None:
@@ -120,7 +129,7 @@ class Parser:
                 self._cond.notify()
         if not idle and self._watch is None:
             self._watch_threads()
-        return read_tree(await future, charset)
+        return read_tree(await future, charset, anchors=anchors, text=text)
 
     async def close(self) -> None:
         """Let the threads finish the jobs queued and exit; waits for them off the loop, for at

@@ -109,6 +109,8 @@ def summary_table(stats: dict[str, Any]) -> Table:
         add(f"  {reason}", n)
     add("duplicates caught", stats["duplicates"])
     add("over limits", stats["over_limit"] + stats["dropped_full"])
+    if stats.get("harvest_rate") is not None:
+        add("harvest rate", f"{stats['harvest_rate']:.1%} ({stats['relevant']}/{stats['scored']})")
     add("memo hit rate", f"{stats['memo_hit_rate']:.1%}")
     sieve = stats["sieve"]
     add("sieve stages", sieve["stages"])

@@ -33,6 +33,7 @@ class CrawlResult:
     location: str | None = None
     canonical: str | None = None
     error: str | None = None
+    relevance: float | None = None  # the page's relevance in a focused crawl, else None
     body: bytes = field(default=b"", repr=False, compare=False)
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
 
@@ -57,6 +58,7 @@ class CrawlResult:
             "location": self.location,
             "canonical": self.canonical,
             "error": self.error,
+            "relevance": self.relevance,
         }
 
     def to_json(self) -> str:
@@ -80,6 +82,8 @@ class CrawlStats:
     links_seen: int = 0
     admitted: int = 0
     dropped_full: int = 0
+    scored: int = 0  # HTML pages given a relevance (a focused crawl)
+    relevant: int = 0  # of them, those at or above the scorer's threshold
     started: float = 0.0
     elapsed: float = 0.0
 
@@ -87,6 +91,11 @@ class CrawlStats:
     def out_of_scope(self) -> int:
         """Links the scope refused, all reasons together."""
         return sum(self.scope_refused.values())
+
+    @property
+    def harvest_rate(self) -> float | None:
+        """The share of scored pages that were relevant; None when no page was scored."""
+        return self.relevant / self.scored if self.scored else None
 
     def record(self, result: CrawlResult) -> None:
         self.pages += 1
@@ -100,7 +109,7 @@ class CrawlStats:
         """Continue counting from a saved `as_dict()` (a resumed crawl)."""
         for name in ("pages", "bytes", "retries", "robots_refused", "robots_fetches",
                      "over_limit", "duplicates", "links_seen", "admitted",
-                     "dropped_full"):  # fmt: skip
+                     "dropped_full", "scored", "relevant"):  # fmt: skip
             setattr(self, name, int(saved.get(name, 0)))
         self.status_classes = Counter(saved.get("status_classes", {}))
         self.errors = Counter(saved.get("errors", {}))
@@ -124,6 +133,9 @@ class CrawlStats:
             "links_seen": self.links_seen,
             "admitted": self.admitted,
             "dropped_full": self.dropped_full,
+            "scored": self.scored,
+            "relevant": self.relevant,
+            "harvest_rate": None if (h := self.harvest_rate) is None else round(h, 4),
             "elapsed_s": round(self.elapsed, 3),
             "pages_per_s": round(rate, 2),
         }
