@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import TypeVar
 
 from crawler.relevance.text import url_words
 
@@ -25,11 +26,13 @@ __all__ = ["LinkLearner"]
 
 log = logging.getLogger(__name__)
 
+V = TypeVar("V")
+
 SMOOTHING = 3.0
 PRIOR_MEAN = 0.1  # the crawl's mean relevance before any page is rated (weighs one page)
 
 
-def _forget_oldest(table: dict[int, object], capacity: int) -> None:
+def _forget_oldest(table: dict[int, V], capacity: int) -> None:
     while len(table) >= capacity:
         del table[next(iter(table))]
 
