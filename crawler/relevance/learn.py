@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from typing import TypeVar
 
 from crawler.relevance.text import url_words
@@ -51,14 +52,15 @@ class LinkLearner:
         self._pending: dict[int, tuple[int, ...]] = {}  # hash(URL) -> its features
 
     @staticmethod
-    def features(url: str) -> tuple[int, ...]:
-        """The features of a URL: its directory and its path's words, hashed."""
+    def features(url: str, words: Sequence[str] | None = None) -> tuple[int, ...]:
+        """The features of a URL: its directory and its path's words (`words`, if the caller
+        has them already), hashed."""
         rest = url.split("://", 1)[-1].split("?", 1)[0].split("#", 1)[0]
         slash = rest.find("/")
         path = rest[slash:] if slash >= 0 else "/"
         directory = path[: path.rfind("/") + 1]
         found = {hash("d:" + directory)}
-        found.update(hash("w:" + w) for w in url_words(url))
+        found.update(hash("w:" + w) for w in (url_words(url) if words is None else words))
         return tuple(found)
 
     @property
@@ -66,9 +68,10 @@ class LinkLearner:
         """The mean relevance of the pages learned from (with the prior)."""
         return self.total / (self.observed + 1)
 
-    def expect(self, url: str) -> float:
-        """The relevance expected of the page behind `url` (0..1); remembers its features."""
-        feats = self.features(url)
+    def expect(self, url: str, words: Sequence[str] | None = None) -> float:
+        """The relevance expected of the page behind `url` (0..1); remembers its features.
+        `words`: the URL's words (:func:`crawler.relevance.text.url_words`), if known."""
+        feats = self.features(url, words)
         key = hash(url)
         if key not in self._pending:
             _forget_oldest(self._pending, self.memory)

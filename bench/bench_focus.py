@@ -1,0 +1,158 @@
+"""Focused crawling: harvest rate and recall of `--focus` vs breadth-first, at a budget of pages.
+
+    python -m bench focus              # real crawls of the local doc sites served by nginx
+    python -m bench.bench_focus --simulate   # the offline simulation only (no server)
+
+Sites: Debian's python3.11-doc and sqlite3-doc, each served by nginx on loopback. For each site,
+one breadth-first crawl (no focus; the same for every topic) and one ``--focus TOPIC`` crawl per
+topic, from the site's index page, at a budget of BUDGET fetched pages, delay 0, robots off,
+concurrency 8. A page counts as relevant by the benchmark's own rule, applied to the file on disk
+(see bench/focus_sites.py: every topic word at least 3 times in the visible text), never by the
+crawler's scorer. Harvest = relevant pages fetched / pages fetched; recall = relevant pages fetched
+/ relevant pages on the site; ceiling = the best ratio any crawl could reach at this budget,
+min(relevant, budget) / breadth-first's relevant pages. Held-out topics (marked *) were never
+looked at while the scorer was tuned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from bench.focus_sites import BUDGET, SITE, SITES, SiteSpec, relevant_pages, simulate, site_pages
+from bench.nginx import Nginx
+from crawler.config import Config
+from crawler.engine import Crawler
+from crawler.relevance import TopicScorer
+from crawler.scoring import Link, PageText
+
+CONCURRENCY = 8
+QUICK = bool(os.environ.get("BENCH_QUICK"))
+
+
+@dataclass
+class Crawl:
+    fetched: list[str]  # site-relative paths, in the order the results came
+    wall_s: float
+
+
+def bench_config(topic: str | None, budget: int) -> Config:
+    config = (
+        Config()
+        .override("politeness", delay=0.0, respect_robots=False, per_host_concurrency=CONCURRENCY)
+        .override("crawl", concurrency=CONCURRENCY, max_depth=0, max_pages=budget)
+    )
+    if topic is not None:
+        config = config.override("focus", keywords=(topic,))
+    return config
+
+
+def relative(base: str, url: str) -> str:
+    rel = unquote(url.split("#", 1)[0].split("?", 1)[0].removeprefix(base))
+    return rel + "index.html" if rel == "" or rel.endswith("/") else rel
+
+
+async def _crawl(base: str, config: Config) -> Crawl:
+    fetched = []
+    started = time.perf_counter()
+    async with Crawler(config) as crawler:
+        async for result in crawler.crawl([base + "index.html"]):
+            fetched.append(relative(base, result.url))
+    return Crawl(fetched, time.perf_counter() - started)
+
+
+def crawl(base: str, topic: str | None, budget: int) -> Crawl:
+    return asyncio.run(_crawl(base, bench_config(topic, budget)))
+
+
+def simulated(spec: SiteSpec, topic: str | None, budget: int) -> Crawl:
+    started = time.perf_counter()
+    fetched = simulate(spec.name, topic, budget)
+    return Crawl(fetched, time.perf_counter() - started)
+
+
+def row(spec: SiteSpec, topic: str, bfs: Crawl, focus: Crawl) -> tuple[str, float, float]:
+    relevant = relevant_pages(spec.name, topic)
+    hits_b = len(relevant & set(bfs.fetched))
+    hits_f = len(relevant & set(focus.fetched))
+    harvest_b = hits_b / max(1, len(bfs.fetched))
+    harvest_f = hits_f / max(1, len(focus.fetched))
+    ratio = harvest_f / harvest_b if harvest_b else float("inf")
+    ceiling = (
+        min(len(relevant), len(focus.fetched)) / max(1, len(bfs.fetched)) / max(harvest_b, 1e-9)
+    )
+    mark = "*" if topic in spec.held_out else ""
+    print(
+        f"| {spec.name} | {topic}{mark} | {len(relevant)} | {harvest_b:.1%} | {harvest_f:.1%} | "
+        f"**{ratio:.2f}x** | {ceiling:.1f}x | {hits_b / len(relevant):.0%} | "
+        f"{hits_f / len(relevant):.0%} | {len(focus.fetched)} | {focus.wall_s:.2f} s |",
+        flush=True,
+    )
+    return mark, ratio, ceiling
+
+
+def scorer_speed() -> str:
+    """The scorer's own cost: page() on 100 KB of a real page's text, link() on real links."""
+    pages = [p for p in site_pages(SITES[0].name).values() if p.text is not None]
+    big = max(pages, key=lambda p: len(p.text.body) if p.text else 0).text
+    assert big is not None
+    text = PageText(big.url, big.title, big.headings, (big.body * 2)[:100_000])
+    scorer = TopicScorer([SITES[0].tuned[0]])
+    rounds = 50
+    started = time.perf_counter()
+    for i in range(rounds):
+        scorer.page(PageText(f"{text.url}?{i}", text.title, text.headings, text.body))
+    page_ms = (time.perf_counter() - started) / rounds * 1e3
+    links = [
+        Link(SITE + t, SITE + t, a, "", c, 2, p.rel, None, 0.3)
+        for p in pages[:200]
+        for t, a, c in p.links
+    ]
+    link_us = []
+    for _ in range(2):  # cold, then warm (the stem cache filled, as a crawl's after a while)
+        started = time.perf_counter()
+        for link in links:
+            scorer.link(link)
+        link_us.append((time.perf_counter() - started) / len(links) * 1e6)
+    return (f"scorer cost: page() {page_ms:.2f} ms on a 100 KB text, link() {link_us[0]:.1f} µs "
+            f"cold / {link_us[1]:.1f} µs warm (mean of {len(links)} real links)")  # fmt: skip
+
+
+def main(argv: list[str]) -> int:
+    simulate_only = "--simulate" in argv
+    budget = 40 if QUICK else BUDGET
+    how = "simulated crawls" if simulate_only else "real crawls over nginx on loopback"
+    print(f"budget {budget} pages, concurrency {CONCURRENCY}, {how}\n")
+    print("| site | topic | relevant pages | BFS harvest | focus harvest | ratio | ceiling "
+          "| BFS recall | focus recall | focus pages | focus wall |")  # fmt: skip
+    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    ratios: list[tuple[str, float, float]] = []
+    started = time.perf_counter()
+    for spec in SITES:
+        root = spec.ensure()
+        site_pages(spec.name)  # the ground truth's parse, outside the timings
+        topics = spec.tuned + spec.held_out
+        if simulate_only:
+            bfs = simulated(spec, None, budget)
+            for topic in topics:
+                ratios.append(row(spec, topic, bfs, simulated(spec, topic, budget)))
+            continue
+        with Nginx(root) as server:
+            bfs = crawl(server.base_url, None, budget)
+            for topic in topics:
+                ratios.append(row(spec, topic, bfs, crawl(server.base_url, topic, budget)))
+    for label, group in (("tuned", ""), ("held-out", "*")):
+        values = [r for mark, r, _ in ratios if mark == group]
+        if values:
+            print(f"\n{label} topics: mean ratio {sum(values) / len(values):.2f}x, "
+                  f"min {min(values):.2f}x (over {len(values)})", end="")  # fmt: skip
+    print(f"\nwall time {time.perf_counter() - started:.0f} s; {scorer_speed()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
