@@ -247,3 +247,14 @@ def test_learned_rates_raise_the_priority_of_similar_links() -> None:
     good = scorer.link(link("http://t/good/new.html", parent_url="http://t/"))
     bad = scorer.link(link("http://t/bad/new.html", parent_url="http://t/"))
     assert good > bad
+
+
+def test_a_relevant_hub_lends_less_to_each_link_past_its_first_ones() -> None:
+    scorer = TopicScorer(["foreign key"])
+    scorer.page(page("foreign key " * 5, url="http://t/hub"))
+    priorities = [
+        scorer.link(link(f"http://t/{i}.html", parent_url="http://t/hub")) for i in range(40)
+    ]
+    assert priorities[0] == priorities[9]  # the first ones inherit the whole potential
+    assert priorities[9] > priorities[20] > priorities[39]
+    assert priorities[39] > scorer.link(link("http://t/x.html", parent_url="http://t/unknown"))

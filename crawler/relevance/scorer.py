@@ -36,7 +36,11 @@ evidence, less a depth penalty:
   relevant than its own parent, a decayed share (0.25) of the potential inherited from that
   parent, as in Menczer's shark search (Hersovici et al., "The shark-search algorithm", 1998):
   a link from a relevant page is promising even if its anchor says nothing, and a path that has
-  just passed through an irrelevant page keeps part of its promise (tunneling);
+  just passed through an irrelevant page keeps part of its promise (tunneling). As the *width*
+  of De Bra & Post's fish search ("Information retrieval in the World-Wide Web", 1994) limits
+  the children of a relevant page that inherit its promise, only its first 10 new links get the
+  whole potential, the n-th after them 10/n of it: a relevant hub (an index, a site map) linking
+  to the whole site does not flood the queue;
 - what the crawl has learned of URLs like it (0.3): the relevance expected of the page by
   :class:`crawler.relevance.learn.LinkLearner` (rates of URL directories and words, after
   Aggarwal et al., "Intelligent crawling on the World Wide Web with arbitrary predicates", 2001),
@@ -82,6 +86,7 @@ W_LEARNED = 0.3
 DECAY = 0.25  # the share of a parent's potential an irrelevant page passes on (shark search)
 DEPTH_PENALTY = 0.05
 MAX_DEPTH_PENALTY = 0.3
+WIDTH = 10  # links of a page inheriting its full potential; the n-th after: WIDTH/n of it
 
 
 class TopicScorer:
@@ -89,6 +94,7 @@ class TopicScorer:
 
     __slots__ = (
         "_df",
+        "_fanout",
         "_inherited",
         "_learner",
         "_length_sum",
@@ -131,6 +137,7 @@ class TopicScorer:
         self._potential: dict[int, float] = {}  # hash(page URL) -> its potential
         self._inherited: dict[int, float] = {}  # hash(link URL) -> its parent's potential
         self._learner = LinkLearner(memory)
+        self._fanout: dict[int, int] = {}  # hash(page URL) -> its links scored so far
 
     def _idf(self) -> dict[str, float]:
         """Each term's IDF weight, normalized to sum to 1."""
@@ -193,6 +200,14 @@ class TopicScorer:
         if parent is None:
             parent = link.parent_relevance or 0.0
         self._remember(self._inherited, hash(link.url), parent)
+        if WIDTH:  # the fish search's width (see the module docstring)
+            parent_key = hash(link.parent_url)
+            n = self._fanout.get(parent_key, 0) + 1
+            if n == 1 and len(self._fanout) >= 64:
+                self._fanout.clear()
+            self._fanout[parent_key] = n
+            if n > WIDTH:
+                parent *= WIDTH / n
         penalty = min(MAX_DEPTH_PENALTY, DEPTH_PENALTY * link.depth)
         learned = self._learner.expect(link.url, in_url) - self._learner.mean
         return (
