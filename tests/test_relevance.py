@@ -258,3 +258,15 @@ def test_a_relevant_hub_lends_less_to_each_link_past_its_first_ones() -> None:
     assert priorities[0] == priorities[9]  # the first ones inherit the whole potential
     assert priorities[9] > priorities[20] > priorities[39]
     assert priorities[39] > scorer.link(link("http://t/x.html", parent_url="http://t/unknown"))
+
+
+def test_learner_learns_from_anchor_words_too() -> None:
+    learner = LinkLearner()
+    for i in range(10):
+        for word, relevance in (("stream", 0.9), ("licens", 0.0)):
+            url = f"http://t/p{word}{i}.html"
+            learner.expect(url, anchor={word})
+            learner.observe(url, relevance)
+    assert learner.expect("http://t/a.html", anchor={"stream"}) > learner.expect(
+        "http://t/b.html", anchor={"licens"}
+    )

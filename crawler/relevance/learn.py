@@ -4,8 +4,9 @@ After Aggarwal, Al-Garawi & Yu, "Intelligent crawling on the World Wide Web with
 predicates" (WWW 2001): the crawler learns, from the pages it has fetched and rated, how the
 features of a link predict the relevance of the page behind it, and ranks new links by it.
 
-A link's features are its URL's directory ("library/", "c3ref/") and the words of its URL path
-(:func:`crawler.relevance.text.url_words`), each kept as a 64-bit hash. When a link is scored,
+A link's features are its URL's directory ("library/", "c3ref/"), the words of its URL path
+(:func:`crawler.relevance.text.url_words`) and the (stemmed) words of its anchor text, each kept
+as a 64-bit hash. When a link is scored,
 its features are remembered under its URL; when that page is rated, each feature's count and
 relevance sum grow. A feature's rate is its mean relevance, smoothed toward the crawl's mean
 relevance ``g`` by ``SMOOTHING`` pseudo-pages; a link's expected relevance multiplies ``g`` by
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
 from crawler.relevance.text import url_words
@@ -68,10 +69,15 @@ class LinkLearner:
         """The mean relevance of the pages learned from (with the prior)."""
         return self.total / (self.observed + 1)
 
-    def expect(self, url: str, words: Sequence[str] | None = None) -> float:
+    def expect(
+        self, url: str, words: Sequence[str] | None = None, anchor: Iterable[str] = ()
+    ) -> float:
         """The relevance expected of the page behind `url` (0..1); remembers its features.
-        `words`: the URL's words (:func:`crawler.relevance.text.url_words`), if known."""
+        `words`: the URL's words (:func:`crawler.relevance.text.url_words`), if known; `anchor`:
+        the stems of the link's anchor text."""
         feats = self.features(url, words)
+        if anchor:
+            feats += tuple({hash("a:" + w) for w in anchor})
         key = hash(url)
         if key not in self._pending:
             _forget_oldest(self._pending, self.memory)

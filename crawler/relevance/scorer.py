@@ -189,7 +189,8 @@ class TopicScorer:
     def link(self, link: Link) -> float:
         """The priority of a new link, about -0.6..1.2 (higher: fetched sooner)."""
         stem = self._stems.stem
-        anchor = self._share({stem(w) for w in words(link.anchor)}) if link.anchor else 0.0
+        anchor_stems = {stem(w) for w in words(link.anchor)} if link.anchor else set()
+        anchor = self._share(anchor_stems)
         in_url = url_words(link.url)
         url = self._share({stem(w) for w in in_url})
         context = 0.0
@@ -209,7 +210,7 @@ class TopicScorer:
             if n > WIDTH:
                 parent *= WIDTH / n
         penalty = min(MAX_DEPTH_PENALTY, DEPTH_PENALTY * link.depth)
-        learned = self._learner.expect(link.url, in_url) - self._learner.mean
+        learned = self._learner.expect(link.url, in_url, anchor_stems) - self._learner.mean
         return (
             W_ANCHOR * anchor
             + W_URL * url
