@@ -10,14 +10,17 @@ concurrency 8. A page counts as relevant by the benchmark's own rule, applied to
 (see bench/focus_sites.py: every topic word at least 3 times in the visible text), never by the
 crawler's scorer. Harvest = relevant pages fetched / pages fetched; recall = relevant pages fetched
 / relevant pages on the site; ceiling = the best ratio any crawl could reach at this budget,
-min(relevant, budget) / breadth-first's relevant pages. Held-out topics (marked *) were never
-looked at while the scorer was tuned.
+min(relevant, budget) / breadth-first's relevant pages. Crawls with concurrency 8 fetch in a
+slightly different order each time (breadth-first's harvest moves by a few pages too), so each
+crawl runs ROUNDS times, the table shows medians and the range of the per-round ratio.
+Held-out topics (marked *) were never looked at while the scorer was tuned.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -31,6 +34,7 @@ from crawler.relevance import TopicScorer
 from crawler.scoring import Link, PageText
 
 CONCURRENCY = 8
+ROUNDS = 3  # crawls per topic (and breadth-first crawls per site): the table shows medians
 QUICK = bool(os.environ.get("BENCH_QUICK"))
 
 
@@ -75,24 +79,30 @@ def simulated(spec: SiteSpec, topic: str | None, budget: int) -> Crawl:
     return Crawl(fetched, time.perf_counter() - started)
 
 
-def row(spec: SiteSpec, topic: str, bfs: Crawl, focus: Crawl) -> tuple[str, float, float]:
+def harvest(crawls: list[Crawl], relevant: frozenset[str]) -> tuple[float, float, float]:
+    """(median harvest rate, median recall, median wall time) of some crawls."""
+    rates = [len(relevant & set(c.fetched)) / max(1, len(c.fetched)) for c in crawls]
+    recalls = [len(relevant & set(c.fetched)) / len(relevant) for c in crawls]
+    walls = [c.wall_s for c in crawls]
+    return statistics.median(rates), statistics.median(recalls), statistics.median(walls)
+
+
+def row(spec: SiteSpec, topic: str, bfs: list[Crawl], focus: list[Crawl]) -> tuple[str, float]:
     relevant = relevant_pages(spec.name, topic)
-    hits_b = len(relevant & set(bfs.fetched))
-    hits_f = len(relevant & set(focus.fetched))
-    harvest_b = hits_b / max(1, len(bfs.fetched))
-    harvest_f = hits_f / max(1, len(focus.fetched))
+    harvest_b, recall_b, _ = harvest(bfs, relevant)
+    harvest_f, recall_f, wall_f = harvest(focus, relevant)
     ratio = harvest_f / harvest_b if harvest_b else float("inf")
-    ceiling = (
-        min(len(relevant), len(focus.fetched)) / max(1, len(bfs.fetched)) / max(harvest_b, 1e-9)
-    )
+    ratios = [harvest([f], relevant)[0] / max(harvest([b], relevant)[0], 1e-9)
+              for b, f in zip(bfs, focus, strict=True)]  # fmt: skip
+    ceiling = min(len(relevant), len(focus[0].fetched)) / len(focus[0].fetched) / harvest_b
     mark = "*" if topic in spec.held_out else ""
     print(
         f"| {spec.name} | {topic}{mark} | {len(relevant)} | {harvest_b:.1%} | {harvest_f:.1%} | "
-        f"**{ratio:.2f}x** | {ceiling:.1f}x | {hits_b / len(relevant):.0%} | "
-        f"{hits_f / len(relevant):.0%} | {len(focus.fetched)} | {focus.wall_s:.2f} s |",
+        f"**{ratio:.2f}x** | {min(ratios):.2f}-{max(ratios):.2f}x | {ceiling:.1f}x | "
+        f"{recall_b:.0%} | {recall_f:.0%} | {wall_f:.2f} s |",
         flush=True,
     )
-    return mark, ratio, ceiling
+    return mark, ratio
 
 
 def scorer_speed() -> str:
@@ -125,28 +135,34 @@ def scorer_speed() -> str:
 def main(argv: list[str]) -> int:
     simulate_only = "--simulate" in argv
     budget = 40 if QUICK else BUDGET
+    rounds = 1 if QUICK or simulate_only else ROUNDS
     how = "simulated crawls" if simulate_only else "real crawls over nginx on loopback"
-    print(f"budget {budget} pages, concurrency {CONCURRENCY}, {how}\n")
-    print("| site | topic | relevant pages | BFS harvest | focus harvest | ratio | ceiling "
-          "| BFS recall | focus recall | focus pages | focus wall |")  # fmt: skip
+    print(f"budget {budget} pages, concurrency {CONCURRENCY}, {how}, medians of {rounds} rounds\n")
+    print("| site | topic | relevant pages | BFS harvest | focus harvest | ratio | ratio range "
+          "| ceiling | BFS recall | focus recall | focus wall |")  # fmt: skip
     print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
-    ratios: list[tuple[str, float, float]] = []
+    ratios: list[tuple[str, float]] = []
     started = time.perf_counter()
     for spec in SITES:
         root = spec.ensure()
         site_pages(spec.name)  # the ground truth's parse, outside the timings
         topics = spec.tuned + spec.held_out
+        bfs: list[Crawl] = []
+        focus: dict[str, list[Crawl]] = {t: [] for t in topics}
         if simulate_only:
-            bfs = simulated(spec, None, budget)
+            bfs.append(simulated(spec, None, budget))
             for topic in topics:
-                ratios.append(row(spec, topic, bfs, simulated(spec, topic, budget)))
-            continue
-        with Nginx(root) as server:
-            bfs = crawl(server.base_url, None, budget)
-            for topic in topics:
-                ratios.append(row(spec, topic, bfs, crawl(server.base_url, topic, budget)))
+                focus[topic].append(simulated(spec, topic, budget))
+        else:
+            with Nginx(root) as server:
+                for _ in range(rounds):  # rounds take turns: the machine's speed drifts
+                    bfs.append(crawl(server.base_url, None, budget))
+                    for topic in topics:
+                        focus[topic].append(crawl(server.base_url, topic, budget))
+        for topic in topics:
+            ratios.append(row(spec, topic, bfs, focus[topic]))
     for label, group in (("tuned", ""), ("held-out", "*")):
-        values = [r for mark, r, _ in ratios if mark == group]
+        values = [r for mark, r in ratios if mark == group]
         if values:
             print(f"\n{label} topics: mean ratio {sum(values) / len(values):.2f}x, "
                   f"min {min(values):.2f}x (over {len(values)})", end="")  # fmt: skip
