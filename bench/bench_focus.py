@@ -2,6 +2,7 @@
 
     python -m bench focus              # real crawls of the local doc sites served by nginx
     python -m bench.bench_focus --simulate   # the offline simulation only (no server)
+    python -m bench.bench_focus --reprioritize   # simulated, a better link raising a priority
 
 Sites: Debian's python3.11-doc and sqlite3-doc, each served by nginx on loopback. For each site,
 one breadth-first crawl (no focus; the same for every topic) and one ``--focus TOPIC`` crawl per
@@ -12,7 +13,8 @@ crawler's scorer. Harvest = relevant pages fetched / pages fetched; recall = rel
 / relevant pages on the site; ceiling = the best ratio any crawl could reach at this budget,
 min(relevant, budget) / breadth-first's relevant pages. Crawls with concurrency 8 fetch in a
 slightly different order each time (breadth-first's harvest moves by a few pages too), so each
-crawl runs ROUNDS times, the table shows medians and the range of the per-round ratio.
+crawl runs ROUNDS times and the table shows medians and the range of the per-round ratio. A
+second table repeats the crawls with concurrency 1 (one round: the order is then fixed).
 Held-out topics (marked *) were never looked at while the scorer was tuned.
 """
 
@@ -44,11 +46,11 @@ class Crawl:
     wall_s: float
 
 
-def bench_config(topic: str | None, budget: int) -> Config:
+def bench_config(topic: str | None, budget: int, concurrency: int = CONCURRENCY) -> Config:
     config = (
         Config()
-        .override("politeness", delay=0.0, respect_robots=False, per_host_concurrency=CONCURRENCY)
-        .override("crawl", concurrency=CONCURRENCY, max_depth=0, max_pages=budget)
+        .override("politeness", delay=0.0, respect_robots=False, per_host_concurrency=concurrency)
+        .override("crawl", concurrency=concurrency, max_depth=0, max_pages=budget)
     )
     if topic is not None:
         config = config.override("focus", keywords=(topic,))
@@ -69,13 +71,13 @@ async def _crawl(base: str, config: Config) -> Crawl:
     return Crawl(fetched, time.perf_counter() - started)
 
 
-def crawl(base: str, topic: str | None, budget: int) -> Crawl:
-    return asyncio.run(_crawl(base, bench_config(topic, budget)))
+def crawl(base: str, topic: str | None, budget: int, concurrency: int) -> Crawl:
+    return asyncio.run(_crawl(base, bench_config(topic, budget, concurrency)))
 
 
-def simulated(spec: SiteSpec, topic: str | None, budget: int) -> Crawl:
+def simulated(spec: SiteSpec, topic: str | None, budget: int, reprioritize: bool) -> Crawl:
     started = time.perf_counter()
-    fetched = simulate(spec.name, topic, budget)
+    fetched = simulate(spec.name, topic, budget, reprioritize=reprioritize)
     return Crawl(fetched, time.perf_counter() - started)
 
 
@@ -132,17 +134,18 @@ def scorer_speed() -> str:
             f"cold / {link_us[1]:.1f} µs warm (mean of {len(links)} real links)")  # fmt: skip
 
 
-def main(argv: list[str]) -> int:
-    simulate_only = "--simulate" in argv
-    budget = 40 if QUICK else BUDGET
-    rounds = 1 if QUICK or simulate_only else ROUNDS
+def table(
+    concurrency: int, rounds: int, budget: int, simulate_only: bool, reprioritize: bool
+) -> None:
+    """One table: every site and topic, `rounds` crawls each."""
     how = "simulated crawls" if simulate_only else "real crawls over nginx on loopback"
-    print(f"budget {budget} pages, concurrency {CONCURRENCY}, {how}, medians of {rounds} rounds\n")
+    how += ", a better link raises a queued URL's priority" if reprioritize else ""
+    print(f"\nbudget {budget} pages, concurrency {concurrency}, {how}, medians of {rounds} "
+          f"round(s)\n")  # fmt: skip
     print("| site | topic | relevant pages | BFS harvest | focus harvest | ratio | ratio range "
           "| ceiling | BFS recall | focus recall | focus wall |")  # fmt: skip
     print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     ratios: list[tuple[str, float]] = []
-    started = time.perf_counter()
     for spec in SITES:
         root = spec.ensure()
         site_pages(spec.name)  # the ground truth's parse, outside the timings
@@ -150,15 +153,15 @@ def main(argv: list[str]) -> int:
         bfs: list[Crawl] = []
         focus: dict[str, list[Crawl]] = {t: [] for t in topics}
         if simulate_only:
-            bfs.append(simulated(spec, None, budget))
+            bfs.append(simulated(spec, None, budget, False))
             for topic in topics:
-                focus[topic].append(simulated(spec, topic, budget))
+                focus[topic].append(simulated(spec, topic, budget, reprioritize))
         else:
             with Nginx(root) as server:
                 for _ in range(rounds):  # rounds take turns: the machine's speed drifts
-                    bfs.append(crawl(server.base_url, None, budget))
+                    bfs.append(crawl(server.base_url, None, budget, concurrency))
                     for topic in topics:
-                        focus[topic].append(crawl(server.base_url, topic, budget))
+                        focus[topic].append(crawl(server.base_url, topic, budget, concurrency))
         for topic in topics:
             ratios.append(row(spec, topic, bfs, focus[topic]))
     for label, group in (("tuned", ""), ("held-out", "*")):
@@ -166,6 +169,20 @@ def main(argv: list[str]) -> int:
         if values:
             print(f"\n{label} topics: mean ratio {sum(values) / len(values):.2f}x, "
                   f"min {min(values):.2f}x (over {len(values)})", end="")  # fmt: skip
+    print()
+
+
+def main(argv: list[str]) -> int:
+    simulate_only = "--simulate" in argv or "--reprioritize" in argv
+    reprioritize = "--reprioritize" in argv
+    budget = 40 if QUICK else BUDGET
+    started = time.perf_counter()
+    if simulate_only:
+        table(1, 1, budget, True, reprioritize)
+    else:
+        table(CONCURRENCY, 1 if QUICK else ROUNDS, budget, False, False)
+        if not QUICK:  # one crawl at a time: no fetch is chosen before the pages in flight are read
+            table(1, 1, budget, False, False)
     print(f"\nwall time {time.perf_counter() - started:.0f} s; {scorer_speed()}")
     return 0
 

@@ -178,31 +178,43 @@ def relevant_pages(name: str, topic: str) -> frozenset[str]:
     )
 
 
-def simulate(name: str, topic: str | None, budget: int = BUDGET) -> list[str]:
-    """The files a best-first crawl fetches (breadth-first if `topic` is None), in order."""
+def simulate(
+    name: str, topic: str | None, budget: int = BUDGET, *, reprioritize: bool = False
+) -> list[str]:
+    """The files a best-first crawl fetches (breadth-first if `topic` is None), in order.
+
+    Like the crawler, a queued URL keeps the priority of the first link found to it, unless
+    `reprioritize`: then a better link found later raises it (what the crawler's frontier does
+    not do; the benchmark measures what that would be worth)."""
     pages = site_pages(name)
     scorer = TopicScorer([topic]) if topic else None
     seq = 0
     heap: list[tuple[float, int, str, int]] = [(0.0, seq, "index.html", 0)]
-    seen = {"index.html"}
+    best = {"index.html": 0.0}  # queued or fetched -> its priority
+    done: set[str] = set()
     fetched: list[str] = []
     while heap and len(fetched) < budget:
         _, _, rel, depth = heapq.heappop(heap)
+        if rel in done:
+            continue  # an older, lower entry of a URL whose priority was raised
+        done.add(rel)
         fetched.append(rel)
         page = pages[rel]
         if page.text is None:
             continue
         relevance = scorer.page(page.text) if scorer else None
         for target, anchor, context in page.links:
-            if target in seen:
+            if target in done or (target in best and not reprioritize):
                 continue
-            seen.add(target)
             url = SITE + target
             priority = 0.0
             if scorer is not None:
                 link = Link(url, url, anchor, "", context, depth + 1, page.text.url,
                             page.text.title, relevance)  # fmt: skip
                 priority = scorer.link(link)
+            if target in best and priority <= best[target]:
+                continue
+            best[target] = priority
             seq += 1
             heapq.heappush(heap, (-priority, seq, target, depth + 1))
     return fetched
