@@ -4,7 +4,8 @@
     python -m bench.bench_focus --simulate   # the offline simulation only (no server)
     python -m bench.bench_focus --reprioritize   # simulated, a better link raising a priority
 
-Sites: Debian's python3.11-doc and sqlite3-doc, each served by nginx on loopback. For each site,
+Sites: Debian's python3.11-doc and sqlite3-doc (and postgresql-doc-15, a held-out site), each
+served by nginx on loopback. For each site,
 one breadth-first crawl (no focus; the same for every topic) and one ``--focus TOPIC`` crawl per
 topic, from the site's index page, at a budget of BUDGET fetched pages, delay 0, robots off,
 concurrency 8. A page counts as relevant by the benchmark's own rule, applied to the file on disk
