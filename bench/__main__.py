@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-BENCHMARKS = ("sieve", "urls", "links", "frontier", "state", "output", "memory", "crawl")
+BENCHMARKS = ("sieve", "urls", "links", "frontier", "state", "output", "memory", "crawl", "focus")
 
 
 def main(argv: list[str]) -> int:

@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 from crawler.relevance import DEFAULT_THRESHOLD, TopicScorer
+from crawler.relevance.learn import LinkLearner
 from crawler.relevance.text import Stems, url_words, words
 from crawler.scoring import Link, PageText
 
@@ -197,3 +198,75 @@ def test_stop_words_are_dropped_unless_nothing_else_is_left() -> None:
     assert TopicScorer(["the write-ahead log"]).terms == ("write", "ahead", "log")
     assert TopicScorer(["the"]).terms == ("the",)
     assert TopicScorer("foreign keys").terms == ("foreign", "key")
+
+
+def test_learner_is_neutral_before_it_learns() -> None:
+    learner = LinkLearner()
+    assert learner.expect("http://t/a/x.html") == learner.expect("http://t/b/y.html")
+    assert learner.expect("http://t/a/x.html") == pytest.approx(learner.mean)
+
+
+def test_learner_ranks_urls_like_relevant_pages_higher() -> None:
+    learner = LinkLearner()
+    for i in range(10):
+        for directory, relevance in (("good", 0.9), ("bad", 0.0)):
+            url = f"http://t/{directory}/page{i}.html"
+            learner.expect(url)
+            learner.observe(url, relevance)
+    good, bad, other = (
+        learner.expect(u) for u in ("http://t/good/new.html", "http://t/bad/new.html", "http://t/x")
+    )
+    assert good > other > bad
+    assert learner.observed == 20
+
+
+def test_learner_learns_only_from_urls_it_was_asked_about() -> None:
+    learner = LinkLearner()
+    learner.observe("http://t/never-scored.html", 1.0)
+    assert learner.observed == 0
+
+
+def test_learner_tables_are_bounded() -> None:
+    learner = LinkLearner(memory=30)
+    for i in range(300):
+        url = f"http://t/d{i}/w{i}.html"
+        learner.expect(url)
+        if i % 2:
+            learner.observe(url, 0.5)
+    assert len(learner._pending) <= 30
+    assert len(learner._stats) <= 30
+
+
+def test_learned_rates_raise_the_priority_of_similar_links() -> None:
+    scorer = TopicScorer(["foreign key"])
+    for i in range(10):
+        for directory, body in (("good", "foreign key " * 5), ("bad", FILLER)):
+            url = f"http://t/{directory}/p{i}.html"
+            scorer.link(link(url, parent_url="http://t/"))
+            scorer.page(page(body, url=url))
+    good = scorer.link(link("http://t/good/new.html", parent_url="http://t/"))
+    bad = scorer.link(link("http://t/bad/new.html", parent_url="http://t/"))
+    assert good > bad
+
+
+def test_a_relevant_hub_lends_less_to_each_link_past_its_first_ones() -> None:
+    scorer = TopicScorer(["foreign key"])
+    scorer.page(page("foreign key " * 5, url="http://t/hub"))
+    priorities = [
+        scorer.link(link(f"http://t/{i}.html", parent_url="http://t/hub")) for i in range(40)
+    ]
+    assert priorities[0] == priorities[9]  # the first ones inherit the whole potential
+    assert priorities[9] > priorities[20] > priorities[39]
+    assert priorities[39] > scorer.link(link("http://t/x.html", parent_url="http://t/unknown"))
+
+
+def test_learner_learns_from_anchor_words_too() -> None:
+    learner = LinkLearner()
+    for i in range(10):
+        for word, relevance in (("stream", 0.9), ("licens", 0.0)):
+            url = f"http://t/p{word}{i}.html"
+            learner.expect(url, anchor={word})
+            learner.observe(url, relevance)
+    assert learner.expect("http://t/a.html", anchor={"stream"}) > learner.expect(
+        "http://t/b.html", anchor={"licens"}
+    )

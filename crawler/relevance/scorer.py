@@ -25,21 +25,35 @@ page of ordinary length gives about 0.5: **the default threshold** (what counts 
 page, and the harvest rate's numerator) **is 0.5**; a page with none of the terms scores 0, a page
 full of them approaches 1. The statistics are bounded: one counter per query term, one mean.
 
-**Link priority** (-0.1..1) is a weighted sum of four pieces of evidence:
+**Link priority** (about -0.6..1.2; only the order matters) is a weighted sum of five pieces of
+evidence, less a depth penalty:
 
 - its anchor text (0.35): the IDF-weighted share of the query terms in the anchor;
 - the words of its URL (0.15): the same over its path and query split on punctuation and camelCase;
 - the text around it (0.15): the saturated term frequencies of its enclosing block (the link
   context of Pant & Srinivasan, "Link contexts in classifier-guided topical crawlers", 2006);
-- its parent's *potential* (0.35): the parent page's relevance, or, when that page is not
-  relevant, a decayed share (0.5) of the potential inherited from its own parent, as in Menczer's
-  shark search (Hersovici et al., "The shark-search algorithm", 1998). A link from a relevant page
-  is promising even if its anchor says nothing, and a path that has just passed through an
-  irrelevant page keeps part of its promise (tunneling).
+- its parent's *potential* (0.2): the parent page's relevance, or, when that page is less
+  relevant than its own parent, a decayed share (0.25) of the potential inherited from that
+  parent, as in Menczer's shark search (Hersovici et al., "The shark-search algorithm", 1998):
+  a link from a relevant page is promising even if its anchor says nothing, and a path that has
+  just passed through an irrelevant page keeps part of its promise (tunneling). As the *width*
+  of De Bra & Post's fish search ("Information retrieval in the World-Wide Web", 1994) limits
+  the children of a relevant page that inherit its promise, only its first 10 new links get the
+  whole potential, the n-th after them 10/n of it: a relevant hub (an index, a site map) linking
+  to the whole site does not flood the queue;
+- what the crawl has learned of URLs like it (0.3): the relevance expected of the page by
+  :class:`crawler.relevance.learn.LinkLearner` (rates of URL directories and words, after
+  Aggarwal et al., "Intelligent crawling on the World Wide Web with arbitrary predicates", 2001),
+  less the crawl's mean relevance, so that it is 0 until something is learned;
 
-less a light depth penalty (0.01 per level, at most 0.1) so that among equal links the shallower
-goes first. Potentials are remembered per URL (64-bit hashes, not strings) in tables capped at
-`memory` entries (oldest forgotten first).
+and a depth penalty (0.05 per level, at most 0.3): among links without evidence the shallower
+goes first, so a focused crawl falls back to breadth-first order (on documentation sites the
+shallow index pages are rich in every topic). Potentials and the learner's features are
+remembered per URL (64-bit hashes, not strings) in tables capped at `memory` entries (oldest
+forgotten first).
+
+A queued URL keeps the priority of the first link found to it: the frontier does not raise it
+when a better link to it turns up later (a limit of the score hook, which sees new URLs only).
 """
 
 from __future__ import annotations
@@ -48,6 +62,7 @@ import logging
 import math
 from collections.abc import Sequence
 
+from crawler.relevance.learn import LinkLearner
 from crawler.relevance.text import STOPWORDS, Stems, prefix_pattern, term_counts, url_words, words
 from crawler.scoring import Link, PageText
 
@@ -66,10 +81,12 @@ PRIOR_LENGTH = 4000.0  # the mean body length (characters) before any page is ra
 W_ANCHOR = 0.35
 W_URL = 0.15
 W_CONTEXT = 0.15
-W_PARENT = 0.35
-DECAY = 0.5  # the share of a parent's potential an irrelevant page passes on (shark search)
-DEPTH_PENALTY = 0.01
-MAX_DEPTH_PENALTY = 0.1
+W_PARENT = 0.2
+W_LEARNED = 0.3
+DECAY = 0.25  # the share of a parent's potential an irrelevant page passes on (shark search)
+DEPTH_PENALTY = 0.05
+MAX_DEPTH_PENALTY = 0.3
+WIDTH = 10  # links of a page inheriting its full potential; the n-th after: WIDTH/n of it
 
 
 class TopicScorer:
@@ -77,7 +94,9 @@ class TopicScorer:
 
     __slots__ = (
         "_df",
+        "_fanout",
         "_inherited",
+        "_learner",
         "_length_sum",
         "_pattern",
         "_potential",
@@ -117,6 +136,8 @@ class TopicScorer:
         self._weights = self._idf()
         self._potential: dict[int, float] = {}  # hash(page URL) -> its potential
         self._inherited: dict[int, float] = {}  # hash(link URL) -> its parent's potential
+        self._learner = LinkLearner(memory)
+        self._fanout: dict[int, int] = {}  # hash(page URL) -> its links scored so far
 
     def _idf(self) -> dict[str, float]:
         """Each term's IDF weight, normalized to sum to 1."""
@@ -155,6 +176,7 @@ class TopicScorer:
         self.pages += 1
         self._length_sum += length
         self._weights = self._idf()
+        self._learner.observe(text.url, relevance)
         key = hash(text.url)
         inherited = self._inherited.pop(key, 0.0)
         self._remember(self._potential, key, max(relevance, DECAY * inherited))
@@ -165,10 +187,12 @@ class TopicScorer:
         return sum(w for t, w in self._weights.items() if t in stems)
 
     def link(self, link: Link) -> float:
-        """The priority of a new link, -0.1..1 (higher: fetched sooner)."""
+        """The priority of a new link, about -0.6..1.2 (higher: fetched sooner)."""
         stem = self._stems.stem
-        anchor = self._share({stem(w) for w in words(link.anchor)}) if link.anchor else 0.0
-        url = self._share({stem(w) for w in url_words(link.url)})
+        anchor_stems = {stem(w) for w in words(link.anchor)} if link.anchor else set()
+        anchor = self._share(anchor_stems)
+        in_url = url_words(link.url)
+        url = self._share({stem(w) for w in in_url})
         context = 0.0
         if link.context:
             for term, tf in self._counts(link.context).items():
@@ -177,8 +201,24 @@ class TopicScorer:
         if parent is None:
             parent = link.parent_relevance or 0.0
         self._remember(self._inherited, hash(link.url), parent)
+        if WIDTH:  # the fish search's width (see the module docstring)
+            parent_key = hash(link.parent_url)
+            n = self._fanout.get(parent_key, 0) + 1
+            if n == 1 and len(self._fanout) >= 64:
+                self._fanout.clear()
+            self._fanout[parent_key] = n
+            if n > WIDTH:
+                parent *= WIDTH / n
         penalty = min(MAX_DEPTH_PENALTY, DEPTH_PENALTY * link.depth)
-        return W_ANCHOR * anchor + W_URL * url + W_CONTEXT * context + W_PARENT * parent - penalty
+        learned = self._learner.expect(link.url, in_url, anchor_stems) - self._learner.mean
+        return (
+            W_ANCHOR * anchor
+            + W_URL * url
+            + W_CONTEXT * context
+            + W_PARENT * parent
+            + W_LEARNED * learned
+            - penalty
+        )
 
     def _remember(self, table: dict[int, float], key: int, value: float) -> None:
         if key in table:
