@@ -5,6 +5,13 @@ engine sends the target through canonicalization, scope and the Sieve like any o
 Every aiohttp, asyncio and OS error is translated into a `crawler.errors.FetchError` subclass by
 `translate_error()`; nothing else in the crawler catches aiohttp's exceptions.
 
+A transfer slower than ``min_rate`` bytes/s over ``min_rate_window`` seconds is cut
+(`crawler.ratefloor`, like curl's ``--speed-limit``/``--speed-time``): the response headers must
+be complete within ``min_rate_window`` of the request being sent, then the body is held to the
+floor, both on the event loop's clock (``TooSlow``). The peer's address is taken when the request
+is sent, while the connection is surely open (a ``Connection: close`` response may be gone by the
+time its headers are parsed).
+
 With an `AddressGuard` (the SSRF guard, `crawler.guard`) the resolver is wrapped in a
 `GuardedResolver`, so aiohttp only ever connects to addresses the guard allows, and IP-literal URLs
 (which aiohttp never resolves) are checked before connecting; both raise `BlockedAddress`.
@@ -13,11 +20,13 @@ With an `AddressGuard` (the SSRF guard, `crawler.guard`) the resolver is wrapped
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import socket
 import time
 import zlib
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -30,13 +39,17 @@ from crawler.errors import (
     BlockedAddress,
     BodyTooLarge,
     ConnectError,
+    ConnectionReset,
     DecodingError,
     DNSError,
     FetchError,
     FetchTimeout,
     ProtocolError,
+    TooSlow,
+    Truncated,
 )
 from crawler.guard import AddressGuard, GuardedResolver, parse_address
+from crawler.ratefloor import RateFloor
 
 __all__ = ["Fetcher", "OverrideResolver", "Response", "translate_error"]
 
@@ -138,8 +151,14 @@ def _blocked_cause(exc: BaseException) -> BlockedAddress | None:
     return None
 
 
-def translate_error(exc: BaseException) -> FetchError:
-    """Map a foreign exception raised while fetching to the crawler's own FetchError."""
+_RESET_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED})
+
+
+def translate_error(exc: BaseException, *, waiting: bool = True) -> FetchError:
+    """Map a foreign exception raised while fetching to the crawler's own FetchError.
+
+    `waiting`: raised before the response headers were complete (else while reading the body).
+    """
     if isinstance(exc, FetchError):
         return exc
     blocked = _blocked_cause(exc)
@@ -151,24 +170,66 @@ def translate_error(exc: BaseException) -> FetchError:
         return ConnectError(f"TLS: {exc}")
     if isinstance(exc, aiohttp.ClientConnectorError):
         return ConnectError(f"cannot connect to {exc.host}:{exc.port}: {exc.strerror or exc}")
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return ConnectError(f"connect timed out: {exc}")
     if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return ConnectError("server disconnected")
+        cls = ConnectionReset if waiting else Truncated
+        return cls("server disconnected")
     if isinstance(exc, asyncio.TimeoutError | aiohttp.ServerTimeoutError):
-        return FetchTimeout(str(exc) or "timed out")
+        what = "waiting for the response headers" if waiting else "reading the body"
+        return FetchTimeout(f"{exc or 'timed out'} ({what})", waiting=waiting)
     if isinstance(exc, aiohttp.ClientPayloadError):
         text = str(exc)
         if "encoding" in text.lower() or "decompress" in text.lower():
             return DecodingError(text)
+        if "not completed" in text:
+            return Truncated(text)
         return ProtocolError(text)
     if isinstance(exc, aiohttp.ClientResponseError):
         return ProtocolError(exc.message or str(exc))
     if isinstance(exc, aiohttp.InvalidURL):
         return ProtocolError(f"invalid URL {exc}")
     if isinstance(exc, aiohttp.ClientOSError | OSError):
-        return ConnectError(str(exc) or type(exc).__name__)
+        text = str(exc) or type(exc).__name__
+        if isinstance(exc, ConnectionResetError) or exc.errno in _RESET_ERRNOS:
+            return ConnectionReset(text) if waiting else Truncated(text)
+        return ConnectError(text)
     if isinstance(exc, aiohttp.ClientError | ValueError | UnicodeError):
         return ProtocolError(f"{type(exc).__name__}: {exc}")
     raise exc
+
+
+class _Exchange:
+    """What the request learns about its connection as it is sent (see `_Request`)."""
+
+    __slots__ = ("deadline", "peer", "window")
+
+    def __init__(self, deadline: asyncio.Timeout | None, window: float) -> None:
+        self.deadline = deadline
+        self.window = window
+        self.peer: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<_Exchange peer={self.peer!r} window={self.window}>"
+
+
+_EXCHANGE: ContextVar[_Exchange | None] = ContextVar("crawler_fetch_exchange", default=None)
+
+
+class _Request(aiohttp.ClientRequest):
+    """aiohttp's request, noting the peer's address (and starting the clock of the headers) at
+    the moment it is sent: the connection is open then, whatever happens after."""
+
+    async def send(self, conn: aiohttp.connector.Connection) -> aiohttp.ClientResponse:
+        exchange = _EXCHANGE.get()
+        if exchange is not None:
+            transport = conn.transport
+            peer: Any = None if transport is None else transport.get_extra_info("peername")
+            if isinstance(peer, tuple) and peer:
+                exchange.peer = str(peer[0])
+            if exchange.deadline is not None:
+                exchange.deadline.reschedule(self.loop.time() + exchange.window)
+        return await super().send(conn)
 
 
 class Fetcher:
@@ -183,6 +244,8 @@ class Fetcher:
         "guard",
         "max_body",
         "max_header_size",
+        "min_rate",
+        "min_rate_window",
         "user_agent",
     )
 
@@ -199,8 +262,16 @@ class Fetcher:
         connections: int = 100,
         resolver: AbstractResolver | None = None,
         guard: AddressGuard | None = None,
+        min_rate: float = 1000.0,
+        min_rate_window: float = 20.0,
     ) -> None:
-        """`guard` (None: no SSRF guard) filters every resolver answer and IP-literal URL."""
+        """`guard` (None: no SSRF guard) filters every resolver answer and IP-literal URL.
+        A transfer under `min_rate` bytes/s over `min_rate_window` s is cut (0: never)."""
+        if min_rate < 0 or min_rate_window <= 0:
+            raise ValueError(f"min_rate must be >= 0 and min_rate_window > 0, got "
+                             f"{min_rate!r} and {min_rate_window!r}")  # fmt: skip
+        self.min_rate = float(min_rate)
+        self.min_rate_window = float(min_rate_window)
         self.user_agent = user_agent
         self.max_body = max_body
         self.max_header_size = max_header_size
@@ -230,6 +301,7 @@ class Fetcher:
             max_line_size=self.max_header_size,
             max_field_size=self.max_header_size,
             auto_decompress=False,
+            request_class=_Request,
         )
         return self
 
@@ -258,36 +330,59 @@ class Fetcher:
             raise RuntimeError("Fetcher is not open: use 'async with Fetcher(...)'")
         cap = self.max_body if max_body is None else max_body
         started = time.monotonic()
+        waiting = True  # until the response headers are complete
+        limit: asyncio.Timeout | None = None
+        token = _EXCHANGE.set(exchange := _Exchange(None, self.min_rate_window))
         try:
-            target = URL(url, encoded=True)
-            if self._guarded is not None:
-                await self._check_literal(target)
-            async with self._session.get(target, allow_redirects=False) as resp:
-                latency = time.monotonic() - started
-                ip = _peer_ip(resp)
-                declared = resp.content_length
-                encoding = resp.headers.get("Content-Encoding", "").strip().lower()
-                if declared is not None and declared > cap and not encoding and not truncate:
-                    raise BodyTooLarge(f"Content-Length {declared} exceeds the cap of {cap} bytes")
-                raw, body = await _read_capped(resp, cap, truncate, _Decoder.make(encoding))
-                version = resp.version
-                return Response(
-                    url=url,
-                    status=resp.status,
-                    headers=tuple((str(k), v) for k, v in resp.headers.items()),
-                    body=body,
-                    latency=latency,
-                    elapsed=time.monotonic() - started,
-                    ip=ip,
-                    reason=resp.reason or "",
-                    version=f"HTTP/{version.major}.{version.minor}" if version else "HTTP/1.1",
-                    request_headers=tuple(
-                        (str(k), v) for k, v in resp.request_info.headers.items()
-                    ),
-                    raw_body=None if raw is body else raw,
-                )
+            async with asyncio.timeout(None) as limit:
+                if self.min_rate > 0:
+                    exchange.deadline = limit  # set going by _Request.send
+                target = URL(url, encoded=True)
+                if self._guarded is not None:
+                    await self._check_literal(target)
+                async with self._session.get(target, allow_redirects=False) as resp:
+                    waiting = False
+                    latency = time.monotonic() - started
+                    declared = resp.content_length
+                    encoding = resp.headers.get("Content-Encoding", "").strip().lower()
+                    if declared is not None and declared > cap and not encoding and not truncate:
+                        raise BodyTooLarge(
+                            f"Content-Length {declared} exceeds the cap of {cap} bytes"
+                        )
+                    decoder = _Decoder.make(encoding)
+                    floor = None
+                    if self.min_rate > 0:
+                        floor = RateFloor(self.min_rate, self.min_rate_window, _loop_time())
+                    limit.reschedule(None if floor is None else floor.deadline)
+                    raw, body = await _read_capped(resp, cap, truncate, decoder, floor, limit)
+                    limit.reschedule(None)
+                    version = resp.version
+                    return Response(
+                        url=url,
+                        status=resp.status,
+                        headers=tuple((str(k), v) for k, v in resp.headers.items()),
+                        body=body,
+                        latency=latency,
+                        elapsed=time.monotonic() - started,
+                        ip=exchange.peer,
+                        reason=resp.reason or "",
+                        version=f"HTTP/{version.major}.{version.minor}" if version else "HTTP/1.1",
+                        request_headers=tuple(
+                            (str(k), v) for k, v in resp.request_info.headers.items()
+                        ),
+                        raw_body=None if raw is body else raw,
+                    )
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
-            raise translate_error(exc) from exc
+            if limit is not None and limit.expired():
+                phase = "the response headers" if waiting else "the body"
+                message = f"{self._floor_message()} ({phase})"
+                raise TooSlow(message, waiting=waiting) from exc
+            raise translate_error(exc, waiting=waiting) from exc
+        finally:
+            _EXCHANGE.reset(token)
+
+    def _floor_message(self) -> str:
+        return f"less than {self.min_rate:g} bytes/s over {self.min_rate_window:g} s"
 
     async def _check_literal(self, target: URL) -> None:
         """Check an IP-literal host (aiohttp connects to those without calling the resolver)."""
@@ -349,15 +444,30 @@ class _Decoder:
         return out
 
 
+def _loop_time() -> float:
+    return asyncio.get_running_loop().time()
+
+
 async def _read_capped(
-    resp: aiohttp.ClientResponse, cap: int, truncate: bool, decoder: _Decoder | None
+    resp: aiohttp.ClientResponse,
+    cap: int,
+    truncate: bool,
+    decoder: _Decoder | None,
+    floor: RateFloor | None = None,
+    limit: asyncio.Timeout | None = None,
 ) -> tuple[bytes, bytes]:
     """Read the body as sent and as decoded. Past `cap` bytes (sent or decoded) fail at once,
-    or stop if `truncate`. Returns (raw, decoded): the same object when not encoded."""
+    or stop if `truncate`. Returns (raw, decoded): the same object when not encoded.
+
+    With a `floor`, `limit` (the fetch's timeout) is moved to the floor's deadline after each
+    chunk: it expires when the body comes too slowly."""
     raw: list[bytes] = []
     decoded: list[bytes] = []
     raw_total = total = 0
+    loop = asyncio.get_running_loop()
     async for chunk in resp.content.iter_chunked(64 * 1024):
+        if floor is not None and limit is not None:
+            limit.reschedule(floor.feed(len(chunk), loop.time()))
         raw_total += len(chunk)
         if raw_total > cap and not truncate:
             raise BodyTooLarge(f"body exceeds the cap of {cap} bytes")
@@ -380,17 +490,3 @@ async def _read_capped(
             break  # after the end of a gzip/deflate stream comes only junk: stop reading
     body = b"".join(decoded)
     return (body, body) if decoder is None else (b"".join(raw), body)
-
-
-def _peer_ip(resp: aiohttp.ClientResponse) -> str | None:
-    """The peer's IP address. A small body may already have released the connection to the
-    pool, so fall back to the response's protocol (aiohttp keeps no public handle on it)."""
-    conn = resp.connection
-    protocol = conn.protocol if conn is not None else getattr(resp, "_protocol", None)
-    transport = getattr(protocol, "transport", None)
-    if transport is None:
-        return None
-    peer: Any = transport.get_extra_info("peername")
-    if isinstance(peer, tuple) and peer:
-        return str(peer[0])
-    return None
