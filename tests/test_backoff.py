@@ -4,6 +4,8 @@ failures back the host off at once, a URL's own failures never, suspect ones aft
 from __future__ import annotations
 
 import random
+import re
+from pathlib import Path
 
 import pytest
 
@@ -125,3 +127,32 @@ def test_503_honours_retry_after_and_500_does_not_back_off() -> None:
     assert not backed_off(host, 0.0)
     p.response(host, Outcome(status=503, retry_after="120"), now=1.0)
     assert host.backoff_until == 121.0
+
+
+def _classes(cls: type[FetchError]) -> list[type[FetchError]]:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_classes(sub))]
+
+
+def _instances(cls: type[FetchError]) -> list[FetchError]:
+    if issubclass(cls, FetchTimeout | TooSlow):
+        return [cls("x", waiting=True), cls("x", waiting=False)]
+    return [cls("x")]
+
+
+def test_the_readme_table_is_the_code() -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    rows = re.findall(r"^ *\| (.+?) \| (`\w+`|status) \| (host|suspect|URL) \| (yes|no) \|$",
+                      readme, re.MULTILINE)  # fmt: skip
+    documented: dict[str, set[tuple[str, bool]]] = {}
+    for what, kind, blame, retry in rows:
+        keys = re.findall(r"\d{3}", what) if kind == "status" else [kind.strip("`")]
+        for key in keys:
+            documented.setdefault(key, set()).add((blame.lower(), retry == "yes"))
+    code: dict[str, set[tuple[str, bool]]] = {}
+    for cls in _classes(FetchError):
+        if not cls.__name__.startswith("_"):
+            code[cls.kind] = {(e.blame.value, e.retry) for e in _instances(cls)}
+    for status in range(100, 600):
+        if (failure := failure_class(status)) is not None:
+            code[str(status)] = {(failure[0].value, failure[1])}
+    assert documented == code
