@@ -6,11 +6,11 @@ Every aiohttp, asyncio and OS error is translated into a `crawler.errors.FetchEr
 `translate_error()`; nothing else in the crawler catches aiohttp's exceptions.
 
 A transfer slower than ``min_rate`` bytes/s over ``min_rate_window`` seconds is cut
-(`crawler.ratefloor`, like curl's ``--speed-limit``/``--speed-time``): the response headers must
+(`crawler.fetchwatch`, like curl's ``--speed-limit``/``--speed-time``): the response headers must
 be complete within ``min_rate_window`` of the request being sent, then the body is held to the
-floor, both on the event loop's clock (``TooSlow``). The peer's address is taken when the request
-is sent, while the connection is surely open (a ``Connection: close`` response may be gone by the
-time its headers are parsed).
+floor, both on the event loop's clock, checked every ``min(1 s, window / 4)`` (``TooSlow``). The
+peer's address is taken when the request is sent, while the connection is surely open (a
+``Connection: close`` response may be gone by the time its headers are parsed).
 
 With an `AddressGuard` (the SSRF guard, `crawler.guard`) the resolver is wrapped in a
 `GuardedResolver`, so aiohttp only ever connects to addresses the guard allows, and IP-literal URLs
@@ -24,17 +24,15 @@ import errno
 import logging
 import socket
 import time
-import zlib
 from collections.abc import Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
+from crawler.bodies import Decoder, read_capped
 from crawler.errors import (
     BlockedAddress,
     BodyTooLarge,
@@ -48,8 +46,8 @@ from crawler.errors import (
     TooSlow,
     Truncated,
 )
+from crawler.fetchwatch import CURRENT, Pacer, WatchedRequest
 from crawler.guard import AddressGuard, GuardedResolver, parse_address
-from crawler.ratefloor import RateFloor
 
 __all__ = ["Fetcher", "OverrideResolver", "Response", "translate_error"]
 
@@ -199,45 +197,13 @@ def translate_error(exc: BaseException, *, waiting: bool = True) -> FetchError:
     raise exc
 
 
-class _Exchange:
-    """What the request learns about its connection as it is sent (see `_Request`)."""
-
-    __slots__ = ("deadline", "peer", "window")
-
-    def __init__(self, deadline: asyncio.Timeout | None, window: float) -> None:
-        self.deadline = deadline
-        self.window = window
-        self.peer: str | None = None
-
-    def __repr__(self) -> str:
-        return f"<_Exchange peer={self.peer!r} window={self.window}>"
-
-
-_EXCHANGE: ContextVar[_Exchange | None] = ContextVar("crawler_fetch_exchange", default=None)
-
-
-class _Request(aiohttp.ClientRequest):
-    """aiohttp's request, noting the peer's address (and starting the clock of the headers) at
-    the moment it is sent: the connection is open then, whatever happens after."""
-
-    async def send(self, conn: aiohttp.connector.Connection) -> aiohttp.ClientResponse:
-        exchange = _EXCHANGE.get()
-        if exchange is not None:
-            transport = conn.transport
-            peer: Any = None if transport is None else transport.get_extra_info("peername")
-            if isinstance(peer, tuple) and peer:
-                exchange.peer = str(peer[0])
-            if exchange.deadline is not None:
-                exchange.deadline.reschedule(self.loop.time() + exchange.window)
-        return await super().send(conn)
-
-
 class Fetcher:
     """Fetches URLs with one pooled aiohttp session. Use as an async context manager."""
 
     __slots__ = (
         "_connector_limit",
         "_guarded",
+        "_pacer",
         "_resolver",
         "_session",
         "_timeout",
@@ -267,9 +233,7 @@ class Fetcher:
     ) -> None:
         """`guard` (None: no SSRF guard) filters every resolver answer and IP-literal URL.
         A transfer under `min_rate` bytes/s over `min_rate_window` s is cut (0: never)."""
-        if min_rate < 0 or min_rate_window <= 0:
-            raise ValueError(f"min_rate must be >= 0 and min_rate_window > 0, got "
-                             f"{min_rate!r} and {min_rate_window!r}")  # fmt: skip
+        self._pacer = Pacer(min_rate, min_rate_window)  # ValueError if out of range
         self.min_rate = float(min_rate)
         self.min_rate_window = float(min_rate_window)
         self.user_agent = user_agent
@@ -301,7 +265,7 @@ class Fetcher:
             max_line_size=self.max_header_size,
             max_field_size=self.max_header_size,
             auto_decompress=False,
-            request_class=_Request,
+            request_class=WatchedRequest,
         )
         return self
 
@@ -314,6 +278,7 @@ class Fetcher:
         await self.close()
 
     async def close(self) -> None:
+        self._pacer.close()
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
@@ -331,58 +296,54 @@ class Fetcher:
         cap = self.max_body if max_body is None else max_body
         started = time.monotonic()
         waiting = True  # until the response headers are complete
-        limit: asyncio.Timeout | None = None
-        token = _EXCHANGE.set(exchange := _Exchange(None, self.min_rate_window))
+        watch = self._pacer.start()
+        token = CURRENT.set(watch)
         try:
-            async with asyncio.timeout(None) as limit:
-                if self.min_rate > 0:
-                    exchange.deadline = limit  # set going by _Request.send
-                target = URL(url, encoded=True)
-                if self._guarded is not None:
-                    await self._check_literal(target)
-                async with self._session.get(target, allow_redirects=False) as resp:
-                    waiting = False
-                    latency = time.monotonic() - started
-                    declared = resp.content_length
-                    encoding = resp.headers.get("Content-Encoding", "").strip().lower()
-                    if declared is not None and declared > cap and not encoding and not truncate:
-                        raise BodyTooLarge(
-                            f"Content-Length {declared} exceeds the cap of {cap} bytes"
-                        )
-                    decoder = _Decoder.make(encoding)
-                    floor = None
-                    if self.min_rate > 0:
-                        floor = RateFloor(self.min_rate, self.min_rate_window, _loop_time())
-                    limit.reschedule(None if floor is None else floor.deadline)
-                    raw, body = await _read_capped(resp, cap, truncate, decoder, floor, limit)
-                    limit.reschedule(None)
-                    version = resp.version
-                    return Response(
-                        url=url,
-                        status=resp.status,
-                        headers=tuple((str(k), v) for k, v in resp.headers.items()),
-                        body=body,
-                        latency=latency,
-                        elapsed=time.monotonic() - started,
-                        ip=exchange.peer,
-                        reason=resp.reason or "",
-                        version=f"HTTP/{version.major}.{version.minor}" if version else "HTTP/1.1",
-                        request_headers=tuple(
-                            (str(k), v) for k, v in resp.request_info.headers.items()
-                        ),
-                        raw_body=None if raw is body else raw,
-                    )
+            target = URL(url, encoded=True)
+            if self._guarded is not None:
+                await self._check_literal(target)
+            async with self._session.get(target, allow_redirects=False) as resp:
+                waiting = False
+                latency = time.monotonic() - started
+                declared = resp.content_length
+                encoding = resp.headers.get("Content-Encoding", "").strip().lower()
+                if declared is not None and declared > cap and not encoding and not truncate:
+                    raise BodyTooLarge(f"Content-Length {declared} exceeds the cap of {cap} bytes")
+                decoder = Decoder.make(encoding)
+                self._pacer.body(watch, resp.content)
+                raw, body = await read_capped(resp, cap, truncate, decoder)
+                version = resp.version
+                return Response(
+                    url=url,
+                    status=resp.status,
+                    headers=tuple((str(k), v) for k, v in resp.headers.items()),
+                    body=body,
+                    latency=latency,
+                    elapsed=time.monotonic() - started,
+                    ip=watch.peer,
+                    reason=resp.reason or "",
+                    version=f"HTTP/{version.major}.{version.minor}" if version else "HTTP/1.1",
+                    request_headers=tuple(
+                        (str(k), v) for k, v in resp.request_info.headers.items()
+                    ),
+                    raw_body=None if raw is body else raw,
+                )
+        except asyncio.CancelledError:
+            if watch.expired():
+                raise self._too_slow(waiting) from None
+            raise
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
-            if limit is not None and limit.expired():
-                phase = "the response headers" if waiting else "the body"
-                message = f"{self._floor_message()} ({phase})"
-                raise TooSlow(message, waiting=waiting) from exc
+            if watch.expired():
+                raise self._too_slow(waiting) from exc
             raise translate_error(exc, waiting=waiting) from exc
         finally:
-            _EXCHANGE.reset(token)
+            self._pacer.finish(watch)
+            CURRENT.reset(token)
 
-    def _floor_message(self) -> str:
-        return f"less than {self.min_rate:g} bytes/s over {self.min_rate_window:g} s"
+    def _too_slow(self, waiting: bool) -> TooSlow:
+        phase = "the response headers" if waiting else "the body"
+        floor = f"less than {self.min_rate:g} bytes/s over {self.min_rate_window:g} s"
+        return TooSlow(f"{floor} ({phase})", waiting=waiting)
 
     async def _check_literal(self, target: URL) -> None:
         """Check an IP-literal host (aiohttp connects to those without calling the resolver)."""
@@ -402,91 +363,3 @@ class Fetcher:
     def __repr__(self) -> str:
         state = "open" if self._session is not None else "closed"
         return f"<Fetcher {state} max_body={self.max_body} resolver={self._resolver!r}>"
-
-
-class _Decoder:
-    """Bounded Content-Encoding decoding: never inflates more than asked for at a time."""
-
-    __slots__ = ("_first", "_z")
-
-    def __init__(self, wbits: int) -> None:
-        self._z = zlib.decompressobj(wbits)
-        self._first = wbits == zlib.MAX_WBITS
-
-    @property
-    def eof(self) -> bool:
-        """True once the end of the compressed stream has been decoded."""
-        return self._z.eof
-
-    @classmethod
-    def make(cls, encoding: str) -> _Decoder | None:
-        if encoding in ("", "identity"):
-            return None
-        if encoding in ("gzip", "x-gzip"):
-            return cls(16 + zlib.MAX_WBITS)
-        if encoding == "deflate":
-            return cls(zlib.MAX_WBITS)
-        raise DecodingError(f"unsupported Content-Encoding {encoding!r}")
-
-    def feed(self, data: bytes, room: int) -> bytes:
-        """Inflate `data`, returning at most `room + 1` bytes (one more means: over the cap)."""
-        try:
-            out = self._z.decompress(data, room + 1)
-        except zlib.error:
-            if not self._first:
-                raise
-            # "deflate" sent without its zlib wrapper, as some servers do: retry as raw deflate.
-            self._z = zlib.decompressobj(-zlib.MAX_WBITS)
-            out = self._z.decompress(data, room + 1)
-        self._first = False
-        while self._z.unconsumed_tail and len(out) <= room:
-            out += self._z.decompress(self._z.unconsumed_tail, room + 1 - len(out))
-        return out
-
-
-def _loop_time() -> float:
-    return asyncio.get_running_loop().time()
-
-
-async def _read_capped(
-    resp: aiohttp.ClientResponse,
-    cap: int,
-    truncate: bool,
-    decoder: _Decoder | None,
-    floor: RateFloor | None = None,
-    limit: asyncio.Timeout | None = None,
-) -> tuple[bytes, bytes]:
-    """Read the body as sent and as decoded. Past `cap` bytes (sent or decoded) fail at once,
-    or stop if `truncate`. Returns (raw, decoded): the same object when not encoded.
-
-    With a `floor`, `limit` (the fetch's timeout) is moved to the floor's deadline after each
-    chunk: it expires when the body comes too slowly."""
-    raw: list[bytes] = []
-    decoded: list[bytes] = []
-    raw_total = total = 0
-    loop = asyncio.get_running_loop()
-    async for chunk in resp.content.iter_chunked(64 * 1024):
-        if floor is not None and limit is not None:
-            limit.reschedule(floor.feed(len(chunk), loop.time()))
-        raw_total += len(chunk)
-        if raw_total > cap and not truncate:
-            raise BodyTooLarge(f"body exceeds the cap of {cap} bytes")
-        raw.append(chunk)
-        if decoder is not None:
-            try:
-                chunk = decoder.feed(chunk, cap - total)
-            except zlib.error as exc:
-                raise DecodingError(f"cannot decode body: {exc}") from None
-        total += len(chunk)
-        if total > cap:
-            if not truncate:
-                raise BodyTooLarge(f"decoded body exceeds the cap of {cap} bytes")
-            decoded.append(chunk[: len(chunk) - (total - cap)])
-            break
-        decoded.append(chunk)
-        if truncate and raw_total >= cap:
-            break  # the bytes as sent are capped too: they may decode to (almost) nothing
-        if decoder is not None and decoder.eof:
-            break  # after the end of a gzip/deflate stream comes only junk: stop reading
-    body = b"".join(decoded)
-    return (body, body) if decoder is None else (b"".join(raw), body)

@@ -1,12 +1,14 @@
-"""crawler.ratefloor: the transfer-rate floor, on given times (no clock, no sleeping)."""
+"""crawler.fetchwatch: the transfer-rate floor and the watch of a fetch, on given times."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import random
 
 import pytest
 
-from crawler.ratefloor import RateFloor
+from crawler.fetchwatch import FetchWatch, Pacer, RateFloor
 
 
 def naive_deadline(
@@ -73,3 +75,81 @@ def test_deadline_matches_the_definition_on_random_transfers() -> None:
 def test_bad_arguments(rate: float, window: float) -> None:
     with pytest.raises(ValueError, match="must be > 0"):
         RateFloor(rate, window, 0.0)
+
+
+# -- FetchWatch: the checks a Pacer makes, at given times ------------------------------------
+
+
+class Stream:
+    """Stands in for aiohttp's StreamReader: only its byte count is read."""
+
+    def __init__(self) -> None:
+        self.total_bytes = 0
+
+
+async def _blocked() -> None:
+    await asyncio.Event().wait()
+
+
+async def _watched() -> tuple[asyncio.Task[None], FetchWatch]:
+    task = asyncio.create_task(_blocked())
+    await asyncio.sleep(0)
+    return task, FetchWatch(task)
+
+
+async def _cancelled(task: asyncio.Task[None]) -> bool:
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.wait_for(asyncio.shield(task), 1.0)
+    return task.cancelled()
+
+
+async def test_headers_overdue_one_window_after_the_request_was_sent() -> None:
+    task, watch = await _watched()
+    watch.check(1000.0, 2.0)  # not sent yet (connecting: connect_timeout's business)
+    watch.sent_at = 10.0
+    watch.check(11.9, 2.0)
+    assert not task.cancelling()
+    watch.check(12.0, 2.0)
+    assert task.cancelling() == 1
+    assert await _cancelled(task)
+    assert watch.expired() and not watch.expired()  # once
+
+
+async def test_body_under_the_floor_is_cut_at_the_floors_deadline() -> None:
+    task, watch = await _watched()
+    stream = Stream()
+    watch.sent_at = 0.0
+    watch.body(stream, 100.0, 2.0, now=1.0)  # type: ignore[arg-type]
+    for t in range(2, 30):  # 1000 bytes a second: well over the floor
+        stream.total_bytes += 1000
+        watch.check(float(t), 2.0)
+    assert not task.cancelling()
+    stream.total_bytes += 10  # then 10 bytes at 30.0, and nothing after
+    watch.check(30.0, 2.0)
+    watch.check(30.9, 2.0)
+    assert not task.cancelling()
+    watch.check(31.0, 2.0)  # (29, 31]: 10 bytes, under the 200 needed
+    assert task.cancelling() == 1
+    assert await _cancelled(task) and watch.expired()
+
+
+async def test_a_cancellation_from_elsewhere_is_not_too_slow() -> None:
+    task, watch = await _watched()
+    watch.sent_at = 0.0
+    task.cancel()  # the crawl is aborted
+    watch.check(5.0, 1.0)
+    assert await _cancelled(task)
+    assert not watch.expired()
+
+
+def test_an_unwatched_fetch_is_never_cut() -> None:
+    watch = FetchWatch()
+    watch.sent_at = 0.0
+    watch.check(1e9, 1.0)  # no task: nothing to cancel, no error
+    assert not watch.expired()
+
+
+@pytest.mark.parametrize(("rate", "window"), [(-1.0, 1.0), (1.0, 0.0)])
+def test_pacer_bad_arguments(rate: float, window: float) -> None:
+    with pytest.raises(ValueError, match="min_rate"):
+        Pacer(rate, window)
