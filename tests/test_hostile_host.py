@@ -9,6 +9,7 @@ from collections import Counter
 
 from crawler.config import Config
 from crawler.engine import Crawler
+from crawler.hosts import SUSPECT_STREAK
 from crawler.results import CrawlResult
 from tests.hostile import HOST, RAW_CASES, WEB_CASES, HostileServer
 
@@ -85,3 +86,17 @@ async def test_whole_suite_as_one_host_in_one_crawl() -> None:
     assert crawler.stats.retries == extra == 4 * retries  # /reset, 2 truncated, the 500
     assert crawler.stats_dict()["frontier"]["backoffs"] == 0
     assert len(requests) == len(results)  # every URL fetched has its record
+
+
+async def test_a_host_that_resets_every_url_is_backed_off() -> None:
+    # One URL that resets is that URL's problem (above: no backoff); distinct URLs resetting in a
+    # row (hosts.SUSPECT_STREAK) are the host's.
+    async with HostileServer() as server:
+        config = Config().override("fetch", resolve=server.resolve, retries=0)
+        config = config.override("politeness", delay=0.0, backoff_base=0.05)
+        seeds = [server.url(f"/reset?n={n}") for n in range(2 * SUSPECT_STREAK)]
+        async with asyncio.timeout(30), Crawler(config) as crawler:
+            results = [r async for r in crawler.crawl(seeds)]
+    assert sorted(r.url for r in results) == sorted(seeds)
+    assert {_record(r) for r in results} == {"reset"}
+    assert crawler.stats_dict()["frontier"]["backoffs"] == 2  # after the 3rd and the 6th
