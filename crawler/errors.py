@@ -108,7 +108,7 @@ class _Slow(FetchError):
     """A time limit expired: suspect while waiting for the headers, the URL's once they came.
     Never retried: a retry would cost the whole wait again."""
 
-    def __init__(self, message: str, *, waiting: bool) -> None:
+    def __init__(self, message: str, *, waiting: bool = True) -> None:
         super().__init__(message)
         self.blame = Blame.SUSPECT if waiting else Blame.URL
 
