@@ -56,6 +56,8 @@ def make_fetcher(config: Config) -> Fetcher:
         total_timeout=f.total_timeout,
         max_body=f.max_body,
         max_header_size=f.max_header_size,
+        min_rate=f.min_rate,
+        min_rate_window=f.min_rate_window,
         resolve=f.resolve,
         connections=max(100, config.crawl.concurrency * 2),
         guard=make_guard(config),

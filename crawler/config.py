@@ -91,6 +91,8 @@ class FetchConfig:
     total_timeout: float = 60.0
     max_body: int = 10 * 1024 * 1024
     max_header_size: int = 16 * 1024
+    min_rate: float = 1000.0
+    min_rate_window: float = 20.0
     retries: int = 2
     max_redirects: int = 5
     resolve: dict[str, str] = field(default_factory=dict)
@@ -337,7 +339,7 @@ _NON_NEGATIVE = {
     "max_pages", "max_depth", "delay", "max_delay", "robots_ttl", "backoff_base", "backoff_max",
     "max_retry_after", "retries", "max_redirects", "max_pages_per_host", "memo_size",
     "max_links_per_page", "progress_interval", "checkpoint_interval", "max_url_length",
-    "max_path_depth", "max_segment_repeats", "max_query_params",
+    "max_path_depth", "max_segment_repeats", "max_query_params", "min_rate",
 }  # fmt: skip
 _POSITIVE_FLOAT = {
     "connect_timeout",
@@ -345,6 +347,7 @@ _POSITIVE_FLOAT = {
     "total_timeout",
     "max_body",
     "max_header_size",
+    "min_rate_window",
 }
 
 

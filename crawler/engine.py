@@ -25,7 +25,7 @@ from crawler.admission import Admission
 from crawler.budget import FetchBudget
 from crawler.components import make_fetcher, make_frontier, make_scope, make_sieve, make_urls
 from crawler.config import Config
-from crawler.errors import FetchError, ScoreError, SeedError
+from crawler.errors import FetchError, ScoreError, SeedError, failure_class
 from crawler.fetcher import Response
 from crawler.focus import Focus
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
@@ -43,7 +43,6 @@ __all__ = ["Crawler"]
 
 log = logging.getLogger(__name__)
 
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 ROBOTS_MAX_BYTES = 500 * 1024
 
 
@@ -286,13 +285,14 @@ class Crawler:
         self._results.put_nowait(_WorkerDone(error))
 
     async def _fetch_page(self, entry: Entry) -> tuple[Outcome, bool, CrawlResult | None]:
-        """Fetch one page; returns (outcome for the frontier, retry?, result or None if retried)."""
+        """Fetch one page; returns (outcome for the frontier, retry?, result or None if retried).
+        What is retried and what backs off the host: `crawler.errors` (the README's table)."""
         retries_left = entry.retries < self.config.fetch.retries
         try:
             response = await self.fetcher.fetch(entry.url)
         except FetchError as exc:
-            outcome = Outcome(failed=True)
-            if retries_left and exc.kind in ("connect", "timeout", "dns", "protocol"):
+            outcome = Outcome(blame=exc.blame, attempt=entry.retries)
+            if retries_left and exc.retry:
                 self.stats.retries += 1
                 return outcome, True, None
             return outcome, False, self._failed(entry, exc.describe())
@@ -302,8 +302,10 @@ class Crawler:
             status=response.status,
             latency=response.latency,
             retry_after=response.header("Retry-After"),
+            attempt=entry.retries,
         )
-        if response.status in RETRY_STATUSES and retries_left:
+        failure = failure_class(response.status)
+        if failure is not None and failure[1] and retries_left:
             self.stats.retries += 1
             return outcome, True, None
         if response.location is not None:

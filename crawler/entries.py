@@ -18,7 +18,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from crawler.errors import Blame
 
 __all__ = ["Context", "Entry", "EntryKind", "Outcome", "Packer"]
 
@@ -44,10 +47,14 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
+    """What a fetch tells the host's politeness (``crawler.hosts.Politeness.response``)."""
+
     status: int | None = None  # HTTP status; None when no response was received
     latency: float | None = None  # seconds to response headers (feeds the adaptive delay)
     retry_after: str | None = None  # raw Retry-After header value
-    failed: bool = False  # connection error / timeout (backs the host off)
+    failed: bool = False  # the host is in trouble (DNS, refused, ...): back it off now
+    blame: Blame | None = None  # a failure's class (crawler.errors); None: from status/failed
+    attempt: int = 0  # the entry's retries: a URL's suspect failure counts on its first attempt
 
 
 Context = tuple[int, "str | None", int, int, bool]

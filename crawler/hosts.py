@@ -10,10 +10,14 @@ whatever the concurrency (the robots.txt fetch counts as a request). The host's 
 ``max(delay, min(robots Crawl-delay, max_delay))``; with ``adaptive=True`` it follows the host's
 response latency (AutoThrottle: the mean of the old delay and latency/per_host_concurrency, clamped
 to ``[that floor, max_delay]``; error responses may raise it, never lower it).
-429/503 and connection failures push the host's ready time back: Retry-After when given (seconds or
-HTTP date, capped at ``max_retry_after``), else exponential backoff with jitter
-(``min(backoff_max, backoff_base * 2**(n-1))`` times a uniform factor in [0.5, 1)).
-A response with any other status resets the host's backoff.
+Backoff follows the blame of each outcome (``crawler.errors.Blame``, the table is in the README):
+a HOST failure (DNS, refused or timed-out connection, 429, 503) pushes the host's ready time back:
+Retry-After when given (seconds or HTTP date, capped at ``max_retry_after``), else exponential
+backoff with jitter (``min(backoff_max, backoff_base * 2**(n-1))`` times a uniform factor in
+[0.5, 1)). A SUSPECT failure (a reset or a timeout before any response, 500/502/504) is the URL's
+own unless ``SUSPECT_STREAK`` distinct URLs of the host fail so in a row: then it counts as a HOST
+failure. An answer (any other status, or a failure of the URL's own: a malformed or oversized
+response, a trickling body) resets the host's backoff and streak.
 
 Per-host overrides: a :class:`HostRule` replaces the global ``delay`` and/or
 ``per_host_concurrency`` for one host (the frontier asks for it once, when the host is first seen).
@@ -33,6 +37,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Final
 
+from crawler.errors import Blame, failure_class
 from crawler.robots import RobotsPolicy
 
 if TYPE_CHECKING:
@@ -48,6 +53,8 @@ __all__ = [
     "parse_retry_after",
     "robots_url",
 ]
+
+SUSPECT_STREAK: Final = 3  # distinct URLs of a host failing suspectly in a row: a host failure
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21}
 
@@ -157,7 +164,7 @@ class Host:
     __slots__ = ("backoff_until", "base_delay", "concurrency", "configured_delay", "delay",
                  "failures", "filed_best", "in_flight", "in_heap", "key", "last_start", "policy",
                  "prefix", "queue", "ready_at", "robots_expires", "robots_failures",
-                 "robots_fetching", "token")  # fmt: skip
+                 "robots_fetching", "suspects", "token")  # fmt: skip
 
     def __init__(self, key: str, queue: HostQueue, delay: float, concurrency: int = 1) -> None:
         self.key = key
@@ -174,6 +181,7 @@ class Host:
         self.base_delay = delay  # configured_delay raised by a robots.txt Crawl-delay
         self.delay = delay
         self.failures = 0
+        self.suspects = 0  # distinct URLs in a row whose failure is suspect (SUSPECT_STREAK)
         self.backoff_until = float("-inf")
         self.policy: RobotsPolicy | None = None
         self.robots_expires = float("-inf")
@@ -259,18 +267,31 @@ class Politeness:
         host.backoff_until = max(host.backoff_until, until)
 
     def response(self, host: Host, outcome: Outcome, now: float) -> None:
-        """Apply a fetch outcome: backoff on 429/503/failure, reset on others, adaptive delay."""
+        """Apply a fetch outcome: backoff by its blame (module docstring), adaptive delay."""
         status = outcome.status
-        if outcome.failed or status == 429 or status == 503:
+        blame = outcome.blame
+        if blame is None:
+            if outcome.failed:
+                blame = Blame.HOST
+            elif status is not None:
+                failure = failure_class(status)
+                blame = Blame.URL if failure is None else failure[0]
+        if blame is Blame.SUSPECT and outcome.attempt == 0:
+            host.suspects += 1
+            if host.suspects >= SUSPECT_STREAK:
+                blame = Blame.HOST
+        if blame is Blame.HOST:
             host.failures += 1
+            host.suspects = 0
             wait = None
             if outcome.retry_after is not None and status is not None:
                 wait = parse_retry_after(outcome.retry_after)
             if wait is None:
                 wait = self.backoff(host.failures)
             self.push_back(host, now + min(wait, self.max_retry_after))
-        elif status is not None:
+        elif blame is Blame.URL:
             host.failures = 0
+            host.suspects = 0
         if self.adaptive and outcome.latency is not None:
             target = (host.delay + outcome.latency / self.concurrency) / 2.0
             if status is None or status >= 500 or status == 429:
