@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import os
 import socket
 import time
 from collections.abc import Mapping
@@ -172,7 +173,9 @@ def translate_error(exc: BaseException, *, waiting: bool = True) -> FetchError:
     if isinstance(exc, aiohttp.ClientSSLError):
         return ConnectError(f"TLS: {exc}")
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return ConnectError(f"cannot connect to {exc.host}:{exc.port}: {exc.strerror or exc}")
+        # "Connection refused" (the errno's own words), not asyncio's "Connect call failed"
+        why = os.strerror(exc.errno) if exc.errno else exc.strerror or str(exc)
+        return ConnectError(f"cannot connect to {exc.host}:{exc.port}: {why}")
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return ConnectError(f"connect timed out: {exc}")
     if isinstance(exc, aiohttp.ServerDisconnectedError):

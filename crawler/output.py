@@ -64,6 +64,8 @@ def check_output_paths(files: Mapping[str, str], directories: Mapping[str, str])
         if path in ("", "-"):
             continue
         is_dir = option in directories
+        if not is_dir and path.endswith(("/", os.sep)):
+            raise ConfigError(f"{option} {path}: names a directory; give a file name")
         target = Path(path)
         _check_one(option, target, is_dir=is_dir)
         resolved = target.resolve()

@@ -174,6 +174,13 @@ def test_two_options_naming_one_file(tmp_path: Path) -> None:
     check_output_paths({"-o": "-", "--stats": "-"}, {})  # stdout is not a path
 
 
+def test_a_file_option_ending_in_a_slash_names_a_directory(tmp_path: Path) -> None:
+    missing = str(tmp_path / "stats") + "/"
+    with pytest.raises(ConfigError, match=r"--stats .*names a directory; give a file name"):
+        check_output_paths({"--stats": missing}, {})
+    assert not (tmp_path / "stats").exists()  # refused before anything was created
+
+
 def test_an_output_inside_the_state_directory(tmp_path: Path) -> None:
     state, out = tmp_path / "state", tmp_path / "state" / "out.jsonl"
     with pytest.raises(ConfigError, match=r"^-o .*out\.jsonl: inside the --state directory"):

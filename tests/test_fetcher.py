@@ -144,7 +144,7 @@ async def test_connection_refused_is_translated() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     async with fetcher() as f:
-        with pytest.raises(ConnectError):
+        with pytest.raises(ConnectError, match="Connection refused"):  # the errno's words
             await f.fetch(f"http://127.0.0.1:{port}/")
 
 
