@@ -77,7 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", metavar="PATH", help="JSON Lines output, '-' = stdout")
     parser.add_argument("--stats", metavar="PATH", help="write the final stats as JSON")
     parser.add_argument("--warc", metavar="PATH", help="archive every exchange to WARC (.warc.gz)")
-    parser.add_argument("--max-pages", type=int, metavar="N", help="stop admitting after N URLs")
+    parser.add_argument(
+        "--max-pages",
+        type=int,
+        metavar="N",
+        help="stop admitting after N URLs (with --focus: fetch N pages, best first)",
+    )
     parser.add_argument(
         "--max-depth", type=int, metavar="N", help="links deeper than N are skipped"
     )
