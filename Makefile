@@ -7,7 +7,9 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 BENCH_STAMP = $(VENV)/.bench-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint bench clean
+SUDO    = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: demo test lint bench clean redis-server
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,7 +26,13 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check crawler tests bench
 	$(BIN)/mypy
 
-test: lint
+# The Redis tests start Debian's redis-server on a free loopback port: install it when missing.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server; }
+
+test: lint redis-server
 	$(BIN)/pytest -q
 
 $(BENCH_STAMP): $(STAMP)

@@ -14,7 +14,9 @@ follow_duplicates = false, and with dedup off (the CPU a crawl spends without it
 - false pairs: pairs of distinct original pages flagged (by the crawl, and by a scan of every
   pair within 3 bits) whose word 3-shingle Jaccard similarity (of the same main-content text) is
   below 0.8: those are not near duplicates.
-- cost per page, in process over every page: text extraction (lexbor tree -> text), fingerprint
+- cost per page, in process over every page: text extraction (what `read_tree(..., content=True)`
+  costs more than `read_tree` without it: the longer selector, removing hidden elements, lexbor's
+  text of the main content, whitespace collapsed), fingerprint
   (normalize, content hash, simhash) and index lookup+insert, against the crawl's CPU per page
   (whole process, parse thread included) measured in the same run.
 - index memory: tracemalloc over the crawl-sized index, and over 1M synthetic pages (URLs of
@@ -44,8 +46,8 @@ from bench.corpus import SITE, html_pages
 from bench.nginx import Nginx
 from crawler.config import Config
 from crawler.content import ContentIndex, Fingerprint, fingerprint, hamming, normalize
-from crawler.content.text import visible_text
 from crawler.engine import Crawler
+from crawler.markup import parse_markup, read_tree
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 NAMES = ("ftp.example.edu", "mirror.example.net", "docs-mirror.example.org", "pymirror.example")
@@ -64,6 +66,11 @@ def banner(rng: random.Random) -> bytes:
         f"{rng.choice(NAMES)}. Last synchronized {stamp} (session {rng.getrandbits(64):016x})."
         "</div>"
     ).encode()
+
+
+def content_text(body: bytes) -> str:
+    """The text content dedup fingerprints (`Markup.content`)."""
+    return parse_markup(body, "http://docs.test/", "text/html", content=True).content or ""
 
 
 def inject(body: bytes, where: re.Pattern[bytes], rng: random.Random) -> bytes:
@@ -182,7 +189,7 @@ def main() -> None:
     if QUICK:  # the entry page and a quarter of the others
         pages = [p for i, p in enumerate(pages) if i % 4 == 0 or p[0] == "index.html"]
     rels = [rel for rel, _ in pages]
-    texts = {rel: visible_text(LexborHTMLParser(body)) for rel, body in pages}
+    texts = {rel: content_text(body) for rel, body in pages}
     tmp = Path(tempfile.mkdtemp(prefix="bench-dedup-"))
     tmp.chmod(0o755)  # nginx's worker may run as another user
     try:
@@ -283,9 +290,15 @@ def report_costs(
 ) -> None:
     bodies = [(root / tree / rel).read_bytes() for tree in ("orig", "inside") for rel in rels]
     n = len(bodies)
+    # the text's cost: read_tree with `content` less read_tree without (the links' pass)
+    plain = [LexborHTMLParser(b) for b in bodies]
+    us_links = timed(lambda: [read_tree(t, "utf-8") for t in plain], n)
     trees = [LexborHTMLParser(b) for b in bodies]
     t_text: list[str] = []
-    us_text = timed(lambda: t_text.extend(visible_text(t) for t in trees), n)
+    us_text = timed(
+        lambda: t_text.extend(read_tree(t, "utf-8", content=True).content or "" for t in trees), n
+    )
+    us_text -= us_links
     fps: list[Fingerprint] = []
     us_fp = timed(lambda: fps.extend(fingerprint(t) for t in t_text), n)
     index = ContentIndex(3)
@@ -303,7 +316,7 @@ def report_costs(
     print(header)
     print("-" * len(header))
     for name, us in (
-        ("text extraction (visible_text)", us_text),
+        ("text extraction (Markup.content, extra)", us_text),
         ("fingerprint (normalize, BLAKE2b, simhash)", us_fp),
         ("index lookup + insert (ContentIndex.check)", us_check),
         ("hashing + lookup (the two above)", us_fp + us_check),

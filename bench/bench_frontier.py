@@ -11,6 +11,10 @@ either by politeness (hosts / delay) or by the workers (workers / latency): "ide
   hosts takes hosts / (workers / latency) seconds, and every host's chain of delays starts then.
   CPU us/pair = real process time of the run / requests (get() + done() + the worker loop).
 
+Priorities "0" is the default crawl (no scoring: breadth-first within each host); "random" gives
+every URL a random priority (seeded; a few ties), so each host's queue is a heap and ready hosts
+are taken best first: the cost of best-first crawling, at the same politeness.
+
 Run: .venv/bin/python -m bench.bench_frontier   (BENCH_QUICK=1 for a few-second smoke run)
 """
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import time
 
 from crawler.frontier import Entry, EntryKind, Frontier, host_key
@@ -27,9 +32,15 @@ from crawler.simtime import SimulatedLoop
 DELAY = 1.0
 
 
-def make_entries(hosts: int, per_host: int) -> list[Entry]:
+def make_entries(hosts: int, per_host: int, scored: bool = False) -> list[Entry]:
+    rng = random.Random(15)
     return [
-        Entry(url=f"http://host{h}.test/page/{i}", key=f"http://host{h}.test/page/{i}", depth=i)
+        Entry(
+            url=f"http://host{h}.test/page/{i}",
+            key=f"http://host{h}.test/page/{i}",
+            depth=i,
+            priority=round(rng.random(), 3) if scored else 0.0,
+        )
         for i in range(per_host)
         for h in range(hosts)
     ]
@@ -78,24 +89,30 @@ def run_case(
 def main() -> None:
     quick = os.environ.get("BENCH_QUICK") == "1"
     hosts, per_host = (500, 4) if quick else (10_000, 10)
-    entries = make_entries(hosts, per_host)
-    cases = [  # workers, simulated latency (s), robots.txt on
-        (1, 0.0, False),
-        (32, 0.0, False),
-        (256, 0.020, False),
-        (32, 0.020, False),
-        (32, 0.0, True),
+    unscored, scored = make_entries(hosts, per_host), make_entries(hosts, per_host, scored=True)
+    cases = [  # workers, simulated latency (s), robots.txt on, random priorities
+        (1, 0.0, False, False),
+        (32, 0.0, False, False),
+        (256, 0.020, False, False),
+        (32, 0.020, False, False),
+        (32, 0.0, True, False),
+        (1, 0.0, False, True),
+        (32, 0.0, False, True),
+        (256, 0.020, False, True),
+        (32, 0.0, True, True),
     ]
     print(f"frontier scheduling: {hosts:,} hosts x {per_host} URLs, delay {DELAY:g} s, "
           f"simulated time")  # fmt: skip
     header = (
-        f"{'workers':>7} {'latency':>8} {'robots':>6} {'requests':>9} {'sim span s':>10} "
+        f"{'workers':>7} {'latency':>8} {'robots':>6} {'priorities':>10} {'requests':>9} "
+        f"{'sim span s':>10} "
         f"{'ideal/s':>9} {'achieved/s':>10} {'% ideal':>8} {'% best':>7} "
         f"{'CPU us/pair':>11} {'CPU us/put':>10}"
     )
     print(header)
     print("-" * len(header))
-    for workers, latency, robots in cases:
+    for workers, latency, robots, random_priorities in cases:
+        entries = scored if random_priorities else unscored
         requests, span, pair_us, put_us = run_case(entries, workers, latency, robots)
         per_host_requests = requests / hosts
         delay_bound = hosts / DELAY
@@ -107,7 +124,8 @@ def main() -> None:
                         requests / capacity)  # fmt: skip
         print(
             f"{workers:>7} {latency * 1000:>6.0f}ms {'yes' if robots else 'no':>6} "
-            f"{requests:>9,} {span:>10.3f} {requests / ideal_span:>9,.0f} {achieved:>10,.0f} "
+            f"{'random' if random_priorities else '0':>10} {requests:>9,} {span:>10.3f} "
+            f"{requests / ideal_span:>9,.0f} {achieved:>10,.0f} "
             f"{100 * ideal_span / span:>7.2f}% {100 * best_span / span:>6.2f}% "
             f"{pair_us:>11.2f} {put_us:>10.2f}"
         )

@@ -10,6 +10,8 @@ RSS after imports (baseline), then after building the structure and a gc (RSS), 
   found on), as the engine builds them. Target: <= 250 MB RSS for 1M.
 - frontier, key is url: the same, but an Entry's key is the fetch URL object itself when the two
   are equal (they are for most URLs), i.e. one string per URL instead of two.
+- frontier, random priorities: the same, each URL with a random priority (seeded; a best-first
+  crawl's scores), so each host's queue is a heap.
 - URL strings alone: the same N (url, key) string pairs in a list, for scale.
 - sieve: crawler.sieve.Sieve with the config defaults (capacity 1M, growing) after N adds;
   and the same with capacity 1.1 x N (one stage).
@@ -51,9 +53,13 @@ def url_lines(path: str) -> Iterator[str]:
             yield line.rstrip("\n")
 
 
-def build_frontier(path: str, share_key: bool) -> tuple[Any, int]:
+def build_frontier(path: str, share_key: bool, scored: bool = False) -> tuple[Any, int]:
+    import random
+
     from crawler.frontier import Entry, Frontier
     from crawler.urls import UrlNormalizer
+
+    rng = random.Random(15)
 
     urls = UrlNormalizer(memo_size=0)  # no memo: it would hold URLs of its own
     frontier = Frontier(respect_robots=False, max_queued=1 << 40, max_queued_per_host=1 << 40)
@@ -68,7 +74,8 @@ def build_frontier(path: str, share_key: bool) -> tuple[Any, int]:
             key = fetch
         if n % PARENT_EVERY == 0:
             parent = fetch
-        if not frontier.put(Entry(url=fetch, key=key, depth=3, parent=parent)):
+        priority = round(rng.random(), 3) if scored else 0.0
+        if not frontier.put(Entry(url=fetch, key=key, depth=3, parent=parent, priority=priority)):
             raise RuntimeError("frontier refused an entry")
     return frontier, len(frontier)
 
@@ -111,6 +118,8 @@ def child(run: str, n: int, path: str) -> dict[str, Any]:
         obj, items = build_frontier(path, share_key=False)
     elif run == "frontier_shared":
         obj, items = build_frontier(path, share_key=True)
+    elif run == "frontier_scored":
+        obj, items = build_frontier(path, share_key=False, scored=True)
     elif run == "strings":
         obj, items = build_strings(path)
     elif run == "sieve":
@@ -155,6 +164,7 @@ def main() -> None:
         rows = [
             ("Frontier, queued URLs", measure("frontier", n_urls, path)),
             ("Frontier, key is url when equal", measure("frontier_shared", n_urls, path)),
+            ("Frontier, random priorities", measure("frontier_scored", n_urls, path)),
             ("(url, key) strings in a list", measure("strings", n_urls, path)),
             ("Sieve, default capacity (grows)", measure("sieve", n_keys, "")),
             ("Sieve, capacity 1.1 x keys", measure("sieve_sized", n_keys, "")),
@@ -172,7 +182,7 @@ def main() -> None:
             f"{r['peak_mb']:>8.1f} {delta:>9.1f} {delta * 2**20 / r['items']:>7.0f} "
             f"{r['seconds']:>8.1f}"
         )
-    for name, r in rows[3:]:
+    for name, r in rows[4:]:
         print(f"{name}: {r['stages']} stage(s), bit arrays {r['size_mb']:.1f} MB")
     for name, r in rows[:2]:
         # RSS for 1M queued URLs: measured, or (quick) baseline + the per-URL cost x 1M
@@ -180,12 +190,23 @@ def main() -> None:
         verdict = "meets" if mb <= TARGET_MB else "misses"
         how = "" if r["items"] == 1_000_000 else " (extrapolated)"
         print(f"{name}: {mb:.0f} MB with 1M queued{how}: {verdict} the <= {TARGET_MB} MB target")
+    plain, scored = rows[0][1], rows[2][1]
+    extra = (scored["rss_mb"] - plain["rss_mb"]) * 2**20 / scored["items"]
+    print(f"Best-first (random priorities): {extra:.0f} B more per queued URL (no target)")
 
 
 def cli(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_memory")
     parser.add_argument(
-        "--run", choices=("frontier", "frontier_shared", "strings", "sieve", "sieve_sized")
+        "--run",
+        choices=(
+            "frontier",
+            "frontier_shared",
+            "frontier_scored",
+            "strings",
+            "sieve",
+            "sieve_sized",
+        ),
     )
     parser.add_argument("--n", type=int, default=0)
     parser.add_argument("--urls", default="")

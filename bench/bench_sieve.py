@@ -22,7 +22,7 @@ from typing import Any
 from pybloom_live import ScalableBloomFilter  # type: ignore[import-untyped]
 from rbloom import Bloom
 
-import crawler.sieve_batch as sieve_mod
+import crawler.sieve.batch as sieve_mod
 from bench.corpus import realistic_urls
 from crawler.sieve import Sieve
 

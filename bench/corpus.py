@@ -89,3 +89,43 @@ def realistic_urls(n: int, seed: int = 0) -> list[str]:
             seen.add(url)
             out.append(url)
     return out
+
+
+SQLITE_DOC_PACKAGE = "sqlite3-doc"
+SQLITE_DOC_ROOT = Path("/usr/share/doc/sqlite3")
+
+
+def ensure_sqlite_docs() -> Path:
+    """Return the root of the SQLite docs (Debian's sqlite3-doc), installing them if needed."""
+    if (SQLITE_DOC_ROOT / "index.html").is_file():
+        return SQLITE_DOC_ROOT
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+        subprocess.run(["apt-get", "install", "-y", "-qq", SQLITE_DOC_PACKAGE], check=True, env=env)
+    if not (SQLITE_DOC_ROOT / "index.html").is_file():
+        raise SystemExit(
+            f"benchmark corpus missing: install the Debian package {SQLITE_DOC_PACKAGE}"
+        )
+    return SQLITE_DOC_ROOT
+
+
+POSTGRES_DOC_PACKAGE = "postgresql-doc-15"
+POSTGRES_DOC_ROOT = Path("/usr/share/doc/postgresql-doc-15/html")
+
+
+def ensure_postgres_docs() -> Path:
+    """Return the root of the PostgreSQL 15 docs (Debian's postgresql-doc-15), installing them."""
+    if (POSTGRES_DOC_ROOT / "index.html").is_file():
+        return POSTGRES_DOC_ROOT
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", POSTGRES_DOC_PACKAGE], check=True, env=env
+        )
+    if not (POSTGRES_DOC_ROOT / "index.html").is_file():
+        raise SystemExit(
+            f"benchmark corpus missing: install the Debian package {POSTGRES_DOC_PACKAGE}"
+        )
+    return POSTGRES_DOC_ROOT

@@ -22,11 +22,13 @@ from crawler.errors import (
     FetchError,
     FetchTimeout,
     ProtocolError,
+    ScoreError,
     SeedError,
 )
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome
 from crawler.results import CrawlResult, CrawlStats
 from crawler.robots import RobotsPolicy, policy_from_response
+from crawler.scoring import Link, PageText, ScoreFn, Scorer
 from crawler.sieve import BloomStage, Sieve, SieveFormatError
 from crawler.urls import UrlNormalizer, canonicalize, normalize
 
@@ -50,9 +52,14 @@ __all__ = [
     "FetchError",
     "FetchTimeout",
     "Frontier",
+    "Link",
     "Outcome",
+    "PageText",
     "ProtocolError",
     "RobotsPolicy",
+    "ScoreError",
+    "ScoreFn",
+    "Scorer",
     "SeedError",
     "Sieve",
     "SieveFormatError",

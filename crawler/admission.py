@@ -3,18 +3,27 @@
 Every URL a crawl finds (a page's links, a redirect target, a sitemap entry, a seed) goes
 ``urls.resolve -> scope.check -> seen test (Sieve, exact tier) -> frontier.put -> journal``, once
 per distinct key per page. Each refusal is counted by reason; nothing is dropped silently.
+
+In a focused crawl (`scored_links`), each new key's priority comes from a score function
+between the Sieve and the frontier; a link it skips is a refusal like any other ("score").
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import cast
 
-from crawler.dedup import Dedup
 from crawler.entries import Entry
+from crawler.errors import ScoreError
 from crawler.frontier import Frontier
 from crawler.results import CrawlStats
 from crawler.scope import Scope
+from crawler.scoring import Link, ScoreFn
+from crawler.sieve import Dedup, fingerprint
 from crawler.state import CrawlState
 from crawler.urls import UrlNormalizer
 from crawler.urlsyntax import cut_fragment
@@ -79,6 +88,85 @@ class Admission:
         resolved once, and the scope and the Sieve (one batch) see each distinct key once; a
         repeat counts as out of scope or as a duplicate, like its first occurrence."""
         depth = parent.depth + 1
+        in_scope = self._in_scope(hrefs, base, depth, None)
+        keys = list(in_scope)
+        if not keys or not self.room_for_more():
+            return 0
+        stats = self.stats
+        new = 0
+        for key, is_new in zip(keys, self.dedup.add_many(keys), strict=True):
+            if not is_new:
+                stats.duplicates += 1
+            elif self.room_for_more():
+                url = key if self.fetch_canonical else in_scope[key]
+                new += self.admit(Entry(url=url, key=key, depth=depth, parent=parent.url))
+        return new
+
+    async def scored_links(
+        self,
+        parent: Entry,
+        hrefs: Sequence[str],
+        base: str,
+        score: ScoreFn,
+        *,
+        anchors: Mapping[str, tuple[str, str, str]] | None = None,
+        title: str | None = None,
+        relevance: float | None = None,
+    ) -> int:
+        """`links` for a focused crawl: each new link's priority comes from `score` (see
+        `crawler.scoring`), which sees a `Link` built from `anchors` (per href, fragment cut: anchor
+        text, rel, text around it; see `crawler.markup.Markup`) and the parent page's
+        `title` and `relevance`. A link it skips (None) is counted in ``scope_refused["score"]``
+        and marked as seen all the same (it is not offered again from another page). A score
+        function that raises, or returns something other than a number, raises `ScoreError`
+        naming the link; the page's new links are then left unseen."""
+        depth = parent.depth + 1
+        origin: dict[str, str] = {}  # key -> the href it came from (its first)
+        in_scope = self._in_scope(hrefs, base, depth, origin)
+        keys = list(in_scope)
+        if not keys or not self.room_for_more():
+            return 0
+        details = anchors or {}
+        stats = self.stats
+        links: list[Link] = []
+        seen = self._seen
+        for key in keys:
+            if seen(key):
+                stats.duplicates += 1
+                continue
+            anchor, rel, context = details.get(origin[key], _NO_DETAILS)
+            url = key if self.fetch_canonical else in_scope[key]
+            links.append(Link(url, key, anchor, rel, context, depth, parent.url, title, relevance))
+        if not links:
+            return 0
+        priorities = await _priorities(score, links)
+        # Only now are the links taken in (with no await until they are admitted): a score
+        # function that fails leaves them unseen, for the page's fetch again after a resume.
+        new = 0
+        flags = self.dedup.add_many([link.key for link in links])
+        for link, priority, is_new in zip(links, priorities, flags, strict=True):
+            if not is_new:  # another page admitted it while this one was being scored
+                stats.duplicates += 1
+            elif priority is None:
+                stats.scope_refused["score"] += 1
+            elif self.room_for_more():
+                entry = Entry(link.url, link.key, depth, parent.url, priority=priority)
+                new += self.admit(entry)
+        return new
+
+    def _seen(self, key: str) -> bool:
+        """Whether the seen test has `key`, without taking it in (a Sieve positive is confirmed
+        by the exact tier, when there is one)."""
+        dedup = self.dedup
+        if key not in dedup.sieve:
+            return False
+        return dedup.exact is None or fingerprint(key) in dedup.exact
+
+    def _in_scope(
+        self, hrefs: Sequence[str], base: str, depth: int, origin: dict[str, str] | None
+    ) -> dict[str, str]:
+        """key -> URL to fetch of the distinct in-scope links of a page (refusals and repeats
+        counted); `origin`, if given, gets key -> the href it was resolved from."""
         check = self.scope.check
         times = _occurrences(hrefs)
         in_scope: dict[str, str] = {}  # key -> URL to fetch
@@ -86,7 +174,9 @@ class Admission:
         stats = self.stats
         counts = stats.scope_refused
         repeats = 0
-        for n, resolved in zip(times.values(), self.urls.resolve_all(times, base), strict=True):
+        for href, n, resolved in zip(
+            times, times.values(), self.urls.resolve_all(times, base), strict=True
+        ):
             if resolved is None:
                 continue
             fetch_url, key = resolved
@@ -98,19 +188,11 @@ class Admission:
             else:
                 in_scope[key] = fetch_url
                 repeats += n - 1
+                if origin is not None:
+                    origin[key] = href
         stats.links_seen += len(hrefs)
         stats.duplicates += repeats
-        keys = list(in_scope)
-        if not keys or not self.room_for_more():
-            return 0
-        new = 0
-        for key, is_new in zip(keys, self.dedup.add_many(keys), strict=True):
-            if not is_new:
-                stats.duplicates += 1
-            elif self.room_for_more():
-                url = key if self.fetch_canonical else in_scope[key]
-                new += self.admit(Entry(url=url, key=key, depth=depth, parent=parent.url))
-        return new
+        return in_scope
 
     def redirect(self, entry: Entry, location: str) -> tuple[str | None, int, str | None]:
         """Admit a redirect's target at the same depth: (target URL, admitted 0/1, error)."""
@@ -136,6 +218,7 @@ class Admission:
             parent=entry.url,
             redirects=entry.redirects + 1,
             sitemap=entry.sitemap,
+            priority=entry.priority,  # a redirect target keeps the priority of its link
         )
         return fetch_url, int(self.admit(child)), None
 
@@ -155,6 +238,53 @@ class Admission:
 
     def __repr__(self) -> str:
         return f"<Admission admitted={self.stats.admitted} max_pages={self.max_pages}>"
+
+
+_NO_DETAILS = ("", "", "")
+
+
+async def _priorities(score: ScoreFn, links: list[Link]) -> list[float | None]:
+    """The priority `score` gives each link (None = skip). A coroutine function's calls for
+    one page run concurrently; the first failure (in link order) raises ScoreError."""
+    values: list[object] = []
+    waiting: list[int] = []  # indices of awaitable values
+    for i, link in enumerate(links):
+        try:
+            value: object = score(link)
+        except Exception as exc:
+            raise _failed(link, exc) from exc
+        if inspect.isawaitable(value):
+            waiting.append(i)
+        values.append(value)
+    if waiting:
+        done = await asyncio.gather(
+            *(cast("Awaitable[object]", values[i]) for i in waiting), return_exceptions=True
+        )
+        for i, value in zip(waiting, done, strict=True):
+            if isinstance(value, BaseException):
+                if not isinstance(value, Exception):
+                    raise value  # cancellation and the like go through
+                raise _failed(links[i], value) from value
+            values[i] = value
+    return [_priority(link, value) for link, value in zip(links, values, strict=True)]
+
+
+def _priority(link: Link, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    raise ScoreError(
+        f"the score function returned {value!r} for link {link.url} (found on "
+        f"{link.parent_url}): expected a finite number, or None to skip the link"
+    )
+
+
+def _failed(link: Link, exc: Exception) -> ScoreError:
+    return ScoreError(
+        f"the score function raised {type(exc).__name__}: {exc} for link {link.url} (found on "
+        f"{link.parent_url})"
+    )
 
 
 def _occurrences(hrefs: Sequence[str]) -> dict[str, int]:

@@ -1,11 +1,15 @@
 """The `crawl` command.
 
     crawl [SEEDS_FILE_OR_URL ...] [--config PATH] [-o PATH|-] [--max-pages N] [--max-depth N]
-          [--concurrency N] [--delay SECONDS] [--stats PATH] [--warc PATH] [--demo] [-v|-q]
+          [--concurrency N] [--delay SECONDS] [--stats PATH] [--warc PATH] [--state DIR]
+          [--fresh] [--demo] [-v|-q]
 
 Results go to stdout (or `-o PATH`) as JSON Lines; logs, progress and the summary go to stderr.
+Seeds are read by `crawler.seeds`, outputs checked and written by `crawler.output`.
 Exit status: 0 for a completed crawl, 1 when the demo's crawl differs from the fixture's ground
-truth, 2 for usage, config or seed errors, 130 when interrupted, 141 when stdout was closed.
+truth, 2 for usage, config, seed, output path or state errors, 3 when not one seed got an HTTP
+response (see `crawler.seeds`), 130/143 when stopped by SIGINT/SIGTERM, 141 when stdout was
+closed.
 """
 
 from __future__ import annotations
@@ -19,31 +23,49 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TextIO, TypeVar
+from typing import IO, Any, TypeVar
 
 from crawler.components import settings
 from crawler.config import Config, load_config
 from crawler.engine import Crawler
-from crawler.errors import ConfigError, SeedError
+from crawler.errors import ConfigError, ScoreError, SeedError
 from crawler.fixture import FixtureSite
+from crawler.output import JsonlWriter, check_output_paths, open_output, repair_jsonl
 from crawler.progress import ProgressReporter, print_summary
+from crawler.seeds import SeedReport, collect_seeds, read_seeds
 from crawler.state import CrawlState, StateError
 from crawler.warc import WarcOutput
 
-__all__ = ["main", "read_seeds"]
+__all__ = ["main", "read_seeds", "repair_jsonl"]
 
 log = logging.getLogger("crawler")
 
 T = TypeVar("T")
 SHUTDOWN_GRACE = 5.0  # seconds fetches in flight get to finish after SIGINT/SIGTERM
+NOTHING_FETCHED = 3  # exit status: not one seed got an HTTP response
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What a run of the command ended with: the crawler, the exit status, and whether its
+    summary is worth printing (not for a finished crawl re-run with nothing to do)."""
+
+    crawler: Crawler
+    status: int
+    summary: bool = True
+    error: str = ""  # printed after the summary
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="crawl",
         description="Crawl from seed URLs (or seed files, one URL per line) and write JSON Lines.",
+        epilog="exit status: 0 done; 1 the demo differed from its ground truth; 2 usage, config, "
+        "seed, output path or state error; 3 not one seed got an HTTP response; 130/143 "
+        "stopped by SIGINT/SIGTERM; 141 stdout closed",
     )
     parser.add_argument(
         "targets",
@@ -55,16 +77,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", metavar="PATH", help="JSON Lines output, '-' = stdout")
     parser.add_argument("--stats", metavar="PATH", help="write the final stats as JSON")
     parser.add_argument("--warc", metavar="PATH", help="archive every exchange to WARC (.warc.gz)")
-    parser.add_argument("--max-pages", type=int, metavar="N", help="stop admitting after N URLs")
+    parser.add_argument(
+        "--max-pages",
+        type=int,
+        metavar="N",
+        help="stop admitting after N URLs (with --focus: fetch N pages, best first)",
+    )
     parser.add_argument(
         "--max-depth", type=int, metavar="N", help="links deeper than N are skipped"
     )
     parser.add_argument("--concurrency", type=int, metavar="N", help="number of fetch workers")
     parser.add_argument(
+        "--focus",
+        metavar="WORDS",
+        help="focused crawl on these topic words: best-first, max-pages is a fetch budget",
+    )
+    parser.add_argument(
         "--delay",
         type=float,
         metavar="SECONDS",
-        help="minimum seconds between requests to one host",
+        help="minimum seconds between requests to one host (default 1; 0 for your own site)",
     )
     parser.add_argument(
         "--state", metavar="DIR", help="keep a crash-safe crawl state in DIR; run again to resume"
@@ -81,36 +113,6 @@ def build_parser() -> argparse.ArgumentParser:
     verbosity.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
     verbosity.add_argument("-q", "--quiet", action="store_true", help="only errors on stderr")
     return parser  # fmt: skip
-
-
-def read_seeds(source: str, lines: Iterator[str]) -> list[str]:
-    """Seed URLs from a seeds file's lines; a bad line raises SeedError naming source and line."""
-    from crawler.urls import canonicalize
-
-    seeds = []
-    for number, raw in enumerate(lines, start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if canonicalize(line) is None:
-            raise SeedError(f"{source}:{number}: not a crawlable http(s) URL: {line!r}")
-        seeds.append(line)
-    return seeds
-
-
-def collect_seeds(targets: list[str]) -> list[str]:
-    seeds: list[str] = []
-    for target in targets:
-        if "://" in target:
-            seeds.extend(read_seeds("command line", iter([target])))
-            continue
-        path = Path(target)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SeedError(f"{target}: cannot read seeds file: {exc}") from None
-        seeds.extend(read_seeds(target, iter(text.splitlines())))
-    return seeds
 
 
 def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
@@ -135,6 +137,8 @@ def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
         config = config.override("output", warc=args.warc)
     if args.state is not None:
         config = config.override("state", dir=args.state)
+    if args.focus is not None:
+        config = config.override("focus", keywords=tuple(args.focus.split()))
     return config
 
 
@@ -148,44 +152,29 @@ def setup_logging(verbose: int, quiet: bool) -> None:
     root.propagate = False
 
 
-@contextlib.contextmanager
-def open_output(path: str) -> Iterator[TextIO]:
-    """stdout, or `path` opened for appending (never truncated) after `repair_jsonl`."""
-    if path in ("", "-"):
-        yield sys.stdout
-        return
-    repair_jsonl(Path(path))
-    with open(path, "a", encoding="utf-8") as fh:
-        yield fh
+def command_line(args: Sequence[str]) -> str:
+    """The command as it was invoked (`.venv/bin/crawl ...`, `python -m crawler.cli ...`), with
+    `args` after it, quoted so that it can be pasted into a shell."""
+    orig, argv = list(getattr(sys, "orig_argv", [])), sys.argv
+    prefix = orig[: len(orig) - (len(argv) - 1)] if len(orig) >= len(argv) >= 1 else []
+    if len(prefix) >= 3 and prefix[-2] == "-m":
+        head = prefix  # python [options] -m crawler.cli
+    elif argv and argv[0] and not argv[0].endswith(".py"):
+        head = [argv[0]]  # the console script, as the shell found it
+    else:
+        head = [sys.executable, "-m", "crawler.cli"]
+    return shlex.join([*head, *args])
 
 
-def repair_jsonl(path: Path) -> None:
-    """Cut a partial last line left by a crash, so appended records start on a line of their own.
+def without_fresh(args: Sequence[str]) -> list[str]:
+    """The arguments that resume this crawl: all but --fresh (which would start it over)."""
+    return [a for a in args if a != "--fresh"]
 
-    The URL of a cut line was not marked done in the state, so a resumed crawl writes it again.
-    """
-    try:
-        with open(path, "r+b") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            if size == 0:
-                return
-            fh.seek(size - 1)
-            if fh.read(1) == b"\n":
-                return
-            end = size
-            while end > 0:
-                start = max(0, end - 65536)
-                fh.seek(start)
-                chunk = fh.read(end - start)
-                cut = chunk.rfind(b"\n")
-                if cut >= 0:
-                    end = start + cut + 1
-                    break
-                end = start
-            fh.truncate(end)
-            log.warning("%s: removed a partial last line (%d bytes)", path, size - end)
-    except FileNotFoundError:
-        return
+
+def say(quiet: bool, message: str) -> None:
+    """A line for the user on stderr, unless -q."""
+    if not quiet:
+        print(f"crawl: {message}", file=sys.stderr)
 
 
 async def run(
@@ -194,13 +183,15 @@ async def run(
     out: IO[str],
     *,
     keys: set[str] | None = None,
-    progress: bool = True,
+    quiet: bool = False,
     fresh: bool = False,
-) -> tuple[Crawler, int]:
+    args: Sequence[str] = (),
+) -> Outcome:
     """Crawl `seeds`, writing JSON Lines to `out` (and WARC, progress, state, as configured).
 
-    Returns the crawler and the exit status: 0 when the crawl completed, 128 + the signal
-    number when SIGINT/SIGTERM stopped it.
+    The exit status is 0 when the crawl completed, 3 when seeds were tried and not one got an
+    HTTP response, 128 + the signal number when SIGINT/SIGTERM stopped it. `args` are the
+    command's arguments, for the command that resumes an interrupted crawl.
     """
     o = config.output
     state = (
@@ -208,9 +199,14 @@ async def run(
         if config.state.dir
         else None
     )
+    if state is not None and state.previous_status in ("running", "interrupted"):
+        admitted, done = state.counts()
+        say(quiet, f"resuming the crawl in {state.directory} ({done:,} of {admitted:,} URLs done)")
     warc = WarcOutput(o.warc, max_size=o.warc_max_size) if o.warc else None
     crawler = Crawler(config, recorder=warc.write if warc is not None else None, state=state)
     reporter = ProgressReporter(crawler, sys.stderr, interval=o.progress_interval)
+    writer = JsonlWriter(out, sync=state is not None, on_error=crawler.stop)
+    report = SeedReport()
     stopped_by: list[int] = []
     loop = asyncio.get_running_loop()
 
@@ -230,16 +226,14 @@ async def run(
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_signal, signum)
     try:
-        async with crawler, contextlib.AsyncExitStack() as stack:
-            if progress and (reporter.tty or o.progress_interval > 0):
+        async with crawler, writer, contextlib.AsyncExitStack() as stack:
+            if not quiet and (reporter.tty or o.progress_interval > 0):
                 await stack.enter_async_context(reporter)
             async for result in crawler.crawl(seeds):
-                out.write(result.to_json() + "\n")
-                if state is not None:
-                    out.flush()  # written before the state marks the URL done
+                writer.write(result)
+                report.observe(result)
                 if keys is not None:
                     keys.add(result.key)
-            out.flush()
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
@@ -247,38 +241,43 @@ async def run(
             warc.close()
     if stopped_by:
         where = f"; state saved in {config.state.dir}" if state is not None else ""
-        again = " ".join(shlex.quote(a) for a in sys.argv[1:])
         hint = (
-            f"resume with: crawl {again}"
+            f"resume with: {command_line(without_fresh(args))}"
             if state is not None
             else "it cannot be resumed: run with --state DIR to make crawls resumable"
         )
         print(f"crawl: interrupted{where}; {hint}", file=sys.stderr)
-        return crawler, 128 + stopped_by[0]
-    return crawler, 0
+        return Outcome(crawler, 128 + stopped_by[0])
+    if state is not None and state.previous_status == "finished" and writer.lines == 0:
+        again = command_line([*without_fresh(args), "--fresh"])
+        say(quiet, f"the crawl in {state.directory} is already complete: nothing to do. "
+                   f"To crawl again from scratch: {again} (outputs are appended to: "
+                   "point -o/--warc at new files)")  # fmt: skip
+        return Outcome(crawler, 0, summary=False)
+    if report.nothing_fetched:
+        return Outcome(crawler, NOTHING_FETCHED, error=report.message())
+    return Outcome(crawler, 0)
 
 
-async def run_demo(
-    config: Config, out: IO[str], explicit_delay: bool, progress: bool
-) -> tuple[Crawler, int]:
+async def run_demo(config: Config, out: IO[str], explicit_delay: bool, quiet: bool) -> Outcome:
     """Serve the fixture site on loopback, crawl it, and check the result against its truth."""
     async with FixtureSite() as site:
         config = config.override("fetch", resolve={**config.fetch.resolve, **site.resolve})
         if not explicit_delay:
             config = config.override("politeness", delay=0.0)
-        print(f"demo: fixture site on 127.0.0.1:{site.port} "
-              f"(hosts: {', '.join(site.resolve)}), seeds: {' '.join(site.seeds)}",
-              file=sys.stderr)  # fmt: skip
+        hosts, seeds = ", ".join(site.resolve), " ".join(site.seeds)
+        say(quiet, f"demo: fixture site on 127.0.0.1:{site.port} (hosts: {hosts}), seeds: {seeds}")
         keys: set[str] = set()
-        crawler, status = await run(config, site.seeds, out, keys=keys, progress=progress)
-        if status:
-            return crawler, status
+        outcome = await run(config, site.seeds, out, keys=keys, quiet=quiet)
+        if outcome.status:
+            return outcome
         expected = site.expected(config.crawl.max_depth) | site.refused()
         ok = keys == expected if not config.crawl.max_pages else keys <= expected
         verdict = "equals" if ok else "DIFFERS FROM"
-        print(f"demo: {len(keys)} results; the crawled set {verdict} the fixture's ground truth "
-              f"({len(expected)} URLs)", file=sys.stderr)  # fmt: skip
-        return crawler, 0 if ok else 1
+        say(quiet and ok, f"demo: {len(keys)} results; the crawled set {verdict} the fixture's "
+                          f"ground truth ({len(expected)} URLs)")  # fmt: skip
+        outcome.status = 0 if ok else 1
+        return outcome
 
 
 def run_loop(main: Coroutine[Any, Any, T]) -> T:
@@ -292,6 +291,31 @@ def run_loop(main: Coroutine[Any, Any, T]) -> T:
         return runner.run(main)
 
 
+def output_paths(config: Config, args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]]:
+    """Every output path, keyed by the option that set it (the flag, or the config key)."""
+
+    def name(flag: str, given: object, key: str) -> str:
+        return flag if given is not None else key
+
+    o = config.output
+    files = {
+        name("-o", args.output, "[output] path"): o.path,
+        name("--warc", args.warc, "[output] warc"): o.warc,
+        name("--stats", args.stats, "[output] stats"): o.stats,
+    }
+    return files, {name("--state", args.state, "[state] dir"): config.state.dir}
+
+
+def write_stats(path: str, stats: dict[str, Any]) -> int:
+    """Write the stats JSON; 0, or 2 with a message if it cannot be written."""
+    try:
+        Path(path).write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        print(f"crawl: error: stats {path}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -302,26 +326,30 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--demo crawls the bundled fixture site; give no seeds with it")
         if args.fresh and not config.state.dir:
             raise ConfigError("--fresh needs a state directory (--state DIR or [state] dir)")
-        seeds = [] if args.demo else collect_seeds(args.targets)
-        if not args.demo and not seeds:
+        if not args.demo and not args.targets:
             parser.print_usage(sys.stderr)
             print("crawl: error: no seeds given (use a URL, a seeds file, or --demo)",
                   file=sys.stderr)  # fmt: skip
             return 2
+        seeds = [] if args.demo else collect_seeds(args.targets)
+        check_output_paths(*output_paths(config, args))
     except (ConfigError, SeedError) as exc:
         print(f"crawl: error: {exc}", file=sys.stderr)
         return 2
     try:
         with open_output(config.output.path) as out:
             if args.demo:
-                demo = run_demo(config, out, args.delay is not None, not args.quiet)
-                crawler, status = run_loop(demo)
+                outcome = run_loop(run_demo(config, out, args.delay is not None, args.quiet))
             else:
-                job = run(config, seeds, out, progress=not args.quiet, fresh=args.fresh)
-                crawler, status = run_loop(job)
-    except StateError as exc:
+                job = run(config, seeds, out, quiet=args.quiet, fresh=args.fresh,
+                          args=sys.argv[1:] if argv is None else argv)  # fmt: skip
+                outcome = run_loop(job)
+    except (StateError, ConfigError) as exc:  # ConfigError: e.g. [focus] keywords without words
         print(f"crawl: error: {exc}", file=sys.stderr)
         return 2
+    except ScoreError as exc:  # the focus scorer failed: the results so far are written
+        print(f"crawl: error: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # the reader of our stdout went away (e.g. `crawl ... | head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -329,11 +357,14 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"crawl: error: {exc}", file=sys.stderr)
         return 2
-    if not args.quiet:
-        print_summary(crawler.stats_dict(), sys.stderr)
+    stats = outcome.crawler.stats_dict()
+    if not args.quiet and outcome.summary:
+        print_summary(stats, sys.stderr)
+    if outcome.error:
+        print(f"crawl: error: {outcome.error}", file=sys.stderr)
     if config.output.stats:
-        Path(config.output.stats).write_text(json.dumps(crawler.stats_dict(), indent=2) + "\n")
-    return status
+        return write_stats(config.output.stats, stats) or outcome.status
+    return outcome.status
 
 
 if __name__ == "__main__":

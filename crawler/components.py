@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from crawler.config import Config
+from crawler.errors import ConfigError
 from crawler.fetcher import Fetcher
-from crawler.frontier import Frontier
+from crawler.frontier import Frontier, HostRule
 from crawler.guard import AddressGuard
 from crawler.scope import Scope
+from crawler.scoring import Scorer
 from crawler.sieve import Sieve
+from crawler.steering import HostRules
 from crawler.urls import UrlNormalizer
 
 __all__ = [
@@ -21,6 +24,7 @@ __all__ = [
     "make_frontier",
     "make_guard",
     "make_scope",
+    "make_scorer",
     "make_sieve",
     "make_urls",
     "settings",
@@ -52,9 +56,15 @@ def make_fetcher(config: Config) -> Fetcher:
         total_timeout=f.total_timeout,
         max_body=f.max_body,
         max_header_size=f.max_header_size,
+        min_rate=f.min_rate,
+        min_rate_window=f.min_rate_window,
         resolve=f.resolve,
         connections=max(100, config.crawl.concurrency * 2),
         guard=make_guard(config),
+        headers=f.headers,
+        cookies=f.cookies,
+        proxy=f.proxy,
+        rules=HostRules(config.hosts),
     )
 
 
@@ -64,7 +74,12 @@ def make_guard(config: Config) -> AddressGuard:
     return AddressGuard(s.allow_networks, enabled=s.ssrf_guard)
 
 
-def make_frontier(config: Config, clock: Callable[[], float] | None = None) -> Frontier:
+def make_frontier(
+    config: Config,
+    clock: Callable[[], float] | None = None,
+    host_rule: Callable[[str], HostRule | None] | None = None,
+) -> Frontier:
+    """The frontier; `host_rule` gives a host key's politeness overrides (None: the globals)."""
     p = config.politeness
     return Frontier(
         delay=p.delay,
@@ -79,6 +94,7 @@ def make_frontier(config: Config, clock: Callable[[], float] | None = None) -> F
         max_queued=config.crawl.max_queued,
         max_queued_per_host=config.crawl.max_queued_per_host,
         clock=clock,
+        host_rule=host_rule,
     )
 
 
@@ -98,12 +114,26 @@ def make_scope(config: Config) -> Scope:
     )
 
 
+def make_scorer(config: Config) -> Scorer | None:
+    """The topic scorer of a focused crawl (`[focus] keywords`), None without keywords."""
+    f = config.focus
+    if not f.keywords:
+        return None
+    from crawler.relevance import TopicScorer  # only a focused crawl needs it
+
+    try:
+        return TopicScorer(f.keywords, threshold=f.threshold)
+    except ValueError as exc:  # keywords without a word
+        raise ConfigError(f"[focus] {exc}") from None
+
+
 _FREE_TO_CHANGE = frozenset({"urls.memo_size", "sieve.confirm"})
 
 
 def settings(config: Config) -> dict[str, object]:
     """The settings a resumed crawl must share with the crawl it resumes: what decides which
-    URLs are admitted and how they are keyed (scope, URL rules, Sieve, depth and page limits)."""
+    URLs are admitted and how they are keyed (scope, URL rules, Sieve, depth and page limits).
+    A focused crawl's max_pages is a fetch budget, free to raise on a resume: left out."""
     out: dict[str, object] = {}
     for section in ("scope", "urls", "sieve"):
         table = getattr(config, section)
@@ -113,5 +143,6 @@ def settings(config: Config) -> dict[str, object]:
             value = getattr(table, name)
             out[f"{section}.{name}"] = list(value) if isinstance(value, tuple) else value
     out["crawl.max_depth"] = config.crawl.max_depth
-    out["crawl.max_pages"] = config.crawl.max_pages
+    if not config.focus.keywords:
+        out["crawl.max_pages"] = config.crawl.max_pages
     return out

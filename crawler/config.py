@@ -21,6 +21,7 @@ from typing import Any
 from crawler.content.index import MAX_DISTANCE
 from crawler.errors import ConfigError
 from crawler.guard import parse_network
+from crawler.steering import HostMatch, check_headers, check_proxy
 from crawler.urls import UrlNormalizer
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "CrawlConfig",
     "DedupConfig",
     "FetchConfig",
+    "FocusConfig",
+    "HostConfig",
     "OutputConfig",
     "PolitenessConfig",
     "ScopeConfig",
@@ -90,9 +93,33 @@ class FetchConfig:
     total_timeout: float = 60.0
     max_body: int = 10 * 1024 * 1024
     max_header_size: int = 16 * 1024
+    min_rate: float = 1000.0
+    min_rate_window: float = 20.0
     retries: int = 2
     max_redirects: int = 5
     resolve: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    cookies: bool = False
+    proxy: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class HostConfig:
+    """One ``[[hosts]]`` rule (crawler.steering matches it; the first matching rule wins)."""
+
+    match: str
+    delay: float | None = None
+    per_host_concurrency: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    auth: tuple[str, ...] | None = None
+
+    def __repr__(self) -> str:  # header values and the password are secret
+        auth = "" if self.auth is None else f" auth={self.auth[0]!r}:[redacted]"
+        return (
+            f"HostConfig(match={self.match!r}, delay={self.delay!r}, "
+            f"per_host_concurrency={self.per_host_concurrency!r}, "
+            f"headers={sorted(self.headers)!r}{auth})"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +186,12 @@ class DedupConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class FocusConfig:
+    keywords: tuple[str, ...] = ()
+    threshold: float = 0.5  # crawler.relevance.DEFAULT_THRESHOLD
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     crawl: CrawlConfig = field(default_factory=CrawlConfig)
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
@@ -170,6 +203,8 @@ class Config:
     security: SecurityConfig = field(default_factory=SecurityConfig)
     state: StateConfig = field(default_factory=StateConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
+    hosts: tuple[HostConfig, ...] = ()
+    focus: FocusConfig = field(default_factory=FocusConfig)
 
     def override(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section replaced (used for CLI flags); validated."""
@@ -198,7 +233,12 @@ def config_from_mapping(data: Mapping[str, Any], where: str = "<config>") -> Con
     sections = {f.name: f for f in dataclasses.fields(Config)}
     built: dict[str, Any] = {}
     for name, table in data.items():
+        if name == "hosts":
+            built[name] = _build_hosts(table, where)
+            continue
         if name not in sections:
+            if not isinstance(table, Mapping | list):
+                raise ConfigError(_stray_key(name, where))
             known = ", ".join(sorted(sections))
             raise ConfigError(f"{where}: unknown section [{name}] (known: {known})")
         if not isinstance(table, Mapping):
@@ -206,6 +246,33 @@ def config_from_mapping(data: Mapping[str, Any], where: str = "<config>") -> Con
         cls = _field_types(Config)[name]
         built[name] = _build(cls, table, f"{where}: [{name}]")
     return Config(**built)
+
+
+def _build_hosts(rules: Any, where: str) -> tuple[HostConfig, ...]:
+    """The ``[[hosts]]`` array of tables, each rule checked like a section."""
+    if not isinstance(rules, list) or not all(isinstance(r, Mapping) for r in rules):
+        raise ConfigError(f"{where}: hosts must be an array of tables ([[hosts]])")
+    out = []
+    for i, table in enumerate(rules, 1):
+        here = f"{where}: [[hosts]] #{i}"
+        if "match" not in table:
+            raise ConfigError(f"{here}: missing key 'match' (a host glob, e.g. '*.example.org')")
+        out.append(_build(HostConfig, table, here))
+    return tuple(out)
+
+
+def _stray_key(name: str, where: str) -> str:
+    """The error for a key written above every section header (a `key = value` at top level)."""
+    homes = [f"[{section}]" for section, hint in _field_types(Config).items()
+             if isinstance(hint, type) and dataclasses.is_dataclass(hint)
+             and name in _field_types(hint)]  # fmt: skip
+    if homes:
+        return (f"{where}: top-level key {name!r} must be inside a section, "
+                f"e.g. {' or '.join(homes)}")  # fmt: skip
+    sections = [f"[[{f.name}]]" if f.name == "hosts" else f"[{f.name}]"
+                for f in dataclasses.fields(Config)]  # fmt: skip
+    return (f"{where}: top-level key {name!r} is not a setting; settings go inside a section "
+            f"({', '.join(sections)})")  # fmt: skip
 
 
 def _as_table(obj: Any) -> dict[str, Any]:
@@ -229,7 +296,21 @@ def _build(cls: type[Any], table: Mapping[str, Any], where: str) -> Any:
     return obj
 
 
+_SECRET_KEYS = frozenset({"headers", "auth", "proxy"})
+
+
 def _coerce(value: Any, hint: Any, where: str) -> Any:
+    try:
+        return _coerce_value(value, hint, where)
+    except ConfigError as exc:
+        if where.rsplit(" ", 1)[-1] not in _SECRET_KEYS:
+            raise
+        # never echo a value that may hold a credential
+        message = str(exc).split(", got ", 1)[0]
+        raise ConfigError(f"{message}, got {type(value).__name__}") from None
+
+
+def _coerce_value(value: Any, hint: Any, where: str) -> Any:
     origin = typing.get_origin(hint)
     if hint is bool:
         if isinstance(value, bool):
@@ -253,8 +334,9 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
         ):
             return dict(value)
         raise ConfigError(f"{where}: expected a table of strings, got {value!r}")
-    elif isinstance(hint, types.UnionType):  # pragma: no cover - no optional keys yet
-        return value
+    elif isinstance(hint, types.UnionType):  # `X | None`: TOML has no null, so a given value is X
+        (inner,) = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        return _coerce_value(value, inner, where)
     name = getattr(hint, "__name__", str(hint))
     raise ConfigError(f"{where}: expected {name}, got {type(value).__name__} {value!r}")
 
@@ -267,7 +349,7 @@ _NON_NEGATIVE = {
     "max_pages", "max_depth", "delay", "max_delay", "robots_ttl", "backoff_base", "backoff_max",
     "max_retry_after", "retries", "max_redirects", "max_pages_per_host", "memo_size",
     "max_links_per_page", "progress_interval", "checkpoint_interval", "max_url_length",
-    "max_path_depth", "max_segment_repeats", "max_query_params",
+    "max_path_depth", "max_segment_repeats", "max_query_params", "min_rate",
 }  # fmt: skip
 _POSITIVE_FLOAT = {
     "connect_timeout",
@@ -275,12 +357,15 @@ _POSITIVE_FLOAT = {
     "total_timeout",
     "max_body",
     "max_header_size",
+    "min_rate_window",
 }
 
 
 def _check_ranges(obj: Any, where: str) -> None:
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
+        if value is None:  # an optional key that was not given
+            continue
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"{where} {f.name}: must be a finite number, got {value!r}")
         if f.name in _POSITIVE and value < 1:
@@ -302,6 +387,8 @@ def _check_ranges(obj: Any, where: str) -> None:
         raise ConfigError(
             f"{where} near_distance: must be in 0..{MAX_DISTANCE}, got {obj.near_distance}"
         )
+    if isinstance(obj, FetchConfig | HostConfig):
+        _check_steering(obj, where)
     if isinstance(obj, SecurityConfig):
         for network in obj.allow_networks:
             try:
@@ -314,6 +401,11 @@ def _check_ranges(obj: Any, where: str) -> None:
                           tracking_params=obj.tracking_params, memo_size=0)  # fmt: skip
         except ValueError as exc:
             raise ConfigError(f"{where} {exc}") from None
+    if isinstance(obj, FocusConfig):
+        if any(not word.strip() for word in obj.keywords):
+            raise ConfigError(f"{where} keywords: blank keyword in {list(obj.keywords)!r}")
+        if not 0 <= obj.threshold <= 1:
+            raise ConfigError(f"{where} threshold: must be within 0..1, got {obj.threshold!r}")
     if isinstance(obj, ScopeConfig):
         for key in ("include", "exclude"):
             for pattern in getattr(obj, key):
@@ -321,3 +413,23 @@ def _check_ranges(obj: Any, where: str) -> None:
                     re.compile(pattern)
                 except (re.error, OverflowError, RecursionError) as exc:
                     raise ConfigError(f"{where} {key}: bad regex {pattern!r}: {exc}") from None
+
+
+def _check_steering(obj: FetchConfig | HostConfig, where: str) -> None:
+    problem = check_headers(obj.headers)
+    if problem is not None:
+        raise ConfigError(f"{where} headers: {problem}")
+    if isinstance(obj, FetchConfig):
+        problem = check_proxy(obj.proxy)
+        if problem is not None:
+            raise ConfigError(f"{where} proxy: {problem}")
+        return
+    try:
+        HostMatch(obj.match)
+    except ValueError as exc:
+        raise ConfigError(f"{where} match: {exc}") from None
+    if obj.auth is not None:
+        if len(obj.auth) != 2 or ":" in obj.auth[0]:
+            raise ConfigError(f"{where} auth: must be [user, password] (no ':' in the user)")
+        if any(k.lower() == "authorization" for k in obj.headers):
+            raise ConfigError(f"{where} auth: give either auth or an Authorization header")

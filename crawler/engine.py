@@ -14,6 +14,7 @@ anyway ends the crawl with its exception instead of vanishing.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -22,12 +23,13 @@ from types import TracebackType
 from typing import Any
 
 from crawler.admission import Admission
+from crawler.budget import FetchBudget
 from crawler.components import make_fetcher, make_frontier, make_scope, make_sieve, make_urls
 from crawler.config import Config
 from crawler.content import ContentIndex, fingerprint
-from crawler.dedup import Dedup
-from crawler.errors import FetchError, SeedError
+from crawler.errors import FetchError, ScoreError, SeedError, failure_class
 from crawler.fetcher import Response
+from crawler.focus import Focus
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
 from crawler.links import read_page
 from crawler.markup import Markup
@@ -35,6 +37,8 @@ from crawler.parsing import Parser, switch_interval
 from crawler.results import CrawlResult, CrawlStats
 from crawler.robots import fetch_robots, policy_from_response, product_token
 from crawler.scope import Scope, split_host
+from crawler.scoring import ScoreFn
+from crawler.sieve import Dedup
 from crawler.sitemaps import SitemapError, parse_sitemap
 from crawler.state import CrawlState, SeenStore
 
@@ -42,7 +46,6 @@ __all__ = ["Crawler"]
 
 log = logging.getLogger(__name__)
 
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 ROBOTS_MAX_BYTES = 500 * 1024
 
 
@@ -67,15 +70,22 @@ class Crawler:
         clock: Callable[[], float] | None = None,
         recorder: Callable[[Response], None] | None = None,
         state: CrawlState | None = None,
+        score: ScoreFn | None = None,
     ) -> None:
         """`clock` drives politeness (default: the event loop's); `recorder` sees every HTTP
         response as received, robots.txt and redirects included (the WARC writer is one);
-        `state` makes the crawl crash-safe and resumable (see `crawler.state`)."""
+        `state` makes the crawl crash-safe and resumable (see `crawler.state`); `score` gives
+        each new link its priority, or None to skip it (see `crawler.scoring`; it takes the
+        place of the `[focus]` scorer's link priorities, not of its page relevance)."""
         self.config = config = config or Config()
+        self.stats = CrawlStats()
+        self.focus = Focus.build(config, score, self.stats)
+        # Scoring makes max_pages a fetch budget (see crawler.budget), else a cap on admissions.
+        max_pages = config.crawl.max_pages
+        self.budget = FetchBudget(max_pages) if self.focus is not None and max_pages else None
         self._clock = clock
         self._recorder = recorder
         self.state = state
-        self.stats = CrawlStats()
         self.sieve = make_sieve(config)
         self.dedup = Dedup(self.sieve)
         self.urls = make_urls(config)
@@ -120,13 +130,16 @@ class Crawler:
     def _prepare(self, seeds: Iterable[str]) -> None:
         """Set up frontier, scope and the seen test; restore a saved state; admit the seeds."""
         entries = self.seed_entries(seeds)
-        self.frontier, self.scope = make_frontier(self.config, self._clock), make_scope(self.config)
+        self.frontier = make_frontier(self.config, self._clock, self.fetcher.rules.host_rule)
+        self.scope = make_scope(self.config)
         confirm = self.config.sieve.confirm
         exact = confirm == "exact" or (confirm == "auto" and self.state is not None)
         state = self.state
         if state is not None and state.resumed:
             self.sieve = state.restore_sieve(self.sieve)
             self.stats.restore(state.stats() or {})
+            if self.budget is not None:  # the budget counts the page results of every run
+                self.budget.spend(self.stats.pages - self.stats.robots_refused)
             if self.content is not None:
                 self.content.load(state.content())
         if state is not None and self.content is not None:
@@ -140,7 +153,7 @@ class Crawler:
             frontier=self.frontier,
             stats=self.stats,
             state=state,
-            max_pages=self.config.crawl.max_pages,
+            max_pages=0 if self.budget is not None else self.config.crawl.max_pages,
             max_redirects=self.config.fetch.max_redirects,
             fetch_canonical=self.config.urls.fetch_canonical,
         )
@@ -152,7 +165,7 @@ class Crawler:
                 resumed += self.frontier.put(entry)
                 self.scope.admitted(entry.key)
             if resumed:
-                log.warning("resuming: %d URLs still to fetch", resumed)
+                log.info("resuming: %d URLs still to fetch", resumed)
         if not self.config.scope.allowed_domains:
             for host in hosts:
                 self.scope.add_host(host)
@@ -191,6 +204,8 @@ class Crawler:
                     item = await results.get()
                     if isinstance(item, _WorkerDone):
                         finished += 1
+                        if isinstance(item.error, ScoreError):
+                            raise item.error
                         if item.error is not None:
                             raise RuntimeError("a crawl worker died") from item.error
                         continue
@@ -204,7 +219,10 @@ class Crawler:
                         if time.monotonic() >= checkpoint_at:
                             state.checkpoint(self.sieve, self.stats.as_dict())
                             checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
-                self._ran_out = not self.stopped
+                budget = self.budget  # spent with URLs left: unfinished (resumable)
+                left = self.frontier is not None and len(self.frontier) > 0
+                spent = budget is not None and budget.exhausted and left
+                self._ran_out = not self.stopped and not spent
             finally:
                 assert self.frontier is not None
                 self.frontier.close()
@@ -239,10 +257,14 @@ class Crawler:
 
     async def _worker(self) -> None:
         assert self.frontier is not None
-        frontier = self.frontier
+        frontier, budget = self.frontier, self.budget
         error: BaseException | None = None
         try:
-            while (entry := await frontier.get()) is not None:
+            while budget is None or await budget.claim():
+                if (entry := await frontier.get()) is None:
+                    if budget is not None:
+                        budget.settle(False)
+                    break
                 outcome: Outcome | None = None
                 retry = False
                 try:
@@ -256,11 +278,15 @@ class Crawler:
                         outcome, retry, result = await self._fetch_page(entry)
                         if result is not None:
                             await self._emit(result)
+                except ScoreError:
+                    raise  # ends the crawl: raised by crawl()
                 except Exception as exc:  # a bug handling one URL must not kill the crawl
                     log.exception("internal error while crawling %s", entry.url)
                     await self._emit(self._failed(entry, f"internal: {type(exc).__name__}: {exc}"))
                 finally:
                     frontier.done(entry, outcome, retry=retry)
+                    if budget is not None:  # spent by a page's result
+                        budget.settle(entry.kind is EntryKind.PAGE and not retry)
         except asyncio.CancelledError:
             pass  # aborted: the entry in flight stays pending in the state, if any
         except BaseException as exc:
@@ -268,13 +294,14 @@ class Crawler:
         self._results.put_nowait(_WorkerDone(error))
 
     async def _fetch_page(self, entry: Entry) -> tuple[Outcome, bool, CrawlResult | None]:
-        """Fetch one page; returns (outcome for the frontier, retry?, result or None if retried)."""
+        """Fetch one page; returns (outcome for the frontier, retry?, result or None if retried).
+        What is retried and what backs off the host: `crawler.errors` (the README's table)."""
         retries_left = entry.retries < self.config.fetch.retries
         try:
             response = await self.fetcher.fetch(entry.url)
         except FetchError as exc:
-            outcome = Outcome(failed=True)
-            if retries_left and exc.kind in ("connect", "timeout", "dns", "protocol"):
+            outcome = Outcome(blame=exc.blame, attempt=entry.retries)
+            if retries_left and exc.retry:
                 self.stats.retries += 1
                 return outcome, True, None
             return outcome, False, self._failed(entry, exc.describe())
@@ -284,8 +311,10 @@ class Crawler:
             status=response.status,
             latency=response.latency,
             retry_after=response.header("Retry-After"),
+            attempt=entry.retries,
         )
-        if response.status in RETRY_STATUSES and retries_left:
+        failure = failure_class(response.status)
+        if failure is not None and failure[1] and retries_left:
             self.stats.retries += 1
             return outcome, True, None
         if response.location is not None:
@@ -310,10 +339,11 @@ class Crawler:
         }
 
     async def _page(self, entry: Entry, response: Response) -> CrawlResult:
-        text = self.content is not None  # the page's text is read for content dedup only
+        focus = self.focus
         markup = await self.parser.parse(
-            response.body, entry.url, response.content_type, read_text=text
-        )
+            response.body, entry.url, response.content_type, anchors=focus is not None,
+            text=focus is not None and focus.text, content=self.content is not None,
+        )  # fmt: skip
         sc = self.config.scope
         page = read_page(
             markup,
@@ -324,16 +354,22 @@ class Crawler:
             user_agent_token=self._token,
         )
         dedup = self._content(entry, markup) if page.is_html and response.status < 300 else {}
-        follow = self.config.dedup.follow_duplicates or not (
+        if not self.config.dedup.follow_duplicates and (
             dedup.get("duplicate_of") or dedup.get("near_duplicate_of")
-        )
-        new = self.admission.links(entry, page.links, page.base) if page.is_html and follow else 0
+        ):
+            page = dataclasses.replace(page, links=())  # a duplicate's links are not followed
+        if focus is not None:
+            relevance, new = await focus.read(entry, page, self.admission, response.status)
+        else:
+            relevance = None
+            new = self.admission.links(entry, page.links, page.base) if page.is_html else 0
         return CrawlResult(
             **self._base_result(entry, response),
             title=page.title,
             links=page.links_found,
             new_links=new,
             canonical=page.canonical,
+            relevance=relevance,
             **dedup,
         )
 
@@ -342,7 +378,7 @@ class Crawler:
         (error pages are left out: every 404 page of a site would be a duplicate)."""
         if self.content is None:
             return {}
-        fp = fingerprint(markup.text)
+        fp = fingerprint(markup.content or "")
         match = self.content.check(entry.url, fp)
         return {
             "content_hash": fp.content_hex,

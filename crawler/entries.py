@@ -4,11 +4,13 @@ A queued entry is not kept as an :class:`Entry` but as two items of its host's d
 
 1. the *head*: the URL with the host's origin cut off when its key is the URL itself (the usual
    case), else a ``(url, key)`` pair (one string twice when they are equal);
-2. the *context*: ``(depth, parent, retries, redirects, sitemap, priority)``, the same tuple
-   object for consecutive entries with equal fields (the links of one page).
+2. the *context*: ``(depth, parent, retries, redirects, sitemap)``, the same tuple object for
+   consecutive entries with equal fields (the links of one page).
 
-`Packer.unpack` rebuilds an Entry equal to the one packed: about 100 bytes less per queued URL
-(1M queued URLs: 209 MB RSS instead of 304 MB).
+The priority is not packed: the host's queue keeps it (once per queue while all its entries
+share one priority; with each entry otherwise), so the links of one page share their context
+whatever their scores. `Packer.unpack` rebuilds an Entry equal to the one packed, given its
+priority: about 100 bytes less per queued URL (1M queued URLs: 209 MB RSS instead of 304 MB).
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from crawler.errors import Blame
 
 __all__ = ["Context", "Entry", "EntryKind", "Outcome", "Packer"]
 
@@ -42,13 +47,17 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
+    """What a fetch tells the host's politeness (``crawler.hosts.Politeness.response``)."""
+
     status: int | None = None  # HTTP status; None when no response was received
     latency: float | None = None  # seconds to response headers (feeds the adaptive delay)
     retry_after: str | None = None  # raw Retry-After header value
-    failed: bool = False  # connection error / timeout (backs the host off)
+    failed: bool = False  # the host is in trouble (DNS, refused, ...): back it off now
+    blame: Blame | None = None  # a failure's class (crawler.errors); None: from status/failed
+    attempt: int = 0  # the entry's retries: a URL's suspect failure counts on its first attempt
 
 
-Context = tuple[int, "str | None", int, int, bool, float]
+Context = tuple[int, "str | None", int, int, bool]
 
 
 def _setter(name: str) -> Callable[[Entry, object], None]:
@@ -73,19 +82,18 @@ class Packer:
     __slots__ = ("_last",)
 
     def __init__(self) -> None:
-        self._last: Context = (0, None, 0, 0, False, 0.0)
+        self._last: Context = (0, None, 0, 0, False)
 
     def pack(self, entry: Entry, prefix: str) -> tuple[str | tuple[str, str], Context]:
-        """The record of `entry` in the queue of the host whose origin is `prefix`."""
+        """The record of `entry` (but its priority) in the queue of the host whose origin is
+        `prefix`."""
         url, key = entry.url, entry.key
         head: str | tuple[str, str]
         if key is url or key == url:
             head = url[len(prefix) :] if url.startswith(prefix) else (url, url)
         else:
             head = (url, key)
-        context = (
-            entry.depth, entry.parent, entry.retries, entry.redirects, entry.sitemap, entry.priority
-        )  # fmt: skip
+        context = (entry.depth, entry.parent, entry.retries, entry.redirects, entry.sitemap)
         if context == self._last:
             context = self._last
         else:
@@ -93,7 +101,9 @@ class Packer:
         return head, context
 
     @staticmethod
-    def unpack(head: Any, context: Context, prefix: str, kind: EntryKind) -> Entry:
+    def unpack(
+        head: Any, context: Context, prefix: str, kind: EntryKind, priority: float = 0.0
+    ) -> Entry:
         """The Entry of a record, as ``Entry(...)`` would build it (key is url when equal)."""
         if head.__class__ is str:
             url = key = prefix + head
@@ -113,7 +123,7 @@ class Packer:
         ) = _SETTERS
         set_url(entry, url)
         set_key(entry, key)
-        depth, parent, retries, redirects, sitemap, priority = context
+        depth, parent, retries, redirects, sitemap = context
         set_depth(entry, depth)
         set_parent(entry, parent)
         set_retries(entry, retries)

@@ -1,12 +1,17 @@
-"""The crawler's exceptions.
+"""The crawler's exceptions, and what each failure says about its URL and its host.
 
     CrawlerError
     ├── ConfigError            a config file, key or value is wrong (names the file and key)
     ├── SeedError              a seed is not a crawlable URL (names the source and line)
+    ├── ScoreError             a score function raised or returned a bad priority (names the
+    │                          link; the crawl ends with it, the original as __cause__)
     └── FetchError             one fetch failed; `kind` is the short name used in results
         ├── DNSError           "dns"          the host name did not resolve
-        ├── ConnectError       "connect"      refused, reset, unreachable, TLS failure
-        ├── FetchTimeout       "timeout"      connect, read or total timeout
+        ├── ConnectError       "connect"      refused, unreachable, connect timeout, TLS failure
+        ├── ConnectionReset    "reset"        the connection was reset or closed before a response
+        ├── FetchTimeout       "timeout"      read_timeout or total_timeout expired
+        ├── TooSlow            "too_slow"     less than min_rate bytes/s over min_rate_window
+        ├── Truncated          "truncated"    the connection ended before the end of the body
         ├── BodyTooLarge       "too_large"    the body (or its decompressed form) passed the cap
         ├── ProtocolError      "protocol"     malformed response, bad headers, bad Content-Length
         ├── DecodingError      "decoding"     the Content-Encoding could not be decoded
@@ -14,23 +19,46 @@
 
 Foreign exceptions (aiohttp, OSError, asyncio) are translated into these in `crawler.fetcher` only.
 A result's `error` field is `f"{exc.kind}: {exc}"`.
+
+Every failure is classified here, in one place (the README has the table): its :class:`Blame`
+(does it back off the host, or only mark the URL?) and whether the URL is retried. A timeout
+(``timeout`` or ``too_slow``) while waiting for the response headers is a *suspect* failure (the
+server may be overloaded); once the headers came, the host has answered and a slow body is the
+URL's own failure. `failure_class(status)` does the same for HTTP statuses.
 """
 
 from __future__ import annotations
 
+import enum
+
 __all__ = [
+    "Blame",
     "BlockedAddress",
     "BodyTooLarge",
     "ConfigError",
     "ConnectError",
+    "ConnectionReset",
     "CrawlerError",
     "DNSError",
     "DecodingError",
     "FetchError",
     "FetchTimeout",
     "ProtocolError",
+    "ScoreError",
     "SeedError",
+    "TooSlow",
+    "Truncated",
+    "failure_class",
 ]
+
+
+class Blame(enum.Enum):
+    """Whom a failed fetch is held against (applied by ``crawler.hosts.Politeness.response``)."""
+
+    HOST = "host"  # the host is in trouble: back it off at once
+    SUSPECT = "suspect"  # the URL's failure, but a sign of host trouble: several distinct URLs
+    # of one host in a row back the host off (hosts.SUSPECT_STREAK)
+    URL = "url"  # the URL's failure only; the host answered, so its backoff is reset
 
 
 class CrawlerError(Exception):
@@ -45,10 +73,18 @@ class SeedError(CrawlerError, ValueError):
     """A seed is not a crawlable http(s) URL."""
 
 
+class ScoreError(CrawlerError):
+    """A score function (``Crawler(config, score=fn)``) or the focus scorer failed on a link
+    or a page; `crawl()` raises it, with the original exception as ``__cause__``."""
+
+
 class FetchError(CrawlerError):
-    """A fetch failed. `kind` is a short, stable name for the failure class."""
+    """A fetch failed. `kind` is a short, stable name for the failure class; `blame` and `retry`
+    say whether it backs off the host and whether the URL is fetched again (up to `retries`)."""
 
     kind = "fetch"
+    blame = Blame.URL
+    retry = False
 
     def describe(self) -> str:
         """The `kind: message` form stored in a result's `error` field."""
@@ -58,14 +94,46 @@ class FetchError(CrawlerError):
 
 class DNSError(FetchError):
     kind = "dns"
+    blame = Blame.HOST
+    retry = True
 
 
 class ConnectError(FetchError):
     kind = "connect"
+    blame = Blame.HOST
+    retry = True
 
 
-class FetchTimeout(FetchError):
+class ConnectionReset(FetchError):
+    """Reset or closed before any response: one broken URL, or a host dropping connections."""
+
+    kind = "reset"
+    blame = Blame.SUSPECT
+    retry = True  # cheap: nothing was waited for
+
+
+class _Slow(FetchError):
+    """A time limit expired: suspect while waiting for the headers, the URL's once they came.
+    Never retried: a retry would cost the whole wait again."""
+
+    def __init__(self, message: str, *, waiting: bool = True) -> None:
+        super().__init__(message)
+        self.blame = Blame.SUSPECT if waiting else Blame.URL
+
+
+class FetchTimeout(_Slow):
     kind = "timeout"
+
+
+class TooSlow(_Slow):
+    kind = "too_slow"
+
+
+class Truncated(FetchError):
+    """The headers came, then the connection ended early (short body, reset mid-body)."""
+
+    kind = "truncated"
+    retry = True  # it came fast enough (or it would be too_slow): a retry is cheap
 
 
 class BodyTooLarge(FetchError):
@@ -82,3 +150,17 @@ class DecodingError(FetchError):
 
 class BlockedAddress(FetchError):
     kind = "blocked"
+
+
+_STATUS_CLASSES = {
+    429: (Blame.HOST, True),  # Too Many Requests: honour Retry-After
+    503: (Blame.HOST, True),  # Service Unavailable: honour Retry-After
+    500: (Blame.SUSPECT, True),
+    502: (Blame.SUSPECT, True),  # a gateway's upstream failed
+    504: (Blame.SUSPECT, True),
+}
+
+
+def failure_class(status: int) -> tuple[Blame, bool] | None:
+    """(blame, retry?) of an HTTP status that is a failure; None for any other status."""
+    return _STATUS_CLASSES.get(status)

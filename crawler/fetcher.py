@@ -5,38 +5,55 @@ engine sends the target through canonicalization, scope and the Sieve like any o
 Every aiohttp, asyncio and OS error is translated into a `crawler.errors.FetchError` subclass by
 `translate_error()`; nothing else in the crawler catches aiohttp's exceptions.
 
+A transfer slower than ``min_rate`` bytes/s over ``min_rate_window`` seconds is cut
+(`crawler.fetchwatch`, like curl's ``--speed-limit``/``--speed-time``): the response headers must
+be complete within ``min_rate_window`` of the request being sent, then the body is held to the
+floor, both on the event loop's clock, checked every ``min(1 s, window / 4)`` (``TooSlow``). The
+peer's address is taken when the request is sent, while the connection is surely open (a
+``Connection: close`` response may be gone by the time its headers are parsed).
+
 With an `AddressGuard` (the SSRF guard, `crawler.guard`) the resolver is wrapped in a
 `GuardedResolver`, so aiohttp only ever connects to addresses the guard allows, and IP-literal URLs
 (which aiohttp never resolves) are checked before connecting; both raise `BlockedAddress`.
+
+Steering (`crawler.steering`): extra headers for every request, the `[[hosts]]` rules' headers and
+basic auth for the hosts they match only, an optional cookie jar and an optional proxy (bypassed
+for NO_PROXY hosts). `Response.request_headers` never holds a secret header's value.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import os
 import socket
 import time
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
+from crawler.bodies import Decoder, read_capped
 from crawler.errors import (
     BlockedAddress,
     BodyTooLarge,
     ConnectError,
+    ConnectionReset,
     DecodingError,
     DNSError,
     FetchError,
     FetchTimeout,
     ProtocolError,
+    TooSlow,
+    Truncated,
 )
+from crawler.fetchwatch import CURRENT, Pacer, WatchedRequest
 from crawler.guard import AddressGuard, GuardedResolver, parse_address
+from crawler.steering import HostRules, redact, uses_proxy
 
 __all__ = ["Fetcher", "OverrideResolver", "Response", "translate_error"]
 
@@ -58,7 +75,7 @@ class Response:
     ip: str | None = None
     reason: str = ""
     version: str = "HTTP/1.1"
-    request_headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    request_headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # redacted
     raw_body: bytes | None = field(default=None, repr=False)
 
     @property
@@ -138,8 +155,14 @@ def _blocked_cause(exc: BaseException) -> BlockedAddress | None:
     return None
 
 
-def translate_error(exc: BaseException) -> FetchError:
-    """Map a foreign exception raised while fetching to the crawler's own FetchError."""
+_RESET_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED})
+
+
+def translate_error(exc: BaseException, *, waiting: bool = True) -> FetchError:
+    """Map a foreign exception raised while fetching to the crawler's own FetchError.
+
+    `waiting`: raised before the response headers were complete (else while reading the body).
+    """
     if isinstance(exc, FetchError):
         return exc
     blocked = _blocked_cause(exc)
@@ -150,22 +173,33 @@ def translate_error(exc: BaseException) -> FetchError:
     if isinstance(exc, aiohttp.ClientSSLError):
         return ConnectError(f"TLS: {exc}")
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return ConnectError(f"cannot connect to {exc.host}:{exc.port}: {exc.strerror or exc}")
+        # "Connection refused" (the errno's own words), not asyncio's "Connect call failed"
+        why = os.strerror(exc.errno) if exc.errno else exc.strerror or str(exc)
+        return ConnectError(f"cannot connect to {exc.host}:{exc.port}: {why}")
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return ConnectError(f"connect timed out: {exc}")
     if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return ConnectError("server disconnected")
+        cls = ConnectionReset if waiting else Truncated
+        return cls("server disconnected")
     if isinstance(exc, asyncio.TimeoutError | aiohttp.ServerTimeoutError):
-        return FetchTimeout(str(exc) or "timed out")
+        what = "waiting for the response headers" if waiting else "reading the body"
+        return FetchTimeout(f"{exc or 'timed out'} ({what})", waiting=waiting)
     if isinstance(exc, aiohttp.ClientPayloadError):
         text = str(exc)
         if "encoding" in text.lower() or "decompress" in text.lower():
             return DecodingError(text)
+        if "not completed" in text:
+            return Truncated(text)
         return ProtocolError(text)
     if isinstance(exc, aiohttp.ClientResponseError):
         return ProtocolError(exc.message or str(exc))
     if isinstance(exc, aiohttp.InvalidURL):
         return ProtocolError(f"invalid URL {exc}")
     if isinstance(exc, aiohttp.ClientOSError | OSError):
-        return ConnectError(str(exc) or type(exc).__name__)
+        text = str(exc) or type(exc).__name__
+        if isinstance(exc, ConnectionResetError) or exc.errno in _RESET_ERRNOS:
+            return ConnectionReset(text) if waiting else Truncated(text)
+        return ConnectError(text)
     if isinstance(exc, aiohttp.ClientError | ValueError | UnicodeError):
         return ProtocolError(f"{type(exc).__name__}: {exc}")
     raise exc
@@ -176,13 +210,22 @@ class Fetcher:
 
     __slots__ = (
         "_connector_limit",
+        "_cookies",
         "_guarded",
+        "_headers",
+        "_pacer",
+        "_proxy",
+        "_proxy_hosts",
         "_resolver",
+        "_secret",
         "_session",
         "_timeout",
         "guard",
         "max_body",
         "max_header_size",
+        "min_rate",
+        "min_rate_window",
+        "rules",
         "user_agent",
     )
 
@@ -199,8 +242,23 @@ class Fetcher:
         connections: int = 100,
         resolver: AbstractResolver | None = None,
         guard: AddressGuard | None = None,
+        min_rate: float = 1000.0,
+        min_rate_window: float = 20.0,
+        headers: Mapping[str, str] | None = None,
+        cookies: bool = False,
+        proxy: str = "",
+        rules: HostRules | None = None,
     ) -> None:
-        """`guard` (None: no SSRF guard) filters every resolver answer and IP-literal URL."""
+        """`guard` (None: no SSRF guard) filters every resolver answer and IP-literal URL.
+        A transfer under `min_rate` bytes/s over `min_rate_window` s is cut (0: never).
+
+        `headers` go with every request, `rules` add their own to the hosts they match;
+        `cookies` keeps one cookie jar for the fetcher's life; `proxy` ("" = none) is used for
+        every host the NO_PROXY environment variable does not list.
+        """
+        self._pacer = Pacer(min_rate, min_rate_window)  # ValueError if out of range
+        self.min_rate = float(min_rate)
+        self.min_rate_window = float(min_rate_window)
         self.user_agent = user_agent
         self.max_body = max_body
         self.max_header_size = max_header_size
@@ -213,6 +271,13 @@ class Fetcher:
         self._resolver: AbstractResolver = base if self._guarded is None else self._guarded
         self._connector_limit = connections
         self._session: aiohttp.ClientSession | None = None
+        self._headers = dict(headers or {})
+        self._cookies = cookies
+        self.rules = rules or HostRules(())
+        self._secret = self.rules.secret | {name.lower() for name in self._headers}
+        # aiohttp turns the proxy URL's user:password into Proxy-Authorization
+        self._proxy = URL(proxy) if proxy else None
+        self._proxy_hosts: dict[str, bool] = {}
 
     async def __aenter__(self) -> Fetcher:
         connector = aiohttp.TCPConnector(
@@ -221,15 +286,17 @@ class Fetcher:
         self._session = aiohttp.ClientSession(
             connector=connector,
             timeout=self._timeout,
-            cookie_jar=aiohttp.DummyCookieJar(),
+            cookie_jar=aiohttp.CookieJar() if self._cookies else aiohttp.DummyCookieJar(),
             headers={
                 "User-Agent": self.user_agent,
                 "Accept": ACCEPT,
                 "Accept-Encoding": "gzip, deflate",
+                **self._headers,
             },
             max_line_size=self.max_header_size,
             max_field_size=self.max_header_size,
             auto_decompress=False,
+            request_class=WatchedRequest,
         )
         return self
 
@@ -242,6 +309,7 @@ class Fetcher:
         await self.close()
 
     async def close(self) -> None:
+        self._pacer.close()
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
@@ -258,18 +326,29 @@ class Fetcher:
             raise RuntimeError("Fetcher is not open: use 'async with Fetcher(...)'")
         cap = self.max_body if max_body is None else max_body
         started = time.monotonic()
+        waiting = True  # until the response headers are complete
+        watch = self._pacer.start()
+        token = CURRENT.set(watch)
         try:
             target = URL(url, encoded=True)
             if self._guarded is not None:
                 await self._check_literal(target)
-            async with self._session.get(target, allow_redirects=False) as resp:
+            host, port = target.raw_host or "", target.port or 0  # as host_key spells it
+            async with self._session.get(
+                target,
+                allow_redirects=False,
+                headers=self.rules.headers(host, port),
+                proxy=self._proxy_for(host),
+            ) as resp:
+                waiting = False
                 latency = time.monotonic() - started
-                ip = _peer_ip(resp)
                 declared = resp.content_length
                 encoding = resp.headers.get("Content-Encoding", "").strip().lower()
                 if declared is not None and declared > cap and not encoding and not truncate:
                     raise BodyTooLarge(f"Content-Length {declared} exceeds the cap of {cap} bytes")
-                raw, body = await _read_capped(resp, cap, truncate, _Decoder.make(encoding))
+                decoder = Decoder.make(encoding)
+                self._pacer.body(watch, resp.content)
+                raw, body = await read_capped(resp, cap, truncate, decoder)
                 version = resp.version
                 return Response(
                     url=url,
@@ -278,16 +357,41 @@ class Fetcher:
                     body=body,
                     latency=latency,
                     elapsed=time.monotonic() - started,
-                    ip=ip,
+                    ip=watch.peer,
                     reason=resp.reason or "",
                     version=f"HTTP/{version.major}.{version.minor}" if version else "HTTP/1.1",
-                    request_headers=tuple(
-                        (str(k), v) for k, v in resp.request_info.headers.items()
+                    request_headers=redact(
+                        ((str(k), v) for k, v in resp.request_info.headers.items()), self._secret
                     ),
                     raw_body=None if raw is body else raw,
                 )
+        except asyncio.CancelledError:
+            if watch.expired():
+                raise self._too_slow(waiting) from None
+            raise
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
-            raise translate_error(exc) from exc
+            if watch.expired():
+                raise self._too_slow(waiting) from exc
+            raise translate_error(exc, waiting=waiting) from exc
+        finally:
+            self._pacer.finish(watch)
+            CURRENT.reset(token)
+
+    def _too_slow(self, waiting: bool) -> TooSlow:
+        phase = "the response headers" if waiting else "the body"
+        floor = f"less than {self.min_rate:g} bytes/s over {self.min_rate_window:g} s"
+        return TooSlow(f"{floor} ({phase})", waiting=waiting)
+
+    def _proxy_for(self, host: str) -> URL | None:
+        """The proxy for `host`: none when NO_PROXY lists it (decided once per host)."""
+        if self._proxy is None:
+            return None
+        use = self._proxy_hosts.get(host)
+        if use is None:
+            if len(self._proxy_hosts) >= _PROXY_MEMO:
+                self._proxy_hosts.clear()
+            use = self._proxy_hosts[host] = uses_proxy(host)
+        return self._proxy if use else None
 
     async def _check_literal(self, target: URL) -> None:
         """Check an IP-literal host (aiohttp connects to those without calling the resolver)."""
@@ -306,91 +410,8 @@ class Fetcher:
 
     def __repr__(self) -> str:
         state = "open" if self._session is not None else "closed"
-        return f"<Fetcher {state} max_body={self.max_body} resolver={self._resolver!r}>"
+        steering = f"cookies={self._cookies} proxy={self._proxy is not None} rules={self.rules!r}"
+        return f"<Fetcher {state} max_body={self.max_body} resolver={self._resolver!r} {steering}>"
 
 
-class _Decoder:
-    """Bounded Content-Encoding decoding: never inflates more than asked for at a time."""
-
-    __slots__ = ("_first", "_z")
-
-    def __init__(self, wbits: int) -> None:
-        self._z = zlib.decompressobj(wbits)
-        self._first = wbits == zlib.MAX_WBITS
-
-    @property
-    def eof(self) -> bool:
-        """True once the end of the compressed stream has been decoded."""
-        return self._z.eof
-
-    @classmethod
-    def make(cls, encoding: str) -> _Decoder | None:
-        if encoding in ("", "identity"):
-            return None
-        if encoding in ("gzip", "x-gzip"):
-            return cls(16 + zlib.MAX_WBITS)
-        if encoding == "deflate":
-            return cls(zlib.MAX_WBITS)
-        raise DecodingError(f"unsupported Content-Encoding {encoding!r}")
-
-    def feed(self, data: bytes, room: int) -> bytes:
-        """Inflate `data`, returning at most `room + 1` bytes (one more means: over the cap)."""
-        try:
-            out = self._z.decompress(data, room + 1)
-        except zlib.error:
-            if not self._first:
-                raise
-            # "deflate" sent without its zlib wrapper, as some servers do: retry as raw deflate.
-            self._z = zlib.decompressobj(-zlib.MAX_WBITS)
-            out = self._z.decompress(data, room + 1)
-        self._first = False
-        while self._z.unconsumed_tail and len(out) <= room:
-            out += self._z.decompress(self._z.unconsumed_tail, room + 1 - len(out))
-        return out
-
-
-async def _read_capped(
-    resp: aiohttp.ClientResponse, cap: int, truncate: bool, decoder: _Decoder | None
-) -> tuple[bytes, bytes]:
-    """Read the body as sent and as decoded. Past `cap` bytes (sent or decoded) fail at once,
-    or stop if `truncate`. Returns (raw, decoded): the same object when not encoded."""
-    raw: list[bytes] = []
-    decoded: list[bytes] = []
-    raw_total = total = 0
-    async for chunk in resp.content.iter_chunked(64 * 1024):
-        raw_total += len(chunk)
-        if raw_total > cap and not truncate:
-            raise BodyTooLarge(f"body exceeds the cap of {cap} bytes")
-        raw.append(chunk)
-        if decoder is not None:
-            try:
-                chunk = decoder.feed(chunk, cap - total)
-            except zlib.error as exc:
-                raise DecodingError(f"cannot decode body: {exc}") from None
-        total += len(chunk)
-        if total > cap:
-            if not truncate:
-                raise BodyTooLarge(f"decoded body exceeds the cap of {cap} bytes")
-            decoded.append(chunk[: len(chunk) - (total - cap)])
-            break
-        decoded.append(chunk)
-        if truncate and raw_total >= cap:
-            break  # the bytes as sent are capped too: they may decode to (almost) nothing
-        if decoder is not None and decoder.eof:
-            break  # after the end of a gzip/deflate stream comes only junk: stop reading
-    body = b"".join(decoded)
-    return (body, body) if decoder is None else (b"".join(raw), body)
-
-
-def _peer_ip(resp: aiohttp.ClientResponse) -> str | None:
-    """The peer's IP address. A small body may already have released the connection to the
-    pool, so fall back to the response's protocol (aiohttp keeps no public handle on it)."""
-    conn = resp.connection
-    protocol = conn.protocol if conn is not None else getattr(resp, "_protocol", None)
-    transport = getattr(protocol, "transport", None)
-    if transport is None:
-        return None
-    peer: Any = transport.get_extra_info("peername")
-    if isinstance(peer, tuple) and peer:
-        return str(peer[0])
-    return None
+_PROXY_MEMO = 4096

@@ -10,10 +10,19 @@ whatever the concurrency (the robots.txt fetch counts as a request). The host's 
 ``max(delay, min(robots Crawl-delay, max_delay))``; with ``adaptive=True`` it follows the host's
 response latency (AutoThrottle: the mean of the old delay and latency/per_host_concurrency, clamped
 to ``[that floor, max_delay]``; error responses may raise it, never lower it).
-429/503 and connection failures push the host's ready time back: Retry-After when given (seconds or
-HTTP date, capped at ``max_retry_after``), else exponential backoff with jitter
-(``min(backoff_max, backoff_base * 2**(n-1))`` times a uniform factor in [0.5, 1)).
-A response with any other status resets the host's backoff.
+Backoff follows the blame of each outcome (``crawler.errors.Blame``, the table is in the README):
+a HOST failure (DNS, refused or timed-out connection, 429, 503) pushes the host's ready time back:
+Retry-After when given (seconds or HTTP date, capped at ``max_retry_after``), else exponential
+backoff with jitter (``min(backoff_max, backoff_base * 2**(n-1))`` times a uniform factor in
+[0.5, 1)). A SUSPECT failure (a reset or a timeout before any response, 500/502/504) is the URL's
+own unless ``SUSPECT_STREAK`` distinct URLs of the host fail so in a row: then it counts as a HOST
+failure. An answer (any other status, or a failure of the URL's own: a malformed or oversized
+response, a trickling body) resets the host's backoff and streak.
+
+Per-host overrides: a :class:`HostRule` replaces the global ``delay`` and/or
+``per_host_concurrency`` for one host (the frontier asks for it once, when the host is first seen).
+A robots.txt Crawl-delay still raises a rule's delay (``max(rule delay, min(Crawl-delay,
+max_delay))``): a rule never goes below what the site asks for.
 
 robots.txt: a policy in force is kept ``robots_ttl`` seconds. An unreachable robots.txt (temporary
 policy) is retried with backoff; a cached policy stays in force meanwhile (RFC 9309 2.4). A host
@@ -24,16 +33,28 @@ from __future__ import annotations
 
 import random
 import time
-from collections import deque
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
+from crawler.errors import Blame, failure_class
 from crawler.robots import RobotsPolicy
 
 if TYPE_CHECKING:
     from crawler.entries import Outcome
+    from crawler.frontier.queues import HostQueue
 
-__all__ = ["Host", "Politeness", "host_key", "origin", "parse_retry_after", "robots_url"]
+__all__ = [
+    "Host",
+    "HostRule",
+    "Politeness",
+    "host_key",
+    "origin",
+    "parse_retry_after",
+    "robots_url",
+]
+
+SUSPECT_STREAK: Final = 3  # distinct URLs of a host failing suspectly in a row: a host failure
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443, "ftp": 21}
 
@@ -115,31 +136,52 @@ def parse_retry_after(value: str, now: float | None = None) -> float | None:
     return max(0.0, when.timestamp() - wall)
 
 
-class Host:
-    """One politeness key's state: its FIFO queue, slots in use, schedule and robots.txt policy.
+@dataclass(frozen=True, slots=True)
+class HostRule:
+    """Politeness overrides for one host; None keeps the global setting."""
 
-    ``queue`` holds each queued entry as two consecutive items, a compact record the frontier
-    packs and unpacks (``crawler.entries.Packer``): the URL without ``prefix`` (the host's
-    origin), or a ``(url, key)`` pair; then the
-    ``(depth, parent, retries, redirects, sitemap, priority)`` tuple that consecutive entries
-    share. So ``len(queue)`` is twice the number of entries: use ``queued``.
+    delay: float | None = None  # replaces [politeness] delay for this host
+    per_host_concurrency: int | None = None  # replaces [politeness] per_host_concurrency
+
+    def __post_init__(self) -> None:
+        if self.delay is not None and not 0.0 <= self.delay < float("inf"):
+            raise ValueError(f"delay must be a finite number of seconds >= 0, got {self.delay!r}")
+        if self.per_host_concurrency is not None and self.per_host_concurrency < 1:
+            raise ValueError(
+                f"per_host_concurrency must be >= 1, got {self.per_host_concurrency!r}"
+            )
+
+
+class Host:
+    """One politeness key's state: its queue, slots in use, schedule and robots.txt policy.
+
+    ``queue`` is the host's :class:`crawler.frontier.queues.HostQueue` (compact records in
+    priority order, see ``crawler.entries.Packer``). ``in_heap``, ``filed_best`` and ``token``
+    belong to :class:`crawler.frontier.schedule.Schedule` (is the host filed; the priority it
+    is filed under in the ready heap, +inf when it is not there; which filing is current).
     """
 
-    __slots__ = ("backoff_until", "base_delay", "delay", "failures", "in_flight", "in_heap",
-                 "key", "last_start", "policy", "prefix", "queue", "ready_at", "robots_expires",
-                 "robots_failures", "robots_fetching")  # fmt: skip
+    __slots__ = ("backoff_until", "base_delay", "concurrency", "configured_delay", "delay",
+                 "failures", "filed_best", "in_flight", "in_heap", "key", "last_start", "policy",
+                 "prefix", "queue", "ready_at", "robots_expires", "robots_failures",
+                 "robots_fetching", "suspects", "token")  # fmt: skip
 
-    def __init__(self, key: str, delay: float) -> None:
+    def __init__(self, key: str, queue: HostQueue, delay: float, concurrency: int = 1) -> None:
         self.key = key
         self.prefix = origin(key)
-        self.queue: deque[Any] = deque()  # two items per entry, see the class docstring
+        self.queue = queue
+        self.concurrency = concurrency  # requests in flight at most (global or the host's rule)
         self.in_flight = 0
         self.in_heap = False
+        self.filed_best = float("inf")
+        self.token = -1
         self.ready_at = float("-inf")  # new hosts go first, FIFO among themselves
         self.last_start: float | None = None
-        self.base_delay = delay
+        self.configured_delay = delay  # global or the host's rule: the floor of base_delay
+        self.base_delay = delay  # configured_delay raised by a robots.txt Crawl-delay
         self.delay = delay
         self.failures = 0
+        self.suspects = 0  # distinct URLs in a row whose failure is suspect (SUSPECT_STREAK)
         self.backoff_until = float("-inf")
         self.policy: RobotsPolicy | None = None
         self.robots_expires = float("-inf")
@@ -149,12 +191,13 @@ class Host:
     @property
     def queued(self) -> int:
         """Entries in the queue."""
-        return len(self.queue) >> 1
+        return len(self.queue)
 
     def __repr__(self) -> str:
         return (
             f"Host({self.key!r}, queued={self.queued}, in_flight={self.in_flight}, "
-            f"ready_at={self.ready_at:.3f}, delay={self.delay}, policy={self.policy!r})"
+            f"ready_at={self.ready_at:.3f}, delay={self.delay}, "
+            f"concurrency={self.concurrency}, policy={self.policy!r})"
         )
 
 
@@ -203,6 +246,17 @@ class Politeness:
         self.rng = rng if rng is not None else random.Random()
         self.backoffs = 0  # times a host was pushed back (429/503, failures, robots 5xx)
 
+    def new_host(self, key: str, queue: HostQueue, rule: HostRule | None = None) -> Host:
+        """The state of a host seen for the first time (its queue given, empty), with its rule's
+        overrides if any."""
+        delay, concurrency = self.delay, self.concurrency
+        if rule is not None:
+            if rule.delay is not None:
+                delay = float(rule.delay)
+            if rule.per_host_concurrency is not None:
+                concurrency = rule.per_host_concurrency
+        return Host(key, queue, delay, concurrency)
+
     def backoff(self, failures: int) -> float:
         cap = min(self.backoff_max, self.backoff_base * 2.0 ** min(failures - 1, 64))
         return cap * (0.5 + 0.5 * self.rng.random())
@@ -213,18 +267,31 @@ class Politeness:
         host.backoff_until = max(host.backoff_until, until)
 
     def response(self, host: Host, outcome: Outcome, now: float) -> None:
-        """Apply a fetch outcome: backoff on 429/503/failure, reset on others, adaptive delay."""
+        """Apply a fetch outcome: backoff by its blame (module docstring), adaptive delay."""
         status = outcome.status
-        if outcome.failed or status == 429 or status == 503:
+        blame = outcome.blame
+        if blame is None:
+            if outcome.failed:
+                blame = Blame.HOST
+            elif status is not None:
+                failure = failure_class(status)
+                blame = Blame.URL if failure is None else failure[0]
+        if blame is Blame.SUSPECT and outcome.attempt == 0:
+            host.suspects += 1
+            if host.suspects >= SUSPECT_STREAK:
+                blame = Blame.HOST
+        if blame is Blame.HOST:
             host.failures += 1
+            host.suspects = 0
             wait = None
             if outcome.retry_after is not None and status is not None:
                 wait = parse_retry_after(outcome.retry_after)
             if wait is None:
                 wait = self.backoff(host.failures)
             self.push_back(host, now + min(wait, self.max_retry_after))
-        elif status is not None:
+        elif blame is Blame.URL:
             host.failures = 0
+            host.suspects = 0
         if self.adaptive and outcome.latency is not None:
             target = (host.delay + outcome.latency / self.concurrency) / 2.0
             if status is None or status >= 500 or status == 429:
@@ -241,7 +308,7 @@ class Politeness:
             host.policy = policy
             host.robots_expires = now + self.robots_ttl
             host.robots_failures = 0
-            base = self.delay
+            base = host.configured_delay
             if policy.crawl_delay is not None:
                 base = max(base, min(policy.crawl_delay, self.max_delay))
             host.base_delay = base

@@ -10,20 +10,28 @@ deep nesting all still produce a `Page` record.
 `extract` is `read_page(parse_markup(...))`: `crawler.markup` turns the bytes into a `Markup`
 record (the crawl parses big bodies in a parse thread, see `crawler.parsing`), and `read_page`
 interprets it (robots directives, base, canonical, nofollow; pure Python).
+
+For a focused crawl, ``extract(..., anchors=True, text=True)`` also reads each link's anchor text,
+rel and surrounding text (`Page.anchors`) and the page's `PageText` (`Page.text`); without them
+the tree is read exactly as before (nothing extra is computed).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TypeVar
 from urllib.parse import urljoin, urlsplit
 
 from crawler.markup import TITLE_MAX_CHARS, Markup, is_html, parse_markup
+from crawler.scoring import PageText
 from crawler.urlsyntax import STRIP
 
 __all__ = ["TITLE_MAX_CHARS", "Page", "extract", "is_html", "read_page"]
 
+
+T = TypeVar("T")
 
 _FOLLOWABLE_BASE_SCHEMES = frozenset({"http", "https"})
 
@@ -49,6 +57,9 @@ class Page:
     truncated: bool
     noindex: bool
     nofollow: bool
+    # per distinct href, fragment cut: (anchor, rel, context), if read (see `Markup.anchors`)
+    anchors: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    text: PageText | None = None  # the page's text, if read (a focused crawl)
 
     def __repr__(self) -> str:
         return (
@@ -68,6 +79,8 @@ def extract(
     respect_nofollow: bool = True,
     max_links: int = 10_000,
     user_agent_token: str | None = None,
+    anchors: bool = False,
+    text: bool = False,
 ) -> Page:
     """Parse one response body fetched from `url`.
 
@@ -76,11 +89,12 @@ def extract(
     only when the scope equals `user_agent_token` (case-insensitive, the part before any "/");
     `<meta name=TOKEN>` is read alongside `<meta name=robots>` likewise. With `respect_nofollow`,
     links with rel=nofollow are skipped and a nofollow page yields no links. At most `max_links`
-    links are kept (`truncated` tells); `links_found` counts every a/area href seen.
+    links are kept (`truncated` tells); `links_found` counts every a/area href seen. `anchors`
+    and `text` read what a focused crawl scores (see `crawler.markup.read_tree`).
 
     Raises ValueError only for bad arguments (a negative `max_links`, a non-bytes body).
     """
-    markup = parse_markup(_as_bytes(body), url, content_type)
+    markup = parse_markup(_as_bytes(body), url, content_type, anchors=anchors, text=text)
     return read_page(
         markup,
         url,
@@ -120,25 +134,33 @@ def read_page(
     canonical = _join(base, href) if href else None
 
     hrefs, found, title = markup.hrefs, len(markup.hrefs), markup.title
+    text = None
+    if markup.text is not None:
+        text = PageText(url, title or "", *markup.text)
     if nofollow and respect_nofollow:
         return Page(markup.is_html, charset, title, base, canonical, (), found, found, False,
-                    noindex, True)  # fmt: skip
+                    noindex, True, {}, text)  # fmt: skip
     skipped = 0
     if respect_nofollow and markup.nofollow:
         skipped = len(markup.nofollow)
-        kept: list[str] = []
-        start = 0
-        for i in markup.nofollow:  # ascending: copy the runs between skipped links
-            kept += hrefs[start:i]
-            start = i + 1
-        kept += hrefs[start:]
-        hrefs = tuple(kept)
+        hrefs = _without(hrefs, markup.nofollow)
     truncated = len(hrefs) > max_links
     links = hrefs[:max_links] if truncated else hrefs
     return Page(
         markup.is_html, charset, title, base, canonical, links, found, skipped, truncated,
-        noindex, nofollow,
+        noindex, nofollow, markup.anchors, text,
     )  # fmt: skip
+
+
+def _without(items: tuple[T, ...], skipped: tuple[int, ...]) -> tuple[T, ...]:
+    """`items` without the ones at the (ascending) indices `skipped`."""
+    kept: list[T] = []
+    start = 0
+    for i in skipped:  # copy the runs between skipped items
+        kept += items[start:i]
+        start = i + 1
+    kept += items[start:]
+    return tuple(kept)
 
 
 def _check_max_links(max_links: object) -> None:

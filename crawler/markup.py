@@ -17,18 +17,33 @@ import codecs
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from selectolax.lexbor import LexborHTMLParser, SelectolaxError
+from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
 
-from crawler.content.text import visible_text
 from crawler.defuse import DEPTH_LIMIT, MAX_TAGS, defuse
-from crawler.urlsyntax import STRIP
+from crawler.urlsyntax import STRIP, cut_fragment
 
 __all__ = [
-    "DEPTH_LIMIT", "MAX_TAGS", "SLOW_PARSE_SECONDS", "TITLE_MAX_CHARS", "Markup", "is_html",
-    "parse_markup", "parse_tree", "prepare", "read_tree",
+    "ANCHOR_MAX_CHARS",
+    "BODY_MAX_CHARS",
+    "CONTENT_MAX_CHARS",
+    "CONTEXT_BUDGET_CHARS",
+    "CONTEXT_CLIMB",
+    "CONTEXT_MAX_CHARS",
+    "DEPTH_LIMIT",
+    "HEADINGS_MAX_CHARS",
+    "MAX_TAGS",
+    "SIBLINGS",
+    "SLOW_PARSE_SECONDS",
+    "TITLE_MAX_CHARS",
+    "Markup",
+    "is_html",
+    "parse_markup",
+    "parse_tree",
+    "prepare",
+    "read_tree",
 ]  # fmt: skip
 
 logger = logging.getLogger(__name__)
@@ -84,6 +99,23 @@ SLOW_PARSE_SECONDS = 1.0
 
 TITLE_MAX_CHARS = 1000
 """Longest title kept; longer ones are cut (after whitespace is collapsed)."""
+ANCHOR_MAX_CHARS = 256
+"""Longest anchor text kept for a link (read only for a focused crawl, like the three below)."""
+CONTEXT_MAX_CHARS = 200
+"""Longest text around a link kept (its enclosing block's, centred on the anchor)."""
+CONTEXT_CLIMB = 16
+"""Ancestors of a link searched for its enclosing block (deeper in inline tags: no context)."""
+CONTEXT_BUDGET_CHARS = 4_000_000
+"""Text read for the links' contexts of one page at most (then links get none)."""
+SIBLINGS = 8
+"""Siblings read on each side of a link for its context in a long block."""
+_SHORT_BLOCK = 4 * CONTEXT_MAX_CHARS  # a longer block: the text next to the link is its context
+HEADINGS_MAX_CHARS = 10_000
+"""Longest h1-h6 text kept for a page."""
+BODY_MAX_CHARS = 100_000
+"""Longest visible body text kept for a page."""
+CONTENT_MAX_CHARS = 1_000_000
+"""Longest main-content text kept for a page (its content fingerprint's input)."""
 
 # One whole-tree pass finds the links, the robots meta tags and the first <base href>, in
 # document order. "[href]" also matches <link>, <use>...: sorted out by tag id, which is cheaper
@@ -93,12 +125,40 @@ _CANONICAL_CSS = 'link[rel~="canonical" i][href]'
 
 
 def _tag_ids(*names: str) -> tuple[int, ...]:
-    tree = LexborHTMLParser("".join(f"<{name}>" for name in names))
-    return tuple(getattr(tree.css_first(name), "tag_id", -1) for name in names)
+    """Lexbor's tag id of each element name (each parsed on its own: <script> or <style> would
+    swallow the names after it; table cells need their table)."""
+    table = LexborHTMLParser("<table><caption></caption><tr><th></th><td></td></tr></table>")
+    ids = []
+    for name in names:
+        node = LexborHTMLParser(f"<{name}></{name}>").css_first(name) or table.css_first(name)
+        if node is None:
+            raise ImportError(f"crawler.markup: no lexbor tag id for <{name}>")
+        ids.append(node.tag_id)
+    return tuple(ids)
 
 
 _A, _AREA, _META, _BASE = _tag_ids("a", "area", "meta", "base")
 _LINK_TAGS = frozenset((_A, _AREA))
+# The elements whose text is "the text around a link" (the nearest one enclosing it).
+_BLOCKS = frozenset(_tag_ids(
+    "p", "li", "dd", "dt", "td", "th", "caption", "figcaption", "blockquote", "pre", "div",
+    "section", "article", "aside", "main", "nav", "header", "footer", "form", "fieldset",
+    "address", "details", "summary", "h1", "h2", "h3", "h4", "h5", "h6",
+))  # fmt: skip
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+# Left out of a page's visible text (removed after the links are read): what is not text, and
+# the boilerplate the pages of a site share (navigation bars, sidebars, headers, footers).
+_HIDDEN = ("script", "style", "noscript", "template", "svg", "nav", "header", "footer", "aside")
+_HIDDEN_ROLE = "navigation"  # any element with this ARIA role (a Sphinx sidebar, say) too
+_MAIN_ROLE = "main"  # the page's main content: <main> or an element with this role
+_HEADING_TAGS = frozenset(_tag_ids(*_HEADINGS))
+_HIDDEN_TAGS = frozenset(_tag_ids(*_HIDDEN))
+_MAIN = _tag_ids("main")[0]
+# With `text` or `content`, the same pass finds the headings, the hidden elements and the main
+# content too (one more pass would cost more than the longer selector).
+_ROLES_CSS = (f"[role~={_HIDDEN_ROLE} i]", "main", f"[role~={_MAIN_ROLE} i]")
+_TEXT_TREE_CSS = ", ".join((_TREE_CSS, *_HEADINGS, *_HIDDEN, *_ROLES_CSS))
+_CONTENT_TREE_CSS = ", ".join((_TREE_CSS, *_HIDDEN, *_ROLES_CSS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +169,15 @@ class Markup:
     the indices in `hrefs` of links with rel=nofollow; `metas`: (lowercased name, content) of
     each <meta name>; `base_href`: the first <base href> anywhere; `canonical_href`: the first
     rel=canonical link in <head>; `title`: the first <title> (<head>'s first), whitespace
-    collapsed, at most TITLE_MAX_CHARS; `text`: the visible text (`crawler.content.text`), for
-    content dedup. Empty when the body is not HTML or could not be parsed.
+    collapsed, at most TITLE_MAX_CHARS. Empty when the body is not HTML or could not be parsed.
+
+    Read only when asked (a focused crawl): `anchors`, per distinct href (fragment cut, as in
+    `crawler.urlsyntax.cut_fragment`) the (anchor text, rel, text around it) of its first
+    occurrence with an anchor text (else of its first); `text`, the page's (h1-h6 text, visible
+    body text). Read only when asked (content dedup): `content`, the visible text of the page's
+    main content (its first <main> or role=main element, else its <body>). Visible text leaves
+    out scripts, styles, templates, inline SVG and the boilerplate a site's pages share (nav,
+    header, footer, aside, role=navigation). Whitespace is collapsed in all.
     """
 
     is_html: bool
@@ -121,22 +188,31 @@ class Markup:
     base_href: str | None = None
     canonical_href: str | None = None
     title: str | None = None
-    text: str = ""
+    anchors: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    text: tuple[str, str] | None = None
+    content: str | None = None
 
 
 NOT_HTML = Markup(is_html=False)
 
 
 def parse_markup(
-    body: bytes, url: str, content_type: str | None = None, *, read_text: bool = True
+    body: bytes,
+    url: str,
+    content_type: str | None = None,
+    *,
+    anchors: bool = False,
+    text: bool = False,
+    content: bool = False,
 ) -> Markup:
     """Sniff, decode, defuse, parse and read one response body fetched from `url` (for logs);
-    `read_text`: read the visible text too."""
+    `anchors`, `text` and `content` as for `read_tree`."""
     prepared = prepare(body, url, content_type)
     if prepared is None:
         return NOT_HTML
     charset, data = prepared
-    return read_tree(parse_tree(data, url), charset, read_text=read_text)
+    tree = parse_tree(data, url)
+    return read_tree(tree, charset, anchors=anchors, text=text, content=content)
 
 
 def prepare(
@@ -167,16 +243,34 @@ def parse_tree(data: bytes, url: str) -> LexborHTMLParser | None:
     return tree
 
 
-def read_tree(tree: LexborHTMLParser | None, charset: str, *, read_text: bool = True) -> Markup:
-    """The `Markup` record of a parsed tree (an empty HTML one when there is no tree); its
-    `text` is left empty unless `read_text` (it costs a walk of the tree)."""
+def read_tree(
+    tree: LexborHTMLParser | None,
+    charset: str,
+    *,
+    anchors: bool = False,
+    text: bool = False,
+    content: bool = False,
+) -> Markup:
+    """The `Markup` record of a parsed tree (an empty HTML one when there is no tree).
+
+    `anchors`: also read each link's anchor text, rel and surrounding text; `text`: also read
+    the page's headings and visible body text; `content`: also read its main content's visible
+    text (`text` and `content` strip hidden elements from `tree`)."""
     if tree is None:
-        return Markup(True, charset)
+        return Markup(
+            True, charset, text=("", "") if text else None, content="" if content else None
+        )
     hrefs: list[str] = []
     nofollow: list[int] = []
     metas: list[tuple[str, str]] = []
+    details: dict[str, tuple[str, str, str]] | None = {} if anchors else None
+    contexts = _Contexts()
+    headings: list[str] = []
+    hidden: list[LexborNode] = []
+    mains: list[LexborNode] = []
     base_href: str | None = None
-    for node in tree.css(_TREE_CSS):
+    css = _TEXT_TREE_CSS if text else _CONTENT_TREE_CSS if content else _TREE_CSS
+    for node in tree.css(css):
         tag_id = node.tag_id
         if tag_id in _LINK_TAGS:  # svg:a too, as browsers follow it
             attrs = node.attributes  # one dict: cheaper than two node.attrs lookups
@@ -185,11 +279,32 @@ def read_tree(tree: LexborHTMLParser | None, charset: str, *, read_text: bool = 
                 nofollow.append(len(hrefs))
             href = attrs.get("href") or attrs.get("xlink:href")  # SVG 1.1 links have the latter
             hrefs.append(href.strip(STRIP) if href else "")
+            if details is not None:  # a page repeats its links: read each href's once
+                cut = cut_fragment(hrefs[-1])
+                known = details.get(cut)
+                if known is None or not known[0]:
+                    detail = _link_details(node, rel, contexts)
+                    if known is None or detail[0]:
+                        details[cut] = detail
         elif tag_id == _META:
             attrs = node.attributes
             metas.append(((attrs.get("name") or "").strip().lower(), attrs.get("content") or ""))
         elif tag_id == _BASE and base_href is None:
             base_href = node.attributes.get("href") or ""
+        elif not (text or content):  # "[href]" matches <link>, <use>...: nothing to read
+            continue
+        elif tag_id in _HEADING_TAGS:  # matched with `text` (else an odd <h1 href>)
+            headings.append(node.text(deep=True, separator=" "))
+        elif tag_id in _HIDDEN_TAGS:
+            hidden.append(node)
+        elif tag_id == _MAIN:
+            mains.append(node)
+        else:  # matched by its role (or one of the "[href]" elements above)
+            roles = (node.attributes.get("role") or "").lower().split()
+            if _HIDDEN_ROLE in roles:
+                hidden.append(node)
+            elif _MAIN_ROLE in roles:
+                mains.append(node)
 
     head = tree.head or tree
     canonical = head.css_first(_CANONICAL_CSS)
@@ -197,13 +312,145 @@ def read_tree(tree: LexborHTMLParser | None, charset: str, *, read_text: bool = 
     title = None
     title_node = head.css_first("title") or tree.css_first("title")
     if title_node is not None:
-        text = title_node.text(deep=True).lstrip()[: 4 * TITLE_MAX_CHARS]
-        title = " ".join(text.split())[:TITLE_MAX_CHARS].rstrip() or None
-    visible = visible_text(tree) if read_text else ""  # last: it detaches elements
+        raw = title_node.text(deep=True).lstrip()[: 4 * TITLE_MAX_CHARS]
+        title = " ".join(raw.split())[:TITLE_MAX_CHARS].rstrip() or None
+    page_text, main_text = _page_text(tree, headings, hidden, mains, text, content)
     return Markup(
         True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
-        title, visible,
+        title, details if details is not None else {}, page_text, main_text,
     )  # fmt: skip
+
+
+def _collapse(text: str, limit: int) -> str:
+    """`text` with whitespace runs made one space, at most `limit` characters."""
+    return " ".join(text.lstrip()[: 4 * limit].split())[:limit].rstrip()
+
+
+class _Contexts:
+    """The text of the block elements a page's links are in, read once per block, and at most
+    CONTEXT_BUDGET_CHARS in all (nested blocks each hold their inner blocks' text: on a page
+    built for it, reading them all could take minutes)."""
+
+    __slots__ = ("left", "long", "texts")
+
+    def __init__(self) -> None:
+        self.texts: dict[int, str] = {}  # block element -> its collapsed text (a short one)
+        self.long: set[int] = set()  # block elements with a long text
+        self.left = CONTEXT_BUDGET_CHARS
+
+    def __repr__(self) -> str:
+        return f"<_Contexts blocks={len(self.texts)} left={self.left}>"
+
+
+def _link_details(node: LexborNode, rel: str | None, contexts: _Contexts) -> tuple[str, str, str]:
+    """(anchor text, rel, text around it) of one a/area element."""
+    anchor = _collapse(node.text(deep=True, separator=" "), ANCHOR_MAX_CHARS)
+    if not anchor:
+        image = node.css_first("img[alt]")
+        alt = node.attributes.get("alt") if image is None else image.attributes.get("alt")
+        anchor = _collapse(alt or "", ANCHOR_MAX_CHARS)
+    rel = " ".join((rel or "").split())
+    block = node.parent
+    for _ in range(CONTEXT_CLIMB):
+        if block is None or block.tag_id in _BLOCKS:
+            break
+        block = block.parent
+    else:
+        block = None
+    if block is None:  # directly in <body> (the body would be too much), or deep in inline tags
+        return anchor, rel, ""
+    key = block.mem_id
+    around = contexts.texts.get(key)
+    if around is None and key not in contexts.long:
+        if contexts.left <= 0:
+            return anchor, rel, ""
+        raw = block.text(deep=True, separator=" ")
+        contexts.left -= len(raw)
+        around = " ".join(raw.split())
+        if len(around) > _SHORT_BLOCK:  # not kept: the text next to each link is read instead
+            contexts.long.add(key)
+            around = None
+        else:
+            contexts.texts[key] = around
+    if around is None:
+        return anchor, rel, _next_to(node, anchor, contexts) if contexts.left > 0 else ""
+    if len(around) > CONTEXT_MAX_CHARS:  # a window centred on the anchor (or the block's start)
+        at = max(0, around.find(anchor)) if anchor else 0
+        start = max(0, min(at + len(anchor) // 2 - CONTEXT_MAX_CHARS // 2,
+                           len(around) - CONTEXT_MAX_CHARS))  # fmt: skip
+        around = around[start : start + CONTEXT_MAX_CHARS].strip()
+    return anchor, rel, around
+
+
+def _next_to(node: LexborNode, anchor: str, contexts: _Contexts) -> str:
+    """The text of a link's siblings next to it (half of CONTEXT_MAX_CHARS on each side, from
+    at most SIBLINGS siblings each way), around its anchor text: its context in a long block."""
+    half = (CONTEXT_MAX_CHARS - len(anchor)) // 2
+    before: list[str] = []
+    after: list[str] = []
+    for side, step in ((before, "prev"), (after, "next")):
+        sibling, size = getattr(node, step), 0
+        for _ in range(SIBLINGS):
+            if sibling is None or size >= half:
+                break
+            raw = sibling.text(deep=True, separator=" ")
+            contexts.left -= len(raw)
+            side.append(raw)
+            size += len(raw)
+            sibling = getattr(sibling, step)
+    left = " ".join(" ".join(reversed(before)).split())[-half:] if half > 0 else ""
+    right = " ".join(" ".join(after).split())[:half] if half > 0 else ""
+    return " ".join(part for part in (left, anchor, right) if part)[:CONTEXT_MAX_CHARS]
+
+
+def _page_text(
+    tree: LexborHTMLParser,
+    headings: list[str],
+    hidden: list[LexborNode],
+    mains: list[LexborNode],
+    text: bool,
+    content: bool,
+) -> tuple[tuple[str, str] | None, str | None]:
+    """((h1-h6 text, visible body text) if `text`, visible main-content text if `content`) of
+    a page. Removes the `hidden` elements (in document order) from `tree`, the last first, so
+    that none is inside one already removed; the main content is the first of `mains` (in
+    document order) not inside a hidden element. The body's text is read once for both."""
+    if not (text or content):
+        return None, None
+    main = _first_visible(mains, hidden) if content else None
+    for node in reversed(hidden):
+        node.decompose()
+    body_text = None
+    if text or main is None:
+        body = tree.body or tree.root
+        body_text = body.text(deep=True, separator=" ") if body is not None else ""
+    page_text = None
+    if text:
+        assert body_text is not None
+        page_text = (
+            _collapse(" ".join(headings), HEADINGS_MAX_CHARS),
+            _collapse(body_text, BODY_MAX_CHARS),
+        )
+    if not content:
+        return page_text, None
+    if main is not None:
+        return page_text, _collapse(main.text(deep=True, separator=" "), CONTENT_MAX_CHARS)
+    assert body_text is not None
+    return page_text, _collapse(body_text, CONTENT_MAX_CHARS)
+
+
+def _first_visible(mains: list[LexborNode], hidden: list[LexborNode]) -> LexborNode | None:
+    """The first of `mains` with no ancestor among `hidden` (nor itself hidden)."""
+    if not hidden:
+        return mains[0] if mains else None
+    removed = {node.mem_id for node in hidden}
+    for main in mains:
+        node: LexborNode | None = main
+        while node is not None and node.mem_id not in removed:
+            node = node.parent
+        if node is None:
+            return main
+    return None
 
 
 def is_html(content_type: str | None, body: bytes) -> bool:

@@ -23,7 +23,8 @@ __all__ = ["ProgressReporter", "progress_line", "summary_table"]
 
 
 def progress_line(crawler: Crawler) -> str:
-    """One line of the crawl's state: pages, rate, queue, hosts, errors, Sieve."""
+    """One line of the crawl's state: pages (results so far), rate, queue, hosts, errors, and
+    the distinct URLs seen so far (the Sieve's estimate: found, not all fetched)."""
     s = crawler.stats
     rate = s.pages / s.elapsed if s.elapsed > 0 else 0.0
     parts = [f"pages {s.pages}", f"{rate:.1f}/s"]
@@ -33,9 +34,13 @@ def progress_line(crawler: Crawler) -> str:
         parts.append(f"in flight {fs.in_flight}")
         parts.append(f"hosts {fs.ready_hosts} ready/{fs.waiting_hosts} waiting")
     parts.append(f"errors {sum(s.errors.values())}")
+    if (harvest := s.harvest_rate) is not None:  # a focused crawl
+        parts.append(f"harvest {harvest:.0%}")
     sieve = crawler.sieve
     stages = len(sieve.stages)
-    parts.append(f"sieve ~{sieve.approx_items:,.0f} URLs in {stages} stage{'s' * (stages != 1)}")
+    parts.append(
+        f"seen ~{sieve.approx_items:,.0f} URLs (sieve, {stages} stage{'s' * (stages != 1)})"
+    )
     return " | ".join(parts)
 
 
@@ -86,7 +91,8 @@ class ProgressReporter:
 
 
 def summary_table(stats: dict[str, Any]) -> Table:
-    """The final summary as a two-column table."""
+    """The final summary as a two-column table, labelled for a first reading: what counts
+    URLs and what counts refusals of links; URLs seen (the Sieve) and pages fetched apart."""
     table = Table(title="crawl summary", show_header=False, title_justify="left")
     table.add_column("figure", style="bold")
     table.add_column("value", justify="right")
@@ -94,7 +100,7 @@ def summary_table(stats: dict[str, Any]) -> Table:
     def add(name: str, value: object) -> None:
         table.add_row(name, str(value))
 
-    add("pages", stats["pages"])
+    add("pages (results)", stats["pages"])
     for cls, n in stats["status_classes"].items():
         add(f"  status {cls}", n)
     for kind, n in stats["errors"].items():
@@ -103,18 +109,21 @@ def summary_table(stats: dict[str, Any]) -> Table:
     add("duration", f"{stats['elapsed_s']:.2f} s")
     add("pages/s", f"{stats['pages_per_s']:.1f}")
     add("retries", stats["retries"])
-    add("robots-refused", stats["robots_refused"])
-    add("out of scope", stats["out_of_scope"])
+    add("URLs not fetched: robots.txt", stats["robots_refused"])  # disallowed or unreachable
+    add("links out of scope", stats["out_of_scope"])
     for reason, n in stats["scope_refused"].items():
         add(f"  {reason}", n)
-    add("duplicates caught", stats["duplicates"])
+    add("duplicate links", stats["duplicates"])
     add("duplicate pages exact / near", f"{stats['exact_duplicates']} / {stats['near_duplicates']}")
-    add("over limits", stats["over_limit"] + stats["dropped_full"])
+    add("links refused: max_pages reached", stats["over_limit"])
+    add("URLs dropped: queue full", stats["dropped_full"])
+    if stats.get("harvest_rate") is not None:
+        add("harvest rate", f"{stats['harvest_rate']:.1%} ({stats['relevant']}/{stats['scored']})")
     add("memo hit rate", f"{stats['memo_hit_rate']:.1%}")
     sieve = stats["sieve"]
+    add("URLs seen (not all fetched)", f"~{sieve['approx_items']:,} / {sieve['count']:,} exact")
     add("sieve stages", sieve["stages"])
     add("sieve bits", f"{sieve['size_in_bytes'] * 8:,}")
-    add("sieve estimate / exact", f"{sieve['approx_items']:,} / {sieve['count']:,}")
     add("sieve FPR bound", f"{sieve['false_positive_bound']:.2e}")
     return table
 

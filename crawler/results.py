@@ -37,6 +37,7 @@ class CrawlResult:
     duplicate_of: str | None = None
     simhash: str | None = None
     near_duplicate_of: str | None = None
+    relevance: float | None = None  # the page's relevance in a focused crawl, else None
     body: bytes = field(default=b"", repr=False, compare=False)
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
 
@@ -65,6 +66,7 @@ class CrawlResult:
             "duplicate_of": self.duplicate_of,
             "simhash": self.simhash,
             "near_duplicate_of": self.near_duplicate_of,
+            "relevance": self.relevance,
         }
 
     def to_json(self) -> str:
@@ -90,6 +92,8 @@ class CrawlStats:
     dropped_full: int = 0
     exact_duplicates: int = 0  # pages whose content an earlier page had (crawler.content)
     near_duplicates: int = 0  # pages within the near distance of an earlier page
+    scored: int = 0  # HTML pages given a relevance (a focused crawl)
+    relevant: int = 0  # of them, those at or above the scorer's threshold
     started: float = 0.0
     elapsed: float = 0.0
 
@@ -97,6 +101,11 @@ class CrawlStats:
     def out_of_scope(self) -> int:
         """Links the scope refused, all reasons together."""
         return sum(self.scope_refused.values())
+
+    @property
+    def harvest_rate(self) -> float | None:
+        """The share of scored pages that were relevant; None when no page was scored."""
+        return self.relevant / self.scored if self.scored else None
 
     def record(self, result: CrawlResult) -> None:
         self.pages += 1
@@ -114,7 +123,8 @@ class CrawlStats:
         """Continue counting from a saved `as_dict()` (a resumed crawl)."""
         for name in ("pages", "bytes", "retries", "robots_refused", "robots_fetches",
                      "over_limit", "duplicates", "links_seen", "admitted",
-                     "dropped_full", "exact_duplicates", "near_duplicates"):  # fmt: skip
+                     "dropped_full", "exact_duplicates", "near_duplicates", "scored",
+                     "relevant"):  # fmt: skip
             setattr(self, name, int(saved.get(name, 0)))
         self.status_classes = Counter(saved.get("status_classes", {}))
         self.errors = Counter(saved.get("errors", {}))
@@ -140,6 +150,9 @@ class CrawlStats:
             "dropped_full": self.dropped_full,
             "exact_duplicates": self.exact_duplicates,
             "near_duplicates": self.near_duplicates,
+            "scored": self.scored,
+            "relevant": self.relevant,
+            "harvest_rate": None if (h := self.harvest_rate) is None else round(h, 4),
             "elapsed_s": round(self.elapsed, 3),
             "pages_per_s": round(rate, 2),
         }

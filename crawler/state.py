@@ -3,11 +3,12 @@
 What is kept, and when:
 
 - ``urls``: a journal of every URL admitted to the frontier (its canonical key, the URL fetched
-  when it differs, depth, parent, redirect hops) with ``done = 0``. A row is written when the URL
-  is admitted; it is marked ``done = 1`` once its result has been handed to the consumer (and,
-  for the CLI, written to the output). Each completion commits, together with everything
-  admitted before it, so after a crash every admitted URL is either done or still pending, and
-  only fetches that were in flight can be repeated.
+  when it differs, depth, parent, redirect hops, best-first priority) with ``done = 0``. A row
+  is written when the URL is admitted; it is marked ``done = 1`` once its result has been handed
+  to the consumer (and, for the CLI, written to the output). Each completion commits, together
+  with everything admitted before it, so after a crash every admitted URL is either done or
+  still pending, and only fetches that were in flight can be repeated. (A state written before
+  the priority column existed gets it, all 0, when it is opened.)
 - ``seen``: the 64-bit fingerprints of every key the Sieve took in: the exact confirmation tier
   (`SeenStore`), consulted only when the Bloom filter says "seen".
 - ``sieve``: a periodic snapshot of the Sieve's bytes and the last ``urls`` row it covers.
@@ -56,7 +57,8 @@ CREATE TABLE IF NOT EXISTS urls (
     parent TEXT,
     redirects INTEGER NOT NULL,
     sitemap INTEGER NOT NULL DEFAULT 0,
-    done INTEGER NOT NULL DEFAULT 0
+    done INTEGER NOT NULL DEFAULT 0,
+    priority REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS urls_pending ON urls (done, id);
 CREATE TABLE IF NOT EXISTS seen (fp INTEGER PRIMARY KEY) WITHOUT ROWID;
@@ -115,13 +117,15 @@ class SeenStore:
 class CrawlState:
     """The state database of one crawl. Use `CrawlState.open(directory, settings)`."""
 
-    __slots__ = ("_db", "_rows", "directory", "finished", "resumed", "seen")
+    __slots__ = ("_db", "_rows", "directory", "finished", "previous_status", "resumed", "seen")
 
     def __init__(self, directory: Path, db: sqlite3.Connection, *, resumed: bool) -> None:
         self.directory = directory
         self._db = db
         self.resumed = resumed
         self.finished = False
+        # the status the state had when opened: "running", "interrupted", "finished"; None if new
+        self.previous_status = self.status if resumed else None
         self.seen = SeenStore(db)
         self._rows: list[tuple[Any, ...]] = []  # admitted URLs not written yet
 
@@ -148,6 +152,7 @@ class CrawlState:
             db.execute("PRAGMA synchronous=NORMAL")
             if existed:
                 _check_existing(db, path, settings)
+                _migrate(db)
             else:
                 db.executescript(_SCHEMA)
                 _put_meta(db, format=str(FORMAT), settings=json.dumps(settings, sort_keys=True),
@@ -200,14 +205,15 @@ class CrawlState:
         return sieve
 
     def pending(self) -> Iterator[Entry]:
-        """Every admitted URL not yet done, in admission order (what was in flight included)."""
+        """Every admitted URL not yet done, in admission order (what was in flight included),
+        each with its priority: put back in a frontier, they are handed out in the same order."""
         with self._reading("the pending URLs"):
             rows = self._db.execute(
-                "SELECT key, url, depth, parent, redirects, sitemap FROM urls WHERE done = 0 "
-                "ORDER BY id"
+                "SELECT key, url, depth, parent, redirects, sitemap, priority FROM urls "
+                "WHERE done = 0 ORDER BY id"
             )
             while batch := rows.fetchmany(10_000):
-                for key, url, depth, parent, redirects, sitemap in batch:
+                for key, url, depth, parent, redirects, sitemap, priority in batch:
                     yield Entry(
                         url=url or key,
                         key=key,
@@ -215,6 +221,7 @@ class CrawlState:
                         parent=parent,
                         redirects=redirects,
                         sitemap=bool(sitemap),
+                        priority=float(priority),
                     )
 
     def seed_hosts(self, hosts: set[str]) -> set[str]:
@@ -243,6 +250,7 @@ class CrawlState:
                 entry.parent,
                 entry.redirects,
                 int(entry.sitemap),
+                entry.priority,
             )
         )
 
@@ -260,8 +268,9 @@ class CrawlState:
     def _write_rows(self) -> None:
         if self._rows:
             self._db.executemany(
-                "INSERT OR IGNORE INTO urls (fp, key, url, depth, parent, redirects, sitemap) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO urls "
+                "(fp, key, url, depth, parent, redirects, sitemap, priority) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 self._rows,
             )
             self._rows.clear()
@@ -341,3 +350,11 @@ def _check_existing(db: sqlite3.Connection, path: Path, settings: dict[str, Any]
             f"{path.parent}: the crawl was started with other settings ({', '.join(changed)}); "
             "resume with the same config, or use --fresh to start over"
         )
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a state written by an older version up to date (same FORMAT: additions only)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(urls)")}
+    if "priority" not in columns:  # before best-first crawling: every URL had priority 0
+        db.execute("ALTER TABLE urls ADD COLUMN priority REAL NOT NULL DEFAULT 0")
+        log.info("state: added the priority column to an older state database")

@@ -4,8 +4,13 @@ Each file starts with a `warcinfo` record; each fetch (pages, redirects, robots.
 `request` record and a `response` record carrying the body exactly as the server sent it (still
 content-encoded), with WARC-Target-URI, WARC-Date, WARC-IP-Address where known and the payload
 digest (warcio computes the digests). Records are gzipped one by one, so the files are seekable
-by replay tools. A file that passes `max_size` bytes is closed and the next one is opened:
+by replay tools. Request records never carry a credential: the fetcher's `Response.request_headers`
+come with secret values replaced by ``[redacted]`` (see `crawler.steering`), and Authorization,
+Proxy-Authorization and Cookie are redacted here again whatever built the Response. A file that
+passes `max_size` bytes is closed and the next one is opened:
 ``crawl.warc.gz``, ``crawl-00001.warc.gz``, ``crawl-00002.warc.gz``, ...
+Each record reaches the OS as soon as it is written (warcio flushes the file after every record),
+so a crawl killed at any moment loses at most the record being written, which the next run cuts.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from crawler.fetcher import Response
+from crawler.steering import ALWAYS_SECRET, redact
 
 __all__ = ["WarcOutput"]
 
@@ -84,7 +90,7 @@ class WarcOutput:
         target = response.url
         parts = urlsplit(target)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        request_headers = list(response.request_headers)
+        request_headers = list(redact(response.request_headers, ALWAYS_SECRET))
         if not any(k.lower() == "host" for k, _ in request_headers):
             request_headers.insert(0, ("Host", parts.netloc))
         request = writer.create_warc_record(

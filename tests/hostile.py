@@ -1,16 +1,18 @@
 """A hostile web server for the tests: every way a server can try to break a crawler.
 
-Three listeners, all on loopback:
+Two listeners, both on loopback:
 
-- an aiohttp app on 127.0.0.1 serving the virtual hosts ``hostile.test`` (the cases below) and
-  the ``robots-*.test`` hosts (each with a broken robots.txt);
-- a raw asyncio server on 127.0.0.1 (another port of ``hostile.test``) for what aiohttp.web
-  cannot do wrong enough: connection resets, bad Content-Length, slowloris, oversized headers;
+- an aiohttp app on 127.0.0.1 serving the virtual hosts ``hostile.test`` (every case below, so
+  the whole suite is one host to a crawler) and the ``robots-*.test`` hosts (each with a broken
+  robots.txt). `RAW_CASES` are what aiohttp.web cannot do wrong enough (connection resets, bad
+  Content-Length, slowloris, oversized headers): their handler takes the connection over and
+  writes bytes on the socket itself;
 - a "private" server on 127.0.0.2 that only counts connections: the forbidden target of the
   SSRF cases (reached as the literal IP and as ``private.test``, which resolves there).
 
 The crawler reaches the names through its resolver override (`resolve`), never /etc/hosts.
-`WEB_CASES` and `RAW_CASES` map each case's path to what it does; ``/`` links them all.
+`WEB_CASES` and `RAW_CASES` map each case's path to what it does; ``/`` links them all. Every
+request is counted in `requests` as (host, path and query).
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ WEB_CASES = {
     "/grow/": "each page links to a deeper path with a new segment",
     "/long/": "each page links to a path 200 characters longer",
     "/params": "each page links to its own URL with one more query parameter",
+    "/status/404": "404 Not Found",
+    "/status/500": "500 Internal Server Error",
 }
 STRAY_PAIRS = 20_000
 # Not linked from the index (the whole-site test): a pinned bug, see test_tag_flood; markup
@@ -84,7 +88,7 @@ RAW_CASES = {
     "/short-body": "Content-Length: 100000, then 10 bytes and close",
     "/slowloris": "the status line, one byte per second",
     "/slow-body": "headers at once, then the body one byte per second",
-    "/huge-header": "one 64 KiB header line",
+    "/huge-header": "one 1 MiB header line",
     "/many-headers": "10,000 small headers",
     "/endless-headers": "1 KiB header lines, forever",
 }
@@ -134,21 +138,16 @@ class HostileServer:
     """`async with HostileServer() as server:` serves every case on loopback."""
 
     def __init__(self) -> None:
-        self.port = self.raw_port = self.private_port = 0
-        self.requests: list[tuple[str, str]] = []  # (host, path) seen by the aiohttp app
-        self.raw_requests: list[str] = []  # paths seen by the raw server
+        self.port = self.private_port = 0
+        self.requests: list[tuple[str, str]] = []  # (host, path and query) of every request
         self.private_connections = 0
         self._runner: web.AppRunner | None = None
         self._servers: list[asyncio.Server] = []
-        self._tasks: set[asyncio.Task[None]] = set()
 
     # -- addresses -------------------------------------------------------------------------
 
     def url(self, path: str, host: str = HOST) -> str:
         return f"http://{host}:{self.port}{path}"
-
-    def raw_url(self, path: str) -> str:
-        return f"http://{HOST}:{self.raw_port}{path}"
 
     @property
     def resolve(self) -> dict[str, str]:
@@ -170,18 +169,13 @@ class HostileServer:
         await site.start()
         assert isinstance(site._server, asyncio.Server)
         self.port = site._server.sockets[0].getsockname()[1]
-        raw = await asyncio.start_server(self._raw, "127.0.0.1", 0)
         private = await asyncio.start_server(self._private, PRIVATE_IP, 0)
-        self._servers = [raw, private]
-        self.raw_port = raw.sockets[0].getsockname()[1]
+        self._servers = [private]
         self.private_port = private.sockets[0].getsockname()[1]
 
     async def close(self) -> None:
         for server in self._servers:
             server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
         for server in self._servers:
             await server.wait_closed()
         if self._runner is not None:
@@ -208,8 +202,12 @@ class HostileServer:
         if path == "/robots.txt":
             return web.Response(text="User-agent: *\nDisallow: /private/\n")
         if path == "/":
-            links = [*WEB_CASES, *(self.raw_url(p) for p in RAW_CASES)]
-            return _page("Hostile", links)
+            return _page("Hostile", [*WEB_CASES, *RAW_CASES])
+        if path in RAW_CASES:
+            return await self._raw(request, path)
+        if path.startswith("/status/"):
+            status = int(path.rsplit("/", 1)[1])
+            return web.Response(status=status, text=f"status {status}", content_type="text/html")
         if path.startswith("/redirect-chain/"):
             n = int(path.rsplit("/", 1)[1])
             return web.Response(status=302, headers={"Location": f"/redirect-chain/{n + 1}"})
@@ -277,82 +275,61 @@ class HostileServer:
             )
         return web.Response(status=503, text="down")
 
-    # -- the raw server --------------------------------------------------------------------
+    # -- the raw cases ---------------------------------------------------------------------
 
-    async def _raw(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            while True:  # keep-alive: the crawler may reuse the connection (robots.txt first)
-                head = await reader.readuntil(b"\r\n\r\n")
-                path = head.split(b" ", 2)[1].decode("latin-1")
-                self.raw_requests.append(path)
-                if not await self._raw_case(path, writer):
-                    break
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-            pass
-        except asyncio.CancelledError:
-            pass  # close(): end quietly (Python 3.11 logs a cancelled stream handler as an error)
-        finally:
-            self._tasks.discard(task)
-            writer.close()
+    async def _raw(self, request: web.Request, path: str) -> web.StreamResponse:
+        """Take the connection over from aiohttp, misbehave on it, close it, and wait for aiohttp
+        to cancel this handler (``handler_cancellation``: the connection is gone)."""
+        transport = request.transport
+        assert transport is not None
+        with contextlib.suppress(ConnectionError):
+            await self._raw_case(path, transport)
+        if not transport.is_closing():
+            transport.close()
+        await asyncio.Event().wait()  # cancelled once aiohttp sees the connection lost
+        raise AssertionError("unreachable")
 
-    async def _raw_case(self, path: str, writer: asyncio.StreamWriter) -> bool:
-        """Misbehave for `path`; True when the connection may serve another request."""
-        if path == "/robots.txt":
-            writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-            await writer.drain()
-            return True
+    async def _raw_case(self, path: str, transport: asyncio.Transport) -> None:
         if path in ("/reset", "/reset-mid-body"):
             if path == "/reset-mid-body":
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n")
-                writer.write(b"Content-Length: 100000\r\n\r\n<html><body>" + b"x" * 5000)
-                await writer.drain()
+                transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n")
+                transport.write(b"Content-Length: 100000\r\n\r\n<html><body>" + b"x" * 5000)
                 await asyncio.sleep(0.05)
-            sock = writer.get_extra_info("socket")
+            sock = transport.get_extra_info("socket")
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            writer.transport.abort()  # SO_LINGER 0: the kernel sends RST
-            return False
+            transport.abort()  # SO_LINGER 0: the kernel sends RST
+            return
         fixed = {
             "/bad-length": b"HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\nhello",
             "/two-lengths": b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\n"
             b"hello!!",
             "/short-body": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
             b"Content-Length: 100000\r\n\r\n<html>0123",
-            "/huge-header": b"HTTP/1.1 200 OK\r\nX-Big: " + b"y" * (64 * 1024) + b"\r\n\r\n",
             "/many-headers": b"HTTP/1.1 200 OK\r\n"
             + b"".join(b"X-H%d: v\r\n" % i for i in range(10_000))
             + b"Content-Length: 0\r\n\r\n",
         }
         if path in fixed:
-            writer.write(fixed[path])
-            await writer.drain()
-            return False
+            transport.write(fixed[path])
+            return
+        if path == "/huge-header":
+            lines = itertools.chain([b"HTTP/1.1 200 OK\r\nX-Big: "], [b"y" * 1024] * 1024)
+            await _write_all(transport, itertools.chain(lines, [b"\r\n\r\n"]))
+            return
         if path == "/endless-headers":
-            writer.write(b"HTTP/1.1 200 OK\r\n")
-            for i in range(1_000_000):
-                writer.write(b"X-E%d: %s\r\n" % (i, b"e" * 1000))
-                await writer.drain()
-            return False
+            lines = (b"X-E%d: %s\r\n" % (i, b"e" * 1000) for i in range(1_000_000))
+            await _write_all(transport, itertools.chain([b"HTTP/1.1 200 OK\r\n"], lines))
+            return
         if path == "/slowloris":
-            for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok":
-                writer.write(bytes([byte]))
-                await writer.drain()
-                await asyncio.sleep(1.0)
-            return False
-        if path == "/slow-body":
-            writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000\r\n\r\n"
+            await _write_all(
+                transport, _bytes(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), 1.0
             )
-            for _ in range(1000):
-                writer.write(b"x")
-                await writer.drain()
-                await asyncio.sleep(1.0)
-            return False
-        writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-        await writer.drain()
-        return True
+            return
+        assert path == "/slow-body"
+        transport.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000\r\n\r\n"
+        )
+        await _write_all(transport, _bytes(b"x" * 1000), 1.0)
 
     async def _private(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """The SSRF target: count the connection, answer 200 so a leak is visible."""
@@ -362,6 +339,27 @@ class HostileServer:
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nsecret")
             await writer.drain()
         writer.close()
+
+
+def _bytes(data: bytes) -> Iterator[bytes]:
+    return (data[i : i + 1] for i in range(len(data)))
+
+
+async def _write_all(
+    transport: asyncio.Transport, chunks: Iterator[bytes], pause: float = 0
+) -> None:
+    """Write `chunks`, `pause` seconds apart, never buffering more than 256 KiB: stop when the
+    client hangs up."""
+    for chunk in chunks:
+        while True:
+            if transport.is_closing():
+                return
+            if transport.get_write_buffer_size() <= 256 * 1024:
+                break
+            await asyncio.sleep(0.01)
+        transport.write(chunk)
+        if pause:
+            await asyncio.sleep(pause)
 
 
 def _bad_hrefs() -> list[str]:

@@ -9,10 +9,9 @@ import pytest
 from crawler.admission import Admission
 from crawler.components import make_frontier, make_scope, make_urls
 from crawler.config import Config
-from crawler.dedup import Dedup
 from crawler.entries import Entry
 from crawler.results import CrawlStats
-from crawler.sieve import Sieve
+from crawler.sieve import Dedup, Sieve
 from crawler.state import SeenStore
 
 

@@ -22,6 +22,7 @@ def test_console_script_is_installed() -> None:
     proc = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
     assert "--demo" in proc.stdout
+    assert "3 not one seed got an HTTP response" in " ".join(proc.stdout.split())
 
 
 def test_demo_crawls_fixture_and_matches_ground_truth(tmp_path: Path) -> None:
@@ -59,6 +60,7 @@ def test_output_file_and_quiet(tmp_path: Path) -> None:
     proc = run("--demo", "-q", "-o", str(out), "--max-depth", "1")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""
+    assert proc.stderr == ""  # -q: not even the demo's lines
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert records and max(r["depth"] for r in records) <= 1
 
@@ -81,7 +83,8 @@ def test_bad_seed_line_is_reported_by_line_number(tmp_path: Path) -> None:
 def test_missing_seeds_file(tmp_path: Path) -> None:
     proc = run(str(tmp_path / "nope.txt"))
     assert proc.returncode == 2
-    assert "cannot read seeds file" in proc.stderr
+    assert "nope.txt: neither a seeds file nor a URL (no such file)" in proc.stderr
+    assert "did you mean" not in proc.stderr  # a file name, not a host name
 
 
 @pytest.mark.parametrize(
@@ -89,6 +92,8 @@ def test_missing_seeds_file(tmp_path: Path) -> None:
     [
         ("[crawl]\nworkers = 3\n", "unknown key 'workers'"),
         ("[crawl]\nmax_depth = 'x'\n", "max_depth"),
+        ("delay = 2\n", "top-level key 'delay' must be inside a section, e.g. [politeness]"),
+        ("[crawl]\nmax_pages = 1\n[politeness]\n[nope]\nx = 1\n", "unknown section [nope]"),
     ],
 )
 def test_bad_config_is_a_usage_error(tmp_path: Path, text: str, needle: str) -> None:
@@ -123,3 +128,55 @@ def test_run_loop_falls_back_to_asyncio(monkeypatch: pytest.MonkeyPatch) -> None
 
     monkeypatch.setitem(sys.modules, "uvloop", None)  # as if not installed
     assert run_loop(loop_name()).startswith("asyncio")
+
+
+def test_stats_onto_a_directory_fails_before_the_crawl(tmp_path: Path) -> None:
+    proc = run("--demo", "--stats", str(tmp_path))
+    assert proc.returncode == 2
+    assert f"crawl: error: --stats {tmp_path}: is a directory" in proc.stderr
+    assert proc.stdout == "" and "demo:" not in proc.stderr  # nothing crawled, nothing lost
+    assert "Traceback" not in proc.stderr
+
+
+def test_outputs_into_missing_directories_are_created(tmp_path: Path) -> None:
+    stats, out = tmp_path / "new" / "stats.json", tmp_path / "other" / "out.jsonl"
+    proc = run("--demo", "-q", "--max-depth", "1", "--stats", str(stats), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(stats.read_text())["pages"] == len(out.read_text().splitlines()) > 0
+
+
+def test_unreachable_seed_exits_3(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = run(f"http://127.0.0.1:{port}/", "-o", str(tmp_path / "out.jsonl"))
+    assert proc.returncode == 3, proc.stderr
+    last = proc.stderr.rstrip().splitlines()[-2:]  # after the summary
+    assert last[0] == "crawl: error: no seed could be fetched:"
+    assert last[1].startswith(f"  http://127.0.0.1:{port}/: connect: ")
+
+
+def test_host_name_instead_of_url(tmp_path: Path) -> None:
+    proc = run("example.net", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "example.net: neither a seeds file nor a URL" in proc.stderr
+    assert "did you mean http://example.net/?" in proc.stderr
+
+
+def test_empty_seeds_file(tmp_path: Path) -> None:
+    (tmp_path / "seeds.txt").write_text("# to do\n")
+    proc = run("seeds.txt", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "crawl: error: no seeds in seeds.txt" in proc.stderr
+
+
+def test_readme_documents_exit_codes_and_default_delay() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    assert "1 s" in quick_start and "--delay" in quick_start
+    exit_line = next(line for line in readme.splitlines() if line.startswith("- Exit status:"))
+    exit_text = exit_line + readme.split(exit_line, 1)[1].split("\n- ", 1)[0]
+    for code in ("0", "1", "2", "3", "130/143", "141"):
+        assert f" {code} " in exit_text

@@ -54,7 +54,9 @@ def banner(rng: random.Random, i: int) -> str:
 
 
 def fp_of(html: bytes) -> Fingerprint:
-    return fingerprint(parse_markup(html, "http://a.test/", "text/html").text)
+    content = parse_markup(html, "http://a.test/", "text/html", content=True).content
+    assert content is not None
+    return fingerprint(content)
 
 
 # -- text and normalization ----------------------------------------------------------------
@@ -66,7 +68,9 @@ def test_visible_text_leaves_out_boilerplate() -> None:
         "<style>p { color: red }</style><aside>related</aside>"
         "<div role='navigation'>sidebar</div><template>tpl</template>",
     )
-    words = parse_markup(html, "http://a.test/", "text/html").text.split()
+    content = parse_markup(html, "http://a.test/", "text/html", content=True).content
+    assert content is not None
+    words = content.split()
     assert words == ["Real", "content", "here."]
 
 

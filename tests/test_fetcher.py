@@ -1,22 +1,30 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import gzip
 import socket
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
+import aiohttp
 import pytest
 from aiohttp import web
 
 from crawler.errors import (
+    Blame,
     BodyTooLarge,
     ConnectError,
+    ConnectionReset,
     DecodingError,
+    FetchError,
     FetchTimeout,
     ProtocolError,
+    TooSlow,
+    Truncated,
 )
-from crawler.fetcher import Fetcher, OverrideResolver
+from crawler.fetcher import Fetcher, OverrideResolver, translate_error
 from tests.conftest import serve
 
 UA = "test-crawler/1.0"
@@ -136,7 +144,7 @@ async def test_connection_refused_is_translated() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     async with fetcher() as f:
-        with pytest.raises(ConnectError):
+        with pytest.raises(ConnectError, match="Connection refused"):  # the errno's words
             await f.fetch(f"http://127.0.0.1:{port}/")
 
 
@@ -151,3 +159,115 @@ async def test_override_resolver_maps_names_case_insensitively() -> None:
     assert answer["host"] == "127.0.0.2"
     assert answer["port"] == 80
     await resolver.close()
+
+
+# -- the rate floor (min_rate over min_rate_window), on a raw loopback server -----------------
+
+Writer = Callable[[asyncio.StreamWriter], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def raw_server(answer: Writer) -> AsyncIterator[str]:
+    """A server that reads one request and lets `answer` write the response; yields its URL."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            await reader.readuntil(b"\r\n\r\n")
+            await answer(writer)
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def trickle(writer: asyncio.StreamWriter, data: bytes, size: int, pause: float) -> None:
+    for i in range(0, len(data), size):
+        writer.write(data[i : i + size])
+        await writer.drain()
+        await asyncio.sleep(pause)
+
+
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n"
+
+
+async def slow_body(writer: asyncio.StreamWriter) -> None:  # 100 B/s for up to 5 s
+    writer.write(HEAD % 500)
+    await trickle(writer, b"x" * 500, 10, 0.1)
+
+
+async def slow_headers(writer: asyncio.StreamWriter) -> None:  # 20 B/s
+    await trickle(writer, HEAD % 2 + b"ok", 1, 0.05)
+
+
+async def fast_enough(writer: asyncio.StreamWriter) -> None:  # 4000 B/s for 1 s
+    writer.write(HEAD % 4000)
+    await trickle(writer, b"y" * 4000, 400, 0.1)
+
+
+@pytest.mark.parametrize(("answer", "waiting"), [(slow_body, False), (slow_headers, True)])
+async def test_a_transfer_under_the_floor_is_too_slow(answer: Writer, waiting: bool) -> None:
+    async with raw_server(answer) as url, fetcher(min_rate=1000, min_rate_window=0.5) as f:
+        async with asyncio.timeout(4):  # the trickle would last 5 s
+            with pytest.raises(TooSlow) as info:
+                await f.fetch(url)
+    assert info.value.kind == "too_slow" and not info.value.retry
+    # before the headers the host may be in trouble; after them it is the URL's
+    assert info.value.blame is (Blame.SUSPECT if waiting else Blame.URL)
+    phase = "the response headers" if waiting else "the body"
+    assert str(info.value) == f"less than 1000 bytes/s over 0.5 s ({phase})"
+
+
+async def test_a_transfer_over_the_floor_completes() -> None:
+    async with raw_server(fast_enough) as url, fetcher(min_rate=1000, min_rate_window=0.5) as f:
+        response = await f.fetch(url)
+    assert response.body == b"y" * 4000
+
+
+async def short_slow_body(writer: asyncio.StreamWriter) -> None:  # 100 B/s for 0.3 s
+    writer.write(HEAD % 30)
+    await trickle(writer, b"x" * 30, 10, 0.1)
+
+
+async def test_min_rate_zero_turns_the_floor_off() -> None:
+    async with raw_server(short_slow_body) as url:
+        async with fetcher(min_rate=0, min_rate_window=0.05) as f:
+            response = await f.fetch(url)
+        assert response.body == b"x" * 30
+        async with fetcher(min_rate=1000, min_rate_window=0.05) as f:
+            with pytest.raises(TooSlow):
+                await f.fetch(url)
+
+
+async def test_a_timeout_waiting_for_headers_is_suspect_one_reading_the_body_is_the_urls(
+    server: int,
+) -> None:
+    async with fetcher(total_timeout=0.3, read_timeout=0.3) as f:
+        with pytest.raises(FetchTimeout) as waiting:
+            await f.fetch(f"http://127.0.0.1:{server}/slow")
+    assert waiting.value.blame is Blame.SUSPECT and not waiting.value.retry
+    async with raw_server(slow_body) as url, fetcher(total_timeout=0.3, min_rate=0) as f:
+        with pytest.raises(FetchTimeout) as reading:
+            await f.fetch(url)
+    assert reading.value.blame is Blame.URL
+
+
+@pytest.mark.parametrize(
+    ("exc", "waiting", "expected"),
+    [
+        (aiohttp.ServerDisconnectedError(), True, ConnectionReset),
+        (aiohttp.ServerDisconnectedError(), False, Truncated),
+        (aiohttp.ClientOSError(errno.ECONNRESET, "reset"), True, ConnectionReset),
+        (ConnectionResetError(errno.ECONNRESET, "reset"), False, Truncated),
+        (aiohttp.ClientOSError(errno.ENETUNREACH, "unreachable"), True, ConnectError),
+        (aiohttp.ConnectionTimeoutError("connect"), True, ConnectError),
+        (aiohttp.SocketTimeoutError("read"), True, FetchTimeout),
+        (aiohttp.ClientPayloadError("Response payload is not completed: x"), False, Truncated),
+        (aiohttp.ClientPayloadError("bad chunk"), False, ProtocolError),
+    ],
+)
+def test_translate_error(exc: BaseException, waiting: bool, expected: type[FetchError]) -> None:
+    assert type(translate_error(exc, waiting=waiting)) is expected

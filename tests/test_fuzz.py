@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawler.config import Config, config_from_mapping
+from crawler.config import Config, HostConfig, config_from_mapping
 from crawler.errors import ConfigError
 from crawler.links import extract
 from crawler.robots import RobotsPolicy, policy_from_response
@@ -191,7 +191,10 @@ def test_robots_bad_arguments_raise_value_error_only(user_agent: str, status: in
 
 
 def _schema() -> dict[str, dict[str, Any]]:
-    return {f.name: typing.get_type_hints(f.default_factory) for f in dataclasses.fields(Config)}
+    def keys(f: dataclasses.Field[Any]) -> dict[str, Any]:  # [[hosts]]: an array of HostConfig
+        return typing.get_type_hints(HostConfig if f.name == "hosts" else f.default_factory)
+
+    return {f.name: keys(f) for f in dataclasses.fields(Config)}
 
 
 SCHEMA = _schema()
@@ -232,7 +235,8 @@ def _tables(draw: st.DrawFn) -> dict[str, Any]:
         for _ in range(draw(st.integers(0, 4))):
             key = draw(st.sampled_from(keys) | st.text(max_size=6))
             table[key] = draw(_VALUES)
-        data[section] = table
+        # [[hosts]] is an array of tables: mostly give it one (a bare table is an error too)
+        data[section] = [table] if section == "hosts" and draw(st.booleans()) else table
     return data
 
 

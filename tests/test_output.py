@@ -91,7 +91,7 @@ async def test_progress_lines_when_not_a_terminal(site: FixtureSite) -> None:
     lines = stream.getvalue().splitlines()
     assert lines, "no progress line was written"
     assert all(" progress: pages " in line for line in lines)
-    assert "sieve ~" in lines[-1]
+    assert "seen ~" in lines[-1] and "URLs (sieve, " in lines[-1]
     assert "\x1b[" not in stream.getvalue()  # no terminal control codes in a log
 
 
@@ -107,8 +107,13 @@ async def test_summary_matches_stats(site: FixtureSite) -> None:
     stream = io.StringIO()
     print_summary(stats, stream)
     text = stream.getvalue()
-    for label in ("pages", "robots-refused", "duplicates caught", "sieve FPR bound", "pages/s"):
+    for label in ("pages (results)", "URLs not fetched: robots.txt", "duplicate links",
+                  "links refused: max_pages reached", "URLs dropped: queue full",
+                  "URLs seen (not all fetched)", "sieve FPR bound", "pages/s"):  # fmt: skip
         assert label in text
+    assert "over limits" not in text  # refusals and URLs are told apart
+    seen = f"~{stats['sieve']['approx_items']:,} / {stats['sieve']['count']:,} exact"
+    assert seen in text
     assert f"{stats['pages']}" in text
     assert "pages " in progress_line(crawler)
 

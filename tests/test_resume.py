@@ -82,7 +82,8 @@ async def test_sigint_then_resume_equals_uninterrupted_crawl(
     proc.send_signal(signal.SIGINT)
     _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 130, err
-    assert "resume with: crawl " in err.decode()
+    # the command as invoked, ready to paste
+    assert f"resume with: {sys.executable} -m crawler.cli " in err.decode()
     before = sum(output_keys(tmp_path).values())
     assert 8 <= before < len(site.expected() | site.refused())
     code, err2 = await run_to_end(site, tmp_path)

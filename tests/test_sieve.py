@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import crawler.sieve_batch as sieve_mod
+import crawler.sieve.batch as sieve_mod
 from crawler.sieve import SEED, BloomStage, Sieve, SieveFormatError, fingerprint, hash_pair
 
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import random
 import sqlite3
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from crawler.cli import repair_jsonl
-from crawler.frontier import Entry
+from crawler.frontier import Entry, Frontier, SimulatedLoop
 from crawler.sieve import Sieve, fingerprint
 from crawler.state import FILENAME, CrawlState, SeenStore, StateError
 
@@ -158,3 +163,95 @@ def test_repair_jsonl(tmp_path: Path, before: bytes, after: bytes) -> None:
     path.write_bytes(before)
     repair_jsonl(path)
     assert path.read_bytes() == after
+
+
+# -- best-first priorities survive a resume --------------------------------------------------
+
+
+async def hand_out(frontier: Frontier, limit: int | None = None) -> list[Entry]:
+    got: list[Entry] = []
+    while (limit is None or len(got) < limit) and (e := await frontier.get()) is not None:
+        got.append(e)
+        frontier.done(e)
+    return got
+
+
+def test_resume_keeps_priorities_and_the_order(tmp_path: Path) -> None:
+    rng = random.Random(4)
+    entries = [
+        Entry(url=f"http://h{i % 3}.test/{i}", key=f"http://h{i % 3}.test/{i}",
+              priority=rng.choice([0.0, 0.5, 2.0, -1.0]))
+        for i in range(60)
+    ]  # fmt: skip
+
+    def run(main: Callable[[], Coroutine[Any, Any, list[Entry]]]) -> list[Entry]:
+        with asyncio.Runner(loop_factory=SimulatedLoop) as runner:
+            return runner.run(main())
+
+    async def uninterrupted() -> list[Entry]:
+        frontier = Frontier(respect_robots=False)
+        for e in entries:
+            frontier.put(e)
+        return await hand_out(frontier)
+
+    async def interrupted() -> list[Entry]:
+        state = CrawlState.open(tmp_path / "s", SETTINGS)
+        frontier = Frontier(respect_robots=False)
+        for e in entries:
+            frontier.put(e)
+            state.admitted(e)
+        first = await hand_out(frontier, 20)
+        for e in first:
+            state.completed(e.key)
+        state.abandon()  # a crash: the frontier is gone, the journal stays
+        again = CrawlState.open(tmp_path / "s", SETTINGS)
+        resumed = Frontier(respect_robots=False)
+        for e in again.pending():
+            resumed.put(e)
+        again.abandon()
+        return first + await hand_out(resumed)
+
+    expected = run(uninterrupted)
+    assert [e.priority for e in expected[:3]] == [2.0, 2.0, 2.0]  # best first on every host
+    assert run(interrupted) == expected
+
+
+OLD_SCHEMA = """
+CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE urls (
+    id INTEGER PRIMARY KEY, fp INTEGER NOT NULL UNIQUE, key TEXT NOT NULL, url TEXT,
+    depth INTEGER NOT NULL, parent TEXT, redirects INTEGER NOT NULL,
+    sitemap INTEGER NOT NULL DEFAULT 0, done INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX urls_pending ON urls (done, id);
+CREATE TABLE seen (fp INTEGER PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE sieve (id INTEGER PRIMARY KEY CHECK (id = 0), upto INTEGER NOT NULL,
+                    data BLOB NOT NULL);
+"""  # the state of a crawl started before best-first crawling (no priority column)
+
+
+def test_a_state_without_priorities_still_resumes(tmp_path: Path) -> None:
+    (tmp_path / "s").mkdir()
+    db = sqlite3.connect(tmp_path / "s" / FILENAME)
+    db.executescript(OLD_SCHEMA)
+    meta = {"format": "1", "settings": json.dumps(SETTINGS, sort_keys=True), "status": "running"}
+    db.executemany("INSERT INTO meta VALUES (?, ?)", list(meta.items()))
+    rows = [(fingerprint(entry(i).key), entry(i).key, entry(i).url, 1, "http://a.test/", 0, 0)
+            for i in range(3)]  # fmt: skip
+    db.executemany(
+        "INSERT INTO urls (fp, key, url, depth, parent, redirects, sitemap) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    db.commit()
+    db.close()
+    state = CrawlState.open(tmp_path / "s", SETTINGS)
+    assert state.resumed
+    assert list(state.pending()) == [entry(i) for i in range(3)]  # priority 0.0
+    scored = Entry(url="http://a.test/new", key="http://a.test/new", priority=1.5)
+    state.admitted(scored)
+    state.completed(entry(0).key)
+    state.abandon()
+    again = CrawlState.open(tmp_path / "s", SETTINGS)
+    assert list(again.pending()) == [entry(1), entry(2), scored]
+    again.abandon()

@@ -20,13 +20,15 @@ from typing import NamedTuple
 import mmh3
 from bitarray import bitarray
 
-from crawler import sieve_batch, sieve_format
-from crawler.sieve_format import SEED, SieveFormatError
+from crawler.sieve import batch as sieve_batch
+from crawler.sieve import format as sieve_format
+from crawler.sieve.format import SEED, SieveFormatError
 
-__all__ = ["SEED", "BloomStage", "Sieve", "SieveFormatError", "StageStats", "fingerprint"]
-__all__ += ["hash_pair"]
+__all__ = ["SEED", "BloomStage", "Sieve", "SieveFormatError", "StageStats", "check_params"]
+__all__ += ["estimate_items", "fingerprint", "grow_threshold", "hash_pair", "stage_params"]
+__all__ += ["stage_shape"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("crawler.sieve")  # the name the README documents for growth warnings
 
 _hash64 = mmh3.hash64
 
@@ -43,6 +45,38 @@ def hash_pair(item: str | bytes) -> tuple[int, int]:
 def fingerprint(item: str | bytes) -> int:
     """A signed 64-bit fingerprint (fits SQLite's INTEGER): h1 of `hash_pair`, the Sieve's hash."""
     return _hash64(item, SEED)[0]
+
+
+def stage_shape(capacity: int, error_rate: float) -> tuple[int, int]:
+    """(m, k) of a stage: m bits (a multiple of 64) and k positions for `capacity` items at
+    `error_rate`. Every backend builds its stages with this, so they agree bit for bit."""
+    m = math.ceil(-capacity * math.log(error_rate) / math.log(2) ** 2)
+    return -(-m // 64) * 64, max(1, round(-math.log2(error_rate)))
+
+
+def estimate_items(set_bits: int, m: int, k: int) -> float:
+    """Swamidass–Baldi estimate of the distinct items behind `set_bits` of m: -(m/k) ln(1-X/m)."""
+    if set_bits >= m:
+        return math.inf
+    return -(m / k) * math.log1p(-set_bits / m) if set_bits else 0.0
+
+
+def grow_threshold(capacity: int, m: int, k: int) -> int:
+    """The smallest set-bit count whose cardinality estimate exceeds `capacity`: the stage is
+    full (and the next one opens) once that many bits are set."""
+    x = min(m, math.floor(m * -math.expm1(-capacity * k / m)) + 1)
+    while x > 0 and estimate_items(x - 1, m, k) > capacity:
+        x -= 1
+    while estimate_items(x, m, k) <= capacity:
+        x += 1
+    return x
+
+
+def stage_params(
+    capacity: int, error_rate: float, ratio: float, growth: float, i: int
+) -> tuple[int, float]:
+    """Capacity and error rate of stage `i`: C*growth^i and P*(1-r)*r^i."""
+    return math.ceil(capacity * growth**i), error_rate * (1.0 - ratio) * ratio**i
 
 
 class StageStats(NamedTuple):
@@ -67,42 +101,26 @@ class BloomStage:
             raise ValueError(f"capacity must be an integer >= 1, got {capacity!r}")
         if not 0.0 < error_rate < 1.0:
             raise ValueError(f"error_rate must be in (0, 1), got {error_rate!r}")
-        m = math.ceil(-capacity * math.log(error_rate) / math.log(2) ** 2)
         self.capacity = capacity
         self.error_rate = float(error_rate)
-        self.m = -(-m // 64) * 64
-        self.k = max(1, round(-math.log2(error_rate)))
+        self.m, self.k = stage_shape(capacity, error_rate)
         self.bits = bitarray(self.m, endian="little")
         self.bits.setall(0)
         self.set_bits = 0
-        self._grow_at = self._threshold()
+        self._grow_at = grow_threshold(capacity, self.m, self.k)
 
     @classmethod
     def _restore(cls, rec: sieve_format.StageRecord) -> BloomStage:
         """The stage a decoded (already validated) record describes."""
         stage = cls.__new__(cls)
         stage.capacity, stage.error_rate, stage.k, stage.m, stage.set_bits, stage.bits = rec
-        stage._grow_at = stage._threshold()
+        stage._grow_at = grow_threshold(stage.capacity, stage.m, stage.k)
         return stage
-
-    def _threshold(self) -> int:
-        """The smallest set-bit count whose cardinality estimate exceeds the capacity."""
-        x = min(self.m, math.floor(self.m * -math.expm1(-self.capacity * self.k / self.m)) + 1)
-        while x > 0 and self._estimate(x - 1) > self.capacity:
-            x -= 1
-        while self._estimate(x) <= self.capacity:
-            x += 1
-        return x
-
-    def _estimate(self, x: int) -> float:
-        if x >= self.m:
-            return math.inf
-        return -(self.m / self.k) * math.log1p(-x / self.m) if x else 0.0
 
     @property
     def estimated_items(self) -> float:
         """Swamidass–Baldi estimate of distinct items inserted: -(m/k) ln(1 - X/m)."""
-        return self._estimate(self.set_bits)
+        return estimate_items(self.set_bits, self.m, self.k)
 
     @property
     def false_positive_rate(self) -> float:
@@ -148,7 +166,8 @@ class BloomStage:
         )
 
 
-def _check(capacity: int, error_rate: float, ratio: float, growth: float) -> None:
+def check_params(capacity: int, error_rate: float, ratio: float, growth: float) -> None:
+    """ValueError naming the first Sieve parameter out of range."""
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
         raise ValueError(f"capacity must be an integer >= 1, got {capacity!r}")
     if not 0.0 < error_rate < 1.0:
@@ -181,7 +200,7 @@ class Sieve:
         ratio: float = 0.85,
         growth: float = 2.0,
     ) -> None:
-        _check(capacity, error_rate, ratio, growth)
+        check_params(capacity, error_rate, ratio, growth)
         self.initial_capacity = capacity
         self.error_rate = float(error_rate)
         self.ratio = float(ratio)
@@ -195,8 +214,7 @@ class Sieve:
     # -- stage chain ------------------------------------------------------------------------
     def stage_params(self, i: int) -> tuple[int, float]:
         """Capacity and error rate of stage `i`: C*growth^i and P*(1-r)*r^i."""
-        cap = math.ceil(self.initial_capacity * self.growth**i)
-        return cap, self.error_rate * (1.0 - self.ratio) * self.ratio**i
+        return stage_params(self.initial_capacity, self.error_rate, self.ratio, self.growth, i)
 
     def _open_stage(self, stage: BloomStage | None = None) -> None:
         if stage is None:
@@ -348,7 +366,7 @@ class Sieve:
             f"false_positive_estimate={self.false_positive_estimate:.3g})"
         )
 
-    # -- persistence (the format lives in crawler.sieve_format) ---------------------------
+    # -- persistence (the format lives in crawler.sieve.format) ---------------------------
     def to_bytes(self) -> bytes:
         """Versioned header, parameters, stage table, every stage's bits, blake2b-128 checksum."""
         header = sieve_format.Header(
@@ -359,7 +377,7 @@ class Sieve:
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> Sieve:
         """Rebuild a Sieve from `to_bytes` output; raises `SieveFormatError` naming the problem."""
-        return cls._assemble(*sieve_format.decode(data, _check))
+        return cls._assemble(*sieve_format.decode(data, check_params))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write `to_bytes()` atomically: temp file in the same directory, fsync, rename."""
@@ -368,7 +386,7 @@ class Sieve:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Sieve:
         """Read a file written by `save`; raises `SieveFormatError` (with the path) if it is bad."""
-        return cls._assemble(*sieve_format.read(path, _check))
+        return cls._assemble(*sieve_format.read(path, check_params))
 
     @classmethod
     def _assemble(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import mmh3
 
-from crawler.sieve_format import SEED
+from crawler.sieve.format import SEED
 
 try:  # numpy only speeds up add_many; everything works without it
     import numpy as np
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from bitarray import bitarray
     from numpy.typing import NDArray
 
-    from crawler.sieve import Sieve
+    from crawler.sieve.bloom import Sieve
 
 __all__ = ["add_many", "add_many_hashed"]
 

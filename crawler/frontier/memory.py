@@ -1,93 +1,56 @@
-"""The frontier: per-host FIFO queues, a schedule of hosts, and the getters waiting for work.
+"""The in-memory frontier: per-host priority queues, a schedule of hosts, waiting getters.
 
-Design
-------
-Every politeness key (``host_key``: ``scheme://host:port``) has a FIFO queue (BFS order within a
-host) and a *ready time*, the earliest moment its next request may start. Hosts that have work and
-a free slot sit in one heap ordered by ready time; saturated hosts (``per_host_concurrency``
-fetches in flight) or held (robots.txt in flight) are out of the heap until ``done()`` or
-``set_robots()`` puts them back. So ``get()`` only ever looks at the heap head: a host that is not
-ready can never block one that is.
-
-Politeness (the delay between request starts, the adaptive delay, backoff on 429/503 and failures,
-robots.txt lifetime and retries) is :class:`crawler.hosts.Politeness`, whose module docstring states
-the rules; it updates the per-host state, :class:`crawler.hosts.Host`.
+It keeps the rules of :class:`crawler.frontier.base.FrontierBackend`. Each host
+(``host_key``) has a :class:`crawler.frontier.queues.HostQueue` (best priority first, FIFO on
+ties: breadth-first without scoring) and a *ready time*, when its next request may start. Hosts
+with work and a free slot are filed in the :class:`crawler.frontier.schedule.Schedule`;
+saturated ones, or held until their robots.txt is known, are filed again by ``done()`` or
+``set_robots()``. Politeness rules (delay, adaptive delay, backoff, robots.txt lifetime, the
+``host_rule`` overrides) are :class:`crawler.hosts.Politeness`, applied to
+:class:`crawler.hosts.Host` states.
 
 Waiting: idle ``get()`` calls park a future in a FIFO of waiters. Whenever something may have become
 ready (``put``, ``done``, ``set_robots``, the timer) the frontier hands ready entries straight to
-waiting futures, and arms ONE timer (``loop.call_later``) for the heap head: there is no polling.
-``get()`` returns None to everybody once nothing is queued and nothing is in flight, or after
-``close()``.
-
-Memory: a queued entry is kept as a compact two-item record in its host's deque
-(:class:`crawler.entries.Packer`); ``get()`` and ``pending()`` rebuild an Entry equal to the one
-put: about 100 bytes less per queued URL.
-
-Time: the clock defaults to the running loop's ``time()``. Tests and the benchmark run whole crawls
-deterministically in simulated time with :class:`crawler.simtime.SimulatedLoop`.
+waiting futures, and arms ONE timer (``loop.call_later``) for the schedule's next ready time: no
+polling. Memory: a queued entry is a compact record (:class:`crawler.entries.Packer`), rebuilt
+equal (priority included) by ``get()`` and ``pending()``. Time: the clock defaults to the running
+loop's ``time()``; tests and benchmarks use :class:`crawler.simtime.SimulatedLoop`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import logging
 import random
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import suppress
-from dataclasses import dataclass, replace
-from typing import Any, Final
+from dataclasses import replace
+from typing import Final
 
 from crawler.entries import Entry, EntryKind, Outcome, Packer
-from crawler.hosts import Host, Politeness, host_key, parse_retry_after, robots_url
+from crawler.frontier.base import FrontierStats
+from crawler.frontier.queues import HostQueue
+from crawler.frontier.schedule import Schedule
+from crawler.hosts import Host, HostRule, Politeness, host_key, robots_url
 from crawler.robots import RobotsPolicy
-from crawler.simtime import SimulatedLoop
 
-__all__ = [
-    "Entry",  # re-exported from crawler.entries
-    "EntryKind",  # re-exported from crawler.entries
-    "Frontier",
-    "FrontierStats",
-    "Outcome",  # re-exported from crawler.entries
-    "SimulatedLoop",  # re-exported from crawler.simtime
-    "host_key",  # re-exported from crawler.hosts
-    "parse_retry_after",  # re-exported from crawler.hosts
-]
+__all__ = ["Frontier"]
 
 logger = logging.getLogger(__name__)
 
 _UNREACHABLE: Final = RobotsPolicy(status=None, temporary=True, reason="its fetch did not finish")
 
 
-@dataclass(frozen=True, slots=True)
-class FrontierStats:
-    hosts: int  # hosts known (with or without work)
-    ready_hosts: int  # hosts with work that may start a request now
-    waiting_hosts: int  # hosts with work that may not (delay, backoff, robots, saturated)
-    queued: int
-    in_flight: int
-    dropped_full: int  # put() refused: max_queued reached
-    dropped_host_full: int  # put() refused: max_queued_per_host reached
-    dropped_closed: int  # put() refused: the frontier was closed
-    refused_robots: int  # pages handed out as REFUSED
-    deferred_robots: int  # queued entries held until their host's robots.txt is known
-    deferred_backoff: int  # queued entries of hosts backed off right now
-    backoffs: int  # times a host was pushed back (429/503, failures, robots 5xx)
-    retries: int  # entries re-queued by done(retry=True)
-    robots_fetches: int  # ROBOTS entries handed out
-    handed_out: int  # PAGE entries handed out
-
-
 class Frontier:
     """Per-host politeness frontier. See the module docstring for the rules."""
 
-    __slots__ = ("_clock", "_closed", "_dropped", "_flying", "_handed_out", "_heap", "_hosts",
-                 "_in_flight", "_loop", "_max_queued", "_max_queued_per_host", "_packer", "_queued",
-                 "_refusals", "_refused", "_respect_robots", "_retries", "_robots_fetches",
-                 "_rules", "_seq", "_timer", "_timer_at", "_waiters")  # fmt: skip
+    __slots__ = ("_clock", "_closed", "_dropped", "_flying", "_handed_out", "_host_rule",
+                 "_hosts", "_in_flight", "_loop", "_max_queued", "_max_queued_per_host", "_packer",
+                 "_queued", "_refusals", "_refused", "_respect_robots", "_retries",
+                 "_robots_fetches", "_rules", "_schedule", "_timer", "_timer_at",
+                 "_waiters")  # fmt: skip
 
     def __init__(
         self,
@@ -106,6 +69,7 @@ class Frontier:
         robots_max_attempts: int = 3,
         clock: Callable[[], float] | None = None,
         rng: random.Random | None = None,
+        host_rule: Callable[[str], HostRule | None] | None = None,
     ) -> None:
         self._rules = Politeness(  # validates its arguments (ValueError)
             delay=delay, per_host_concurrency=per_host_concurrency, max_delay=max_delay,
@@ -121,10 +85,10 @@ class Frontier:
         self._max_queued_per_host = max_queued_per_host
         self._respect_robots = respect_robots
         self._clock = clock
+        self._host_rule = host_rule
         self._loop: asyncio.AbstractEventLoop | None = None
         self._hosts: dict[str, Host] = {}
-        self._heap: list[tuple[float, int, Host]] = []
-        self._seq = itertools.count()
+        self._schedule = Schedule()
         self._flying: dict[int, tuple[Entry, Host]] = {}
         self._refusals: deque[Entry] = deque()  # queued pages robots.txt disallows
         self._waiters: deque[asyncio.Future[Entry | None]] = deque()
@@ -141,8 +105,9 @@ class Frontier:
     # -- public API -------------------------------------------------------------------------
 
     def put(self, entry: Entry) -> bool:
-        """Queue a PAGE entry at the tail of its host's queue. False (counted in ``stats``) when
-        the frontier is closed or full: the caller must record the URL as not crawled."""
+        """Queue a PAGE entry in its host's queue, after the entries of equal or higher priority.
+        False (counted in ``stats``) when the frontier is closed or full: the caller must record
+        the URL as not crawled. ValueError for a NaN priority."""
         if entry.kind is not EntryKind.PAGE:
             raise ValueError(f"put() takes PAGE entries, got {entry.kind} for {entry.url!r}")
         if self._closed:
@@ -151,17 +116,26 @@ class Frontier:
         if self._queued >= self._max_queued:
             self._dropped[0] += 1
             return False
+        priority = entry.priority
+        if priority:  # not the default 0: best-first from now on
+            if priority != priority:
+                raise ValueError(f"priority must be a number, got {priority!r} for {entry.url!r}")
+            self._schedule.scored = True
         url = entry.url
         host = self._host(host_key(url))
         queue = host.queue
-        if len(queue) >= 2 * self._max_queued_per_host:  # two items per entry
+        if queue.size >= self._max_queued_per_host:
             self._dropped[1] += 1
             return False
         if host.policy is not None and not host.policy.allowed(url):
             self._refusals.append(entry)  # refused at once: no slot, no delay
         else:
-            queue.extend(self._packer.pack(entry, host.prefix))
-            self._schedule(host)
+            head, context = self._packer.pack(entry, host.prefix)
+            queue.push(head, context, priority)
+            if not host.in_heap:
+                self._schedule.file(host)
+            elif priority > host.filed_best:  # a better URL for a host waiting as ready
+                self._schedule.raised(host, priority)
         self._queued += 1
         if self._waiters:
             self._dispatch()
@@ -197,7 +171,8 @@ class Frontier:
     def done(self, entry: Entry, outcome: Outcome | None = None, *, retry: bool = False) -> None:
         """Release the slot of an entry handed out by ``get()``; exactly once per PAGE/ROBOTS
         entry (a no-op for REFUSED ones). ``outcome`` drives backoff and the adaptive delay;
-        ``retry=True`` re-queues a PAGE entry at the head of its host queue with retries + 1."""
+        ``retry=True`` re-queues a PAGE entry with retries + 1 at the head of its priority in its
+        host's queue (before every entry of equal or lower priority)."""
         if entry.kind is EntryKind.REFUSED:
             return
         flying = self._flying.pop(id(entry), None)
@@ -216,7 +191,7 @@ class Frontier:
                 self._push_front(host, replace(entry, retries=entry.retries + 1))
                 self._queued += 1
                 self._retries += 1
-        self._schedule(host)
+        self._schedule.file(host)
         if self._waiters:
             self._dispatch()
 
@@ -225,7 +200,7 @@ class Frontier:
         ``done()`` on the ROBOTS entry; it may also preload policies before the crawl."""
         host = self._host(host_key(key))
         self._set_policy(host, policy)
-        self._schedule(host)
+        self._schedule.file(host)
         if self._waiters:
             self._dispatch()
 
@@ -248,12 +223,12 @@ class Frontier:
         self._release_waiters()
 
     def pending(self) -> Iterator[Entry]:
-        """Every entry still queued, host by host in queue order (not those in flight)."""
+        """Every entry still queued, with its priority, host by host in the order each host's
+        would be handed out (not those in flight)."""
         yield from list(self._refusals)
         for host in list(self._hosts.values()):
-            items = list(host.queue)
-            for i in range(0, len(items), 2):
-                yield Packer.unpack(items[i], items[i + 1], host.prefix, EntryKind.PAGE)
+            for head, context, priority in host.queue:
+                yield Packer.unpack(head, context, host.prefix, EntryKind.PAGE, priority)
 
     def __len__(self) -> int:
         return self._queued
@@ -309,20 +284,9 @@ class Frontier:
     def _host(self, key: str) -> Host:
         host = self._hosts.get(key)
         if host is None:
-            host = self._hosts[key] = Host(key, self._rules.delay)
+            rule = self._host_rule(key) if self._host_rule is not None else None
+            host = self._hosts[key] = self._rules.new_host(key, HostQueue(), rule)
         return host
-
-    def _schedule(self, host: Host) -> None:
-        """Put the host in the heap if it has work, a free slot, and is not held for robots."""
-        if (
-            host.in_heap
-            or not host.queue
-            or host.in_flight >= self._rules.concurrency
-            or (host.policy is None and host.robots_fetching)
-        ):
-            return
-        host.in_heap = True
-        heapq.heappush(self._heap, (host.ready_at, next(self._seq), host))
 
     def _poll(self, now: float) -> Entry | None:
         """Hand out the next ready entry, or None if no host is ready at ``now``."""
@@ -330,18 +294,10 @@ class Frontier:
             self._queued -= 1
             self._refused += 1
             return replace(self._refusals.popleft(), kind=EntryKind.REFUSED)
-        heap = self._heap
-        while heap:
-            ready_at, _, host = heap[0]
-            if ready_at > now:
-                return None
-            if host.ready_at > ready_at:  # pushed back while in the heap: re-file it
-                heapq.heapreplace(heap, (host.ready_at, next(self._seq), host))
-                continue
-            heapq.heappop(heap)
-            host.in_heap = False
+        schedule = self._schedule
+        while (host := schedule.take(now)) is not None:
             entry = self._take(host, now)
-            self._schedule(host)
+            schedule.file(host)
             if entry is not None:
                 return entry
         return None
@@ -355,8 +311,11 @@ class Frontier:
         policy = host.policy
         if policy is None and self._respect_robots:
             return None  # held until set_robots()
-        queue = host.queue
-        entry = Packer.unpack(queue.popleft(), queue.popleft(), host.prefix, EntryKind.PAGE)
+        try:
+            head, context, priority = host.queue.pop()
+        except IndexError:  # a robots.txt policy swept the queue while the host was filed
+            return None
+        entry = Packer.unpack(head, context, host.prefix, EntryKind.PAGE, priority)
         self._queued -= 1
         if policy is not None and not policy.allowed(entry.url):
             self._refused += 1
@@ -390,13 +349,14 @@ class Frontier:
             self._handed_out -= 1
             self._push_front(host, entry)
             self._queued += 1
-        self._schedule(host)
+        self._schedule.file(host)
         self._dispatch()
 
     def _push_front(self, host: Host, entry: Entry) -> None:
         head, context = self._packer.pack(entry, host.prefix)
-        host.queue.appendleft(context)
-        host.queue.appendleft(head)
+        host.queue.push_front(head, context, entry.priority)
+        if host.in_heap and entry.priority > host.filed_best:
+            self._schedule.raised(host, entry.priority)
 
     def _dispatch(self) -> None:
         """Hand ready entries to waiting getters; arm the timer for the rest, or finish."""
@@ -414,8 +374,8 @@ class Frontier:
             return
         if self._queued == 0 and self._in_flight == 0:
             self._release_waiters()
-        elif self._heap:
-            self._arm(self._heap[0][0], now)
+        elif (when := self._schedule.next_at) is not None:
+            self._arm(when, now)
 
     def _release_waiters(self) -> None:
         """Answer None to every waiting getter (the crawl is over, or the frontier closed)."""
@@ -450,16 +410,8 @@ class Frontier:
     def _sweep(self, host: Host) -> None:
         """Move the queued pages a new policy disallows to the refusals (handed out at once)."""
         policy = host.policy
-        if policy is None or not host.queue:
+        if policy is None or not host.queue.size:
             return
-        keep: deque[Any] = deque()
-        items = iter(host.queue)
         prefix = host.prefix
-        for head, context in zip(items, items, strict=True):
-            url = prefix + head if head.__class__ is str else head[0]
-            if policy.allowed(url):
-                keep.append(head)
-                keep.append(context)
-            else:
-                self._refusals.append(Packer.unpack(head, context, prefix, EntryKind.PAGE))
-        host.queue = keep
+        for head, context, priority in host.queue.remove_disallowed(policy.allowed, prefix):
+            self._refusals.append(Packer.unpack(head, context, prefix, EntryKind.PAGE, priority))

@@ -11,9 +11,12 @@ are remembered in a small bounded set and answered "seen" without the Sieve or t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from crawler.sieve import Sieve, fingerprint
-from crawler.state import SeenStore
+from crawler.sieve.bloom import Sieve, fingerprint
+
+if TYPE_CHECKING:
+    from crawler.state import SeenStore
 
 __all__ = ["Dedup"]
 

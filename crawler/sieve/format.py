@@ -3,7 +3,7 @@
 Layout (little-endian): a header (magic, version, reserved, seed, P, r, growth, C, count, number
 of stages), one table row per stage (capacity, error rate, k, m, set bits), every stage's bits
 (m/8 bytes each, bit i of a stage is bit i%8 of byte i//8), then a blake2b-128 checksum of
-everything before it. `crawler.sieve.Sieve` assembles itself from what `decode` returns; this
+everything before it. `crawler.sieve.bloom.Sieve` assembles itself from what `decode` returns; this
 module knows the bytes, not the filter.
 """
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from bitarray import bitarray
 
 if TYPE_CHECKING:
-    from crawler.sieve import BloomStage
+    from crawler.sieve.bloom import BloomStage
 
 __all__ = ["SEED", "Header", "SieveFormatError", "StageRecord", "decode", "encode", "read"]
 __all__ += ["write_atomic"]

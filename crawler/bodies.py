@@ -1,0 +1,91 @@
+"""Reading a response body within its caps: capped streaming and bounded decoding.
+
+The cap applies to the bytes as sent and to the decoded bytes, checked chunk by chunk, and
+gzip/deflate are inflated in bounded steps, so a gzip bomb stops at the cap.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import aiohttp
+
+from crawler.errors import BodyTooLarge, DecodingError
+
+__all__ = ["Decoder", "read_capped"]
+
+
+class Decoder:
+    """Bounded Content-Encoding decoding: never inflates more than asked for at a time."""
+
+    __slots__ = ("_first", "_z")
+
+    def __init__(self, wbits: int) -> None:
+        self._z = zlib.decompressobj(wbits)
+        self._first = wbits == zlib.MAX_WBITS
+
+    @property
+    def eof(self) -> bool:
+        """True once the end of the compressed stream has been decoded."""
+        return self._z.eof
+
+    @classmethod
+    def make(cls, encoding: str) -> Decoder | None:
+        if encoding in ("", "identity"):
+            return None
+        if encoding in ("gzip", "x-gzip"):
+            return cls(16 + zlib.MAX_WBITS)
+        if encoding == "deflate":
+            return cls(zlib.MAX_WBITS)
+        raise DecodingError(f"unsupported Content-Encoding {encoding!r}")
+
+    def feed(self, data: bytes, room: int) -> bytes:
+        """Inflate `data`, returning at most `room + 1` bytes (one more means: over the cap)."""
+        try:
+            out = self._z.decompress(data, room + 1)
+        except zlib.error:
+            if not self._first:
+                raise
+            # "deflate" sent without its zlib wrapper, as some servers do: retry as raw deflate.
+            self._z = zlib.decompressobj(-zlib.MAX_WBITS)
+            out = self._z.decompress(data, room + 1)
+        self._first = False
+        while self._z.unconsumed_tail and len(out) <= room:
+            out += self._z.decompress(self._z.unconsumed_tail, room + 1 - len(out))
+        return out
+
+
+async def read_capped(
+    resp: aiohttp.ClientResponse,
+    cap: int,
+    truncate: bool,
+    decoder: Decoder | None,
+) -> tuple[bytes, bytes]:
+    """Read the body as sent and as decoded. Past `cap` bytes (sent or decoded) fail at once,
+    or stop if `truncate`. Returns (raw, decoded): the same object when not encoded."""
+    raw: list[bytes] = []
+    decoded: list[bytes] = []
+    raw_total = total = 0
+    async for chunk in resp.content.iter_chunked(64 * 1024):
+        raw_total += len(chunk)
+        if raw_total > cap and not truncate:
+            raise BodyTooLarge(f"body exceeds the cap of {cap} bytes")
+        raw.append(chunk)
+        if decoder is not None:
+            try:
+                chunk = decoder.feed(chunk, cap - total)
+            except zlib.error as exc:
+                raise DecodingError(f"cannot decode body: {exc}") from None
+        total += len(chunk)
+        if total > cap:
+            if not truncate:
+                raise BodyTooLarge(f"decoded body exceeds the cap of {cap} bytes")
+            decoded.append(chunk[: len(chunk) - (total - cap)])
+            break
+        decoded.append(chunk)
+        if truncate and raw_total >= cap:
+            break  # the bytes as sent are capped too: they may decode to (almost) nothing
+        if decoder is not None and decoder.eof:
+            break  # after the end of a gzip/deflate stream comes only junk: stop reading
+    body = b"".join(decoded)
+    return (body, body) if decoder is None else (b"".join(raw), body)

@@ -1,0 +1,116 @@
+"""The contract of a frontier: what the crawl asks of it, whatever keeps the queues.
+
+:class:`FrontierBackend` is what ``crawler.engine`` and ``crawler.admission`` rely on. The
+in-memory :class:`crawler.frontier.memory.Frontier` is the reference; any other backend (e.g. one
+keeping its queues in Redis) must keep every rule below, which the frontier tests check.
+
+Order
+  1. Each host (``crawler.hosts.host_key``: ``scheme://host:port``) has one queue, ordered by
+     ``Entry.priority``: higher first; equal priorities first in, first out. With every priority
+     0 (no scoring) a crawl is breadth-first within each host, as before best-first crawling.
+  2. Among hosts that may be fetched now, the one whose best waiting entry has the highest
+     priority goes first; ties: the host that became ready first, then the one filed first.
+  3. ``done(entry, retry=True)`` re-queues the entry (``retries + 1``) before every queued entry
+     of its host with equal or lower priority (after higher ones): a retry never loses its place
+     to lower-priority work. A getter cancelled before it saw its entry puts it back the same way.
+
+Politeness (decided before anything is handed out, never after)
+  4. A host is handed out only when it may be hit: at least its delay between two request starts
+     (``max(delay or the host's HostRule delay, min(robots Crawl-delay, max_delay))``, adaptive
+     when asked), at most ``per_host_concurrency`` (or the HostRule's) requests in flight, not
+     before a backoff (429/503 Retry-After, failures) ends. Priorities choose *which* entry of a
+     ready host goes next, never *when* a host may be hit. A host that must wait never holds up
+     one that is ready.
+  5. With ``respect_robots``, a host's robots.txt (a ROBOTS entry) is handed out before its first
+     page and again when its policy expires; pages are held until ``set_robots()``; disallowed
+     pages (and every page of a host whose robots.txt stayed unreachable) come back as REFUSED
+     entries, at once, without a slot or a delay. ``refusal(entry)`` says why.
+
+Accounting
+  6. Every PAGE/ROBOTS entry handed out by ``get()`` gets exactly one ``done()`` (a second is a
+     ValueError); REFUSED entries need none (``done()`` on them is a no-op).
+  7. ``put()`` returns False (and counts it in ``stats``) when the frontier is closed, holds
+     ``max_queued`` entries, or the host's queue holds ``max_queued_per_host``: never a silent
+     loss. Retries are re-queued whatever the bounds.
+  8. ``get()`` waits as long as needed; it returns None to every getter once nothing is queued
+     and nothing is in flight, or after ``close()``.
+  9. ``pending()`` yields every queued entry (not those in flight) equal to the one put, its
+     priority included, host by host in hand-out order; ``len()`` counts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from crawler.entries import Entry, Outcome
+from crawler.robots import RobotsPolicy
+
+__all__ = ["FrontierBackend", "FrontierStats"]
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierStats:
+    hosts: int  # hosts known (with or without work)
+    ready_hosts: int  # hosts with work that may start a request now
+    waiting_hosts: int  # hosts with work that may not (delay, backoff, robots, saturated)
+    queued: int
+    in_flight: int
+    dropped_full: int  # put() refused: max_queued reached
+    dropped_host_full: int  # put() refused: max_queued_per_host reached
+    dropped_closed: int  # put() refused: the frontier was closed
+    refused_robots: int  # pages handed out as REFUSED
+    deferred_robots: int  # queued entries held until their host's robots.txt is known
+    deferred_backoff: int  # queued entries of hosts backed off right now
+    backoffs: int  # times a host was pushed back (429/503, failures, robots 5xx)
+    retries: int  # entries re-queued by done(retry=True)
+    robots_fetches: int  # ROBOTS entries handed out
+    handed_out: int  # PAGE entries handed out
+
+
+class FrontierBackend(Protocol):
+    """What the crawl asks of a frontier; the rules are in the module docstring."""
+
+    def put(self, entry: Entry) -> bool:
+        """Queue a PAGE entry by its priority (rule 1); False when refused (rule 7)."""
+        ...
+
+    async def get(self) -> Entry | None:
+        """The next entry that may be fetched now (rules 2, 4, 5), or None (rule 8)."""
+        ...
+
+    def done(self, entry: Entry, outcome: Outcome | None = None, *, retry: bool = False) -> None:
+        """Release a handed-out entry exactly once (rule 6); the outcome drives backoff and the
+        adaptive delay; ``retry`` re-queues it (rule 3)."""
+        ...
+
+    def set_robots(self, key: str, policy: RobotsPolicy) -> None:
+        """Give a host (its key, or any URL on it) its robots.txt policy (rule 5)."""
+        ...
+
+    def refusal(self, entry: Entry) -> str:
+        """Why a REFUSED entry was refused."""
+        ...
+
+    def close(self) -> None:
+        """Stop handing out work (rule 8)."""
+        ...
+
+    def pending(self) -> Iterator[Entry]:
+        """Every queued entry, priorities included (rule 9)."""
+        ...
+
+    def __len__(self) -> int:
+        """Entries queued (not in flight)."""
+        ...
+
+    @property
+    def in_flight(self) -> int:
+        """Entries handed out and not done yet."""
+        ...
+
+    @property
+    def stats(self) -> FrontierStats:
+        """Counters and gauges."""
+        ...

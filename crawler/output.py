@@ -1,0 +1,211 @@
+"""Where the `crawl` command's results go: output paths checked before the crawl starts, and
+JSON Lines handed to the OS within a second of each result.
+
+- `check_output_paths`: every output path (`-o`, `--warc`, `--stats`, `--state`) is checked
+  before the crawl, alike: missing parent directories are created (for `--state`, the directory
+  itself); a path that is a directory where a file is wanted (or the reverse), a parent that is
+  a file, a path that is not writable, two options naming one file, or an output file inside the
+  state directory are `ConfigError`s that name the option.
+- `JsonlWriter`: lines go through the stream's buffer (no flush per line on the hot path) and a
+  timer flushes them every `FLUSH_INTERVAL` seconds, so a crawl killed by SIGKILL, the OOM killer
+  or a CI timeout keeps every result older than that, and `tail -f` follows the crawl. With a
+  crawl state each line is flushed before the state marks its URL done.
+- `open_output` / `repair_jsonl`: `-o PATH` is appended to, after a partial last line left by a
+  crash is cut.
+
+WARC records need no timer: warcio flushes each record (one gzip member) as it writes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import IO, TextIO
+
+from crawler.errors import ConfigError
+from crawler.results import CrawlResult
+
+__all__ = [
+    "FLUSH_INTERVAL",
+    "JsonlWriter",
+    "check_output_paths",
+    "open_output",
+    "repair_jsonl",
+]
+
+log = logging.getLogger(__name__)
+
+FLUSH_INTERVAL = 0.5  # seconds: a result reaches the OS at most this long after it is written
+
+
+def check_output_paths(files: Mapping[str, str], directories: Mapping[str, str]) -> None:
+    """Check output paths before a crawl, creating missing parent directories.
+
+    `files` and `directories` map the option that named a path (`-o`, `[output] stats`, ...) to
+    the path; empty paths and `-` (stdout) are skipped. Raises ConfigError naming the option.
+    """
+    for dir_option, directory in directories.items():
+        if directory in ("", "-"):
+            continue
+        inside = Path(directory).resolve()
+        for option, path in files.items():
+            if path not in ("", "-") and inside in Path(path).resolve().parents:
+                raise ConfigError(
+                    f"{option} {path}: inside the {dir_option} directory {directory}, which "
+                    "holds the crawl state only; write outputs elsewhere"
+                )
+    seen: dict[Path, str] = {}
+    for option, path in [*files.items(), *directories.items()]:
+        if path in ("", "-"):
+            continue
+        is_dir = option in directories
+        if not is_dir and path.endswith(("/", os.sep)):
+            raise ConfigError(f"{option} {path}: names a directory; give a file name")
+        target = Path(path)
+        _check_one(option, target, is_dir=is_dir)
+        resolved = target.resolve()
+        if resolved in seen:
+            raise ConfigError(f"{seen[resolved]} and {option} name the same path: {path}")
+        seen[resolved] = option
+
+
+def _check_one(option: str, target: Path, *, is_dir: bool) -> None:
+    where = f"{option} {target}"
+    if is_dir and target.exists() and not target.is_dir():
+        raise ConfigError(f"{where}: not a directory")
+    if not is_dir and target.is_dir():
+        raise ConfigError(f"{where}: is a directory; give a file name")
+    directory = target if is_dir else target.parent
+    for parent in (directory, *directory.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"{where}: {parent} is not a directory")
+            break
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigError(f"{where}: cannot create directory {directory}: {reason}") from None
+    if target.exists() and not os.access(target, os.W_OK):
+        raise ConfigError(f"{where}: not writable")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ConfigError(f"{where}: cannot write in {directory}: permission denied")
+
+
+class JsonlWriter:
+    """Writes results as JSON Lines; `async with` runs the timer that flushes them.
+
+    `write` only buffers (unless `sync`); every `interval` seconds the lines written since the
+    last flush are handed to the OS, and once more on leaving. A failed flush (the reader of a
+    pipe went away, a full disk) calls `on_error` once and is raised by the next `write` and on
+    leaving, so it ends the crawl the way a failed write does.
+    """
+
+    __slots__ = ("_dirty", "_on_error", "_out", "_sync", "_task", "error", "interval", "lines")
+
+    def __init__(
+        self,
+        out: IO[str],
+        *,
+        interval: float = FLUSH_INTERVAL,
+        sync: bool = False,
+        on_error: Callable[[], None] | None = None,
+    ) -> None:
+        self._out = out
+        self._sync = sync
+        self._on_error = on_error
+        self.interval = interval
+        self.lines = 0
+        self.error: OSError | None = None
+        self._dirty = False
+        self._task: asyncio.Task[None] | None = None
+
+    def write(self, result: CrawlResult) -> None:
+        if self.error is not None:
+            raise self.error
+        self._out.write(result.to_json() + "\n")
+        self.lines += 1
+        if self._sync:
+            self._out.flush()  # before the state marks the URL done
+        else:
+            self._dirty = True
+
+    def flush(self) -> None:
+        """Hand the buffered lines to the OS now; a failure is kept in `error`."""
+        if not self._dirty or self.error is not None:
+            return
+        self._dirty = False
+        try:
+            self._out.flush()
+        except OSError as exc:
+            self.error = exc
+            if self._on_error is not None:
+                self._on_error()
+
+    async def __aenter__(self) -> JsonlWriter:
+        if not self._sync:
+            self._task = asyncio.create_task(self._run(), name="jsonl-flush")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        self._dirty = True
+        self.flush()
+        if self.error is not None and not any(exc):
+            raise self.error
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            self.flush()
+
+    def __repr__(self) -> str:
+        mode = "flush per line" if self._sync else f"flush every {self.interval:g} s"
+        return f"<JsonlWriter {self.lines} lines, {mode}>"
+
+
+@contextlib.contextmanager
+def open_output(path: str) -> Iterator[TextIO]:
+    """stdout, or `path` opened for appending (never truncated) after `repair_jsonl`."""
+    if path in ("", "-"):
+        yield sys.stdout
+        return
+    repair_jsonl(Path(path))
+    with open(path, "a", encoding="utf-8") as fh:
+        yield fh
+
+
+def repair_jsonl(path: Path) -> None:
+    """Cut a partial last line left by a crash, so appended records start on a line of their own.
+
+    The URL of a cut line was not marked done in the state, so a resumed crawl writes it again.
+    """
+    try:
+        with open(path, "r+b") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return
+            end = size
+            while end > 0:
+                start = max(0, end - 65536)
+                fh.seek(start)
+                chunk = fh.read(end - start)
+                cut = chunk.rfind(b"\n")
+                if cut >= 0:
+                    end = start + cut + 1
+                    break
+                end = start
+            fh.truncate(end)
+            log.warning("%s: removed a partial last line (%d bytes)", path, size - end)
+    except FileNotFoundError:
+        return

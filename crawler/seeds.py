@@ -1,0 +1,160 @@
+"""Seeds for the `crawl` command: read from the command line and seeds files, and how they fared.
+
+- `collect_seeds`: each argument is a URL (it has ``://``) or a seeds file (one URL per line,
+  blank lines and ``#`` comments allowed). Every bad line is reported (up to `MAX_REPORTED`), with
+  its file and line; an argument that is neither a file nor a URL gets a suggestion
+  (``example.net`` -> ``http://example.net/``); a file without seeds is named.
+- `SeedReport`: which seeds got an HTTP response. A seed *got an HTTP response* when the result
+  of the seed URL itself carries an HTTP status, whatever it is (2xx to 5xx, a redirect
+  included); a seed refused because its host's robots.txt could not be fetched, or disallowed by
+  it, or whose fetch failed (DNS, connection, timeout, ...) did not. When seeds were tried and
+  not one got an HTTP response, the crawl fetched nothing: `crawl` exits with status 3 and shows
+  each seed's real reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from crawler.errors import SeedError
+from crawler.results import CrawlResult
+from crawler.urls import canonicalize
+
+__all__ = ["MAX_REPORTED", "SeedReport", "collect_seeds", "failure_reason", "read_seeds"]
+
+MAX_REPORTED = 20  # bad seed lines (and failed seeds) listed before "... and N more"
+
+
+def _listing(problems: list[str], total: int) -> str:
+    more = f"\n  ... and {total - len(problems)} more" if total > len(problems) else ""
+    return "\n  ".join(problems) + more
+
+
+def read_seeds(source: str, lines: Iterable[str]) -> list[str]:
+    """Seed URLs from a seeds file's lines; bad lines raise one SeedError naming each of them
+    (source and line number), up to `MAX_REPORTED`."""
+    seeds: list[str] = []
+    bad: list[str] = []
+    nbad = 0
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if canonicalize(line) is None:
+            nbad += 1
+            if len(bad) < MAX_REPORTED:
+                bad.append(f"{source}:{number}: not a crawlable http(s) URL: {line!r}")
+            continue
+        seeds.append(line)
+    if nbad == 1:
+        raise SeedError(bad[0])
+    if nbad:
+        raise SeedError(f"{nbad} bad seed lines:\n  {_listing(bad, nbad)}")
+    return seeds
+
+
+_FILE_SUFFIXES = frozenset({"txt", "csv", "tsv", "lst", "list", "urls", "json", "jsonl", "md"})
+
+
+def suggest_url(target: str) -> str | None:
+    """`http://TARGET/` when TARGET looks like a host name (a path after it allowed) rather than
+    a file name (``seeds.txt``), else None."""
+    host = re.split(r"[/:]", target, maxsplit=1)[0].rstrip(".")
+    if "." not in host and host != "localhost":
+        return None
+    if host.rsplit(".", 1)[-1].lower() in _FILE_SUFFIXES or target.startswith((".", "/", "~")):
+        return None
+    url = f"http://{target}" if "/" in target else f"http://{target}/"
+    return url if canonicalize(url) is not None else None
+
+
+def collect_seeds(targets: Iterable[str]) -> list[str]:
+    """Every seed of the command line's URLs and seeds files, in order.
+
+    Raises SeedError for an unreadable file, an argument that is neither a file nor a URL, bad
+    lines, or when the seeds files given hold no seed at all ("no seeds in FILE")."""
+    seeds: list[str] = []
+    empty: list[str] = []
+    problems: list[str] = []  # one per argument: all of them are reported at once
+    for target in targets:
+        try:
+            found = _seeds_of(target)
+        except SeedError as exc:
+            problems.append(str(exc))
+            continue
+        if not found:
+            empty.append(target)
+        seeds.extend(found)
+    if problems:
+        raise SeedError("\n".join(problems))
+    if empty and not seeds:
+        raise SeedError(f"no seeds in {', '.join(empty)} (one URL per line, '#' comments)")
+    return seeds
+
+
+def _seeds_of(target: str) -> list[str]:
+    if "://" in target:
+        return read_seeds("command line", [target])
+    path = Path(target)
+    if not path.exists():
+        url = suggest_url(target)
+        hint = f"; did you mean {url}?" if url else ""
+        raise SeedError(f"{target}: neither a seeds file nor a URL (no such file){hint}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SeedError(f"{target}: cannot read seeds file: {exc}") from None
+    return read_seeds(target, text.splitlines())
+
+
+_UNREACHABLE = re.compile(r"robots: robots\.txt unreachable \((?:(.*); )?RFC 9309: [^)]*\)")
+
+
+def failure_reason(error: str | None) -> str:
+    """Why a seed got no HTTP response, in words: the real cause of a robots.txt that could not be
+    fetched (``connect: ...``, ``dns: ...``) rather than only "robots.txt unreachable"."""
+    if error is None:
+        return "no response"
+    match = _UNREACHABLE.fullmatch(error)
+    if match is None:
+        return error
+    cause = match.group(1)
+    if not cause:
+        return "its host's robots.txt could not be fetched"
+    if cause.startswith("HTTP "):
+        return f"its host's robots.txt answered {cause} (RFC 9309: then nothing may be fetched)"
+    return f"{cause} (fetching its host's robots.txt)"
+
+
+class SeedReport:
+    """Counts the seeds' results (depth 0, no parent) and keeps the first few failures."""
+
+    __slots__ = ("answered", "failures", "tried")
+
+    def __init__(self) -> None:
+        self.tried = 0
+        self.answered = 0
+        self.failures: list[tuple[str, str]] = []  # (url, reason), the first MAX_REPORTED
+
+    def observe(self, result: CrawlResult) -> None:
+        if result.depth or result.parent is not None:
+            return
+        self.tried += 1
+        if result.status is not None:
+            self.answered += 1
+        elif len(self.failures) < MAX_REPORTED:
+            self.failures.append((result.url, failure_reason(result.error)))
+
+    @property
+    def nothing_fetched(self) -> bool:
+        """True when seeds were tried and not one got an HTTP response."""
+        return self.tried > 0 and self.answered == 0
+
+    def message(self) -> str:
+        lines = [f"{url}: {reason}" for url, reason in self.failures]
+        return f"no seed could be fetched:\n  {_listing(lines, self.tried)}"
+
+    def __repr__(self) -> str:
+        return f"<SeedReport tried={self.tried} answered={self.answered}>"

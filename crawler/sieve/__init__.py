@@ -1,0 +1,29 @@
+"""The URL-seen test: the Sieve (a scalable Bloom filter) and the exact tier behind it.
+
+| module | holds |
+| --- | --- |
+| `bloom` | `BloomStage`, `Sieve` (the scalable Bloom filter), `hash_pair`, `fingerprint` |
+| `batch` | the vectorized (numpy) insert of one page's links |
+| `format` | the versioned, checksummed file format; atomic save; `SieveFormatError` |
+| `dedup` | `Dedup`: the Sieve in front of the optional exact confirmation tier |
+
+`Sieve` is the in-memory backend; a shared one (issue: scale-out through Redis) sits beside it with
+the same hashing (`hash_pair`, `SEED`), so both set the same bits for the same keys.
+"""
+
+from __future__ import annotations
+
+from crawler.sieve.bloom import BloomStage, Sieve, StageStats, fingerprint, hash_pair
+from crawler.sieve.dedup import Dedup
+from crawler.sieve.format import SEED, SieveFormatError
+
+__all__ = [
+    "SEED",
+    "BloomStage",
+    "Dedup",
+    "Sieve",
+    "SieveFormatError",
+    "StageStats",
+    "fingerprint",
+    "hash_pair",
+]

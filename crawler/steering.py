@@ -1,0 +1,224 @@
+"""Steering each request: extra headers, per-host rules ([[hosts]]), credentials and the proxy.
+
+Rules: each ``[[hosts]]`` table has a ``match`` glob on the host name (fnmatch-style, case-
+insensitive, so ``*.example.org`` matches ``a.example.org`` and ``a.b.example.org`` but *not*
+``example.org`` itself: list that in a rule of its own), optionally followed by ``:port`` (then
+only that port matches; without it every port does). An IPv6 address is written in brackets,
+``[::1]`` or ``[::1]:8080``, and matched as a literal. An internationalized name is matched in its
+ASCII form (``xn--...``), as URLs carry it. The first rule that matches a host wins.
+
+Credentials: a rule's ``auth`` and ``headers`` are sent only to hosts the rule matches. Redirects
+are not followed by the fetcher (the engine fetches each target as a new URL), so a redirect to
+another host gets that host's rule, never the first one's. The values of every header named in
+the config (``[fetch] headers`` and every rule's ``headers``) and of Authorization,
+Proxy-Authorization and Cookie are *secret*: request headers kept for the WARC archive carry
+``[redacted]`` instead, and the config's repr never shows them.
+
+Proxy: ``[fetch] proxy`` is used for every request except to hosts the ``NO_PROXY`` (or
+``no_proxy``) environment variable lists, decided by the standard library
+(:func:`urllib.request.proxy_bypass_environment`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Final
+from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined]  # no stub
+
+import aiohttp
+from yarl import URL
+
+from crawler.hosts import HostRule
+
+if TYPE_CHECKING:
+    from crawler.config import HostConfig
+
+__all__ = [
+    "REDACTED",
+    "HostMatch",
+    "HostRules",
+    "check_headers",
+    "check_proxy",
+    "redact",
+    "uses_proxy",
+]
+
+REDACTED: Final = "[redacted]"
+
+#: Headers whose values are secret wherever they come from.
+ALWAYS_SECRET: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
+
+# RFC 9110 5.1: a field name is a token.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# RFC 9110 5.5: no CR, LF or NUL in a field value (and no other control character but tab).
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_RESERVED: Final = {
+    "host": "the host comes from the URL",
+    "content-length": "the fetcher frames its own requests",
+    "transfer-encoding": "the fetcher frames its own requests",
+    "connection": "the connection pool manages connections",
+    "user-agent": "set [crawl] user_agent (robots.txt is matched against it)",
+    "accept-encoding": "the fetcher decodes only the encodings it asks for",
+}
+_CACHE_SIZE: Final = 4096
+
+
+def check_headers(headers: Mapping[str, str]) -> str | None:
+    """Why these configured headers cannot be sent (None: they can). Never quotes a value."""
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name):
+            return f"{name!r} is not a valid header name"
+        reason = _RESERVED.get(name.lower())
+        if reason is not None:
+            return f"{name!r} cannot be set: {reason}"
+        if _BAD_VALUE.search(value):
+            return f"the value of {name!r} contains a control character"
+    return None
+
+
+def check_proxy(proxy: str) -> str | None:
+    """Why `proxy` is not a usable proxy URL (None: it is, or it is "" for none)."""
+    if not proxy:
+        return None
+    # Never echo the URL: it may carry a password.
+    try:
+        url = URL(proxy)
+        _ = url.port
+    except (ValueError, TypeError):
+        return "not a valid URL"
+    if url.scheme not in ("http", "https"):
+        return "must be an http:// or https:// URL"
+    if not url.host:
+        return "has no host"
+    if url.path not in ("", "/") or url.query_string or url.fragment:
+        return "must be scheme://[user:password@]host[:port] only"
+    return None
+
+
+def uses_proxy(host: str) -> bool:
+    """False when the NO_PROXY/no_proxy environment variable lists `host`."""
+    return not proxy_bypass_environment(host)
+
+
+def redact(
+    headers: Iterable[tuple[str, str]], secret: frozenset[str]
+) -> tuple[tuple[str, str], ...]:
+    """`headers` with the value of every header named in `secret` (lower case) replaced."""
+    return tuple((k, REDACTED if k.lower() in secret else v) for k, v in headers)
+
+
+class HostMatch:
+    """One ``match`` value: a host glob and an optional port."""
+
+    __slots__ = ("_glob", "_literal", "port", "text")
+
+    def __init__(self, text: str) -> None:
+        """Raises ValueError (without echoing secrets: a match holds none) on a bad pattern."""
+        self.text = text
+        host, port = _split_port(text.strip())
+        if not host:
+            raise ValueError(f"{text!r} has no host")
+        self.port = port
+        self._literal = host.startswith("[")
+        if self._literal:
+            if not host.endswith("]") or len(host) < 3:
+                raise ValueError(f"{text!r}: an IPv6 address is written [address]")
+            host = host[1:-1]
+        self._glob = host.lower().rstrip(".")
+
+    def matches(self, host: str, port: int) -> bool:
+        """Does `host` (a name or address, lower-case, no brackets) on `port` match?"""
+        if self.port is not None and port != self.port:
+            return False
+        if self._literal:
+            return host == self._glob
+        return fnmatch.fnmatchcase(host, self._glob)
+
+    def __repr__(self) -> str:
+        return f"<HostMatch {self.text!r}>"
+
+
+def _split_port(text: str) -> tuple[str, int | None]:
+    if text.startswith("["):
+        close = text.find("]")
+        rest = text[close + 1 :] if close != -1 else ""
+        if not rest:
+            return text, None
+        host, port_s = text[: close + 1], rest[1:] if rest.startswith(":") else "x"
+    else:
+        host, sep, port_s = text.rpartition(":")
+        if not sep:
+            return text, None
+    if not port_s.isdigit() or not 0 < int(port_s) <= 65535:
+        raise ValueError(f"{text!r} has an invalid port")
+    return host, int(port_s)
+
+
+class HostRules:
+    """The ``[[hosts]]`` rules: the first one matching a host, and the headers it adds.
+
+    Lookups are cached per (host, port) in a bounded LRU cache; with no rules every lookup is
+    a constant-time None.
+    """
+
+    __slots__ = ("_headers", "_matches", "find", "rules", "secret")
+
+    def __init__(self, rules: Sequence[HostConfig], global_headers: Iterable[str] = ()) -> None:
+        """`global_headers`: names of headers sent to every host (their values are secret too)."""
+        self.rules = tuple(rules)
+        self._matches = tuple(HostMatch(rule.match) for rule in self.rules)
+        self._headers = tuple(_rule_headers(rule) for rule in self.rules)
+        names = {n.lower() for n in global_headers}
+        for extra in self._headers:
+            names.update(n.lower() for n in extra)
+        self.secret = frozenset(names | ALWAYS_SECRET)
+        self.find = functools.lru_cache(maxsize=_CACHE_SIZE)(self._find)
+
+    def _find(self, host: str, port: int) -> int | None:
+        host = host.lower().rstrip(".")
+        for i, m in enumerate(self._matches):
+            if m.matches(host, port):
+                return i
+        return None
+
+    def rule(self, host: str, port: int) -> HostConfig | None:
+        """The first rule matching `host` on `port`, or None."""
+        if not self.rules:
+            return None
+        i = self.find(host, port)
+        return None if i is None else self.rules[i]
+
+    def headers(self, host: str, port: int) -> dict[str, str] | None:
+        """Headers the matching rule adds to a request (Authorization from ``auth`` included)."""
+        if not self.rules:
+            return None
+        i = self.find(host, port)
+        return None if i is None else self._headers[i]
+
+    def host_rule(self, key: str) -> HostRule | None:
+        """The frontier's politeness overrides for a host key ``scheme://host:port`` (see
+        `crawler.hosts.host_key`): the first matching rule's delay and per_host_concurrency."""
+        if not self.rules:
+            return None
+        rest = key.partition("://")[2]
+        host, _, port = rest.rpartition(":")
+        rule = self.rule(host.removeprefix("[").removesuffix("]"), int(port))
+        if rule is None or (rule.delay is None and rule.per_host_concurrency is None):
+            return None
+        return HostRule(delay=rule.delay, per_host_concurrency=rule.per_host_concurrency)
+
+    def __repr__(self) -> str:
+        patterns = [m.text for m in self._matches]
+        return f"<HostRules {patterns!r} cache={self.find.cache_info().currsize}>"
+
+
+def _rule_headers(rule: HostConfig) -> dict[str, str]:
+    headers = dict(rule.headers)
+    if rule.auth is not None:
+        user, password = rule.auth
+        headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+        headers["Authorization"] = aiohttp.encode_basic_auth(user, password)
+    return headers

@@ -1,0 +1,103 @@
+"""A throwaway redis-server (Debian's package) on a free loopback port, in a temporary directory.
+
+    with RedisServer() as server:
+        client = redis.asyncio.Redis.from_url(server.url)
+
+No persistence unless asked (``appendonly=True`` turns AOF on, for crash tests); the server's
+files, log included, live in the temporary directory, removed on exit. `stop()` and `start()`
+let a test take Redis away from a crawl and bring it back on the same port and data.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+__all__ = ["RedisServer", "redis_binary"]
+
+
+def redis_binary() -> str:
+    path = shutil.which("redis-server") or (
+        "/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists() else None
+    )
+    if path is None:
+        raise RuntimeError(
+            "redis-server not found: `make test` installs Debian's redis-server package"
+        )
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisServer:
+    __slots__ = ("_dir", "_proc", "appendonly", "port")
+
+    def __init__(self, *, appendonly: bool = False) -> None:
+        self.appendonly = appendonly
+        self.port = _free_port()
+        self._dir: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout: float = 10.0) -> None:
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix="crawler-redis-"))
+        args = [
+            redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--dir",
+            str(self._dir), "--save", "", "--appendonly", "yes" if self.appendonly else "no",
+            "--daemonize", "no", "--logfile", str(self._dir / "redis.log"),
+        ]  # fmt: skip
+        self._proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                err = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
+                self.stop()
+                raise RuntimeError(f"redis-server did not start on port {self.port}: {err}")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if proc is not None and proc.stderr is not None:
+            proc.stderr.close()
+
+    def __enter__(self) -> RedisServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        running = self._proc is not None and self._proc.poll() is None
+        return f"<RedisServer {self.url} {'running' if running else 'stopped'}>"

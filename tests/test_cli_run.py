@@ -1,0 +1,201 @@
+"""The `crawl` command's run, in process: exit 3 when nothing could be fetched, finished and
+resumed crawls said plainly, output paths checked before the crawl."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from crawler.cli import command_line, run
+from crawler.components import settings
+from crawler.config import Config
+from crawler.entries import Entry
+from crawler.errors import ConfigError
+from crawler.fixture import FixtureSite
+from crawler.output import check_output_paths
+from crawler.state import CrawlState
+from crawler.urls import canonicalize
+from tests.conftest import serve, site_config
+
+
+def fast(config: Config) -> Config:
+    return config.override("politeness", delay=0.0, backoff_base=0.01, backoff_max=0.05)
+
+
+def closed_port() -> int:
+    """A loopback port nobody listens on (bound, then closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# -- exit status 3 ---------------------------------------------------------------------------
+
+
+async def test_unreachable_seed_exits_3_with_the_real_reason() -> None:
+    seed = f"http://127.0.0.1:{closed_port()}/"
+    outcome = await run(fast(Config()), [seed], io.StringIO(), quiet=True)
+    assert outcome.status == 3
+    assert outcome.error.startswith("no seed could be fetched:")
+    assert f"{seed}: connect: " in outcome.error
+    assert "fetching its host's robots.txt" in outcome.error
+
+
+async def test_a_seed_answering_404_got_a_response() -> None:
+    async def not_found(request: web.Request) -> web.Response:
+        return web.Response(status=404, text="no")
+
+    async with serve(not_found) as port:
+        outcome = await run(
+            fast(Config()), [f"http://127.0.0.1:{port}/"], io.StringIO(), quiet=True
+        )
+    assert outcome.status == 0 and outcome.error == ""
+
+
+async def test_one_reachable_seed_is_enough() -> None:
+    async def ok(request: web.Request) -> web.Response:
+        return web.Response(text="<title>ok</title>", content_type="text/html")
+
+    seeds = [f"http://127.0.0.1:{closed_port()}/"]
+    async with serve(ok) as port:
+        seeds.append(f"http://127.0.0.1:{port}/")
+        outcome = await run(fast(Config()), seeds, io.StringIO(), quiet=True)
+    assert outcome.status == 0
+
+
+# -- state: finished and resumed crawls ------------------------------------------------------
+
+
+async def test_rerunning_a_finished_crawl_says_it_is_complete(
+    site: FixtureSite, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = site_config(site).override("state", dir=str(tmp_path / "state"))
+    out = io.StringIO()
+    first = await run(config, site.seeds, out, args=["seeds.txt", "--state", "s"])
+    assert first.status == 0 and first.summary and out.getvalue()
+    capsys.readouterr()
+    again = await run(config, site.seeds, io.StringIO(), args=["seeds.txt", "--state", "s"])
+    assert again.status == 0 and not again.summary  # no old summary reprinted
+    err = capsys.readouterr().err
+    assert "is already complete: nothing to do" in err
+    assert f"{command_line(['seeds.txt', '--state', 's', '--fresh'])}" in err
+
+
+async def test_resuming_is_said_and_logged_at_info(
+    site: FixtureSite,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    config = site_config(site, max_pages=1).override("state", dir=str(tmp_path / "state"))
+    state = CrawlState.open(tmp_path / "state", settings(config))
+    seed = site.seeds[0]
+    key = canonicalize(seed)
+    assert key is not None
+    state.admitted(Entry(url=seed, key=key, depth=0))
+    state.abandon()  # as after a crash: one URL admitted, not done
+    with caplog.at_level(logging.INFO, logger="crawler"):
+        outcome = await run(config, [seed], io.StringIO())
+    assert outcome.status == 0
+    assert (
+        f"resuming the crawl in {tmp_path / 'state'} (0 of 1 URLs done)" in capsys.readouterr().err
+    )
+    resumed = [r for r in caplog.records if r.getMessage().startswith("resuming:")]
+    assert resumed and all(r.levelno == logging.INFO for r in resumed)
+
+
+# -- resume hint -----------------------------------------------------------------------------
+
+
+def test_command_line_is_the_console_script_as_invoked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", [".venv/bin/crawl", "seeds.txt", "--state", "my dir"])
+    monkeypatch.setattr(sys, "orig_argv", [".venv/bin/python", ".venv/bin/crawl", "seeds.txt",
+                                           "--state", "my dir"])  # fmt: skip
+    assert command_line(["seeds.txt", "--state", "my dir"]) == (
+        ".venv/bin/crawl seeds.txt --state 'my dir'"
+    )
+
+
+def test_command_line_keeps_python_dash_m(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["/x/crawler/cli.py", "s.txt"])
+    monkeypatch.setattr(sys, "orig_argv", ["python3", "-X", "dev", "-m", "crawler.cli", "s.txt"])
+    assert command_line(["s.txt", "--fresh"]) == "python3 -X dev -m crawler.cli s.txt --fresh"
+
+
+# -- output paths ----------------------------------------------------------------------------
+
+
+def test_missing_parent_directories_are_created_for_every_output(tmp_path: Path) -> None:
+    files = {"-o": "a/out.jsonl", "--warc": "b/c/x.warc.gz", "--stats": "d/stats.json"}
+    files = {k: str(tmp_path / v) for k, v in files.items()}
+    check_output_paths(files, {"--state": str(tmp_path / "e/f/state")})
+    for path in ("a", "b/c", "d", "e/f/state"):
+        assert (tmp_path / path).is_dir()
+    assert not (tmp_path / "d/stats.json").exists()  # nothing written before the crawl
+
+
+@pytest.mark.parametrize(
+    ("option", "make", "path", "needle"),
+    [
+        ("--stats", "dir", "x", "--stats {p}: is a directory; give a file name"),
+        ("-o", "dir", "x", "-o {p}: is a directory; give a file name"),
+        ("--warc", "file", "x/crawl.warc.gz", "--warc {p}: {t}/x is not a directory"),
+        ("--stats", "file", "x/y/stats.json", "--stats {p}: {t}/x is not a directory"),
+        ("--state", "file", "x", "--state {p}: not a directory"),
+    ],
+)
+def test_a_bad_output_path_names_its_option(
+    tmp_path: Path, option: str, make: str, path: str, needle: str
+) -> None:
+    target = tmp_path / "x"
+    if make == "dir":
+        target.mkdir()
+    else:
+        target.write_text("")
+    p = str(tmp_path / path)
+    directories = {option: p} if option == "--state" else {}
+    files = {} if directories else {option: p}
+    with pytest.raises(ConfigError) as caught:
+        check_output_paths(files, directories)
+    assert str(caught.value) == needle.format(p=p, t=tmp_path)
+
+
+def test_two_options_naming_one_file(tmp_path: Path) -> None:
+    path = str(tmp_path / "out.jsonl")
+    with pytest.raises(ConfigError, match="-o and --stats name the same path"):
+        check_output_paths({"-o": path, "--stats": path, "--warc": ""}, {})
+    check_output_paths({"-o": "-", "--stats": "-"}, {})  # stdout is not a path
+
+
+def test_a_file_option_ending_in_a_slash_names_a_directory(tmp_path: Path) -> None:
+    missing = str(tmp_path / "stats") + "/"
+    with pytest.raises(ConfigError, match=r"--stats .*names a directory; give a file name"):
+        check_output_paths({"--stats": missing}, {})
+    assert not (tmp_path / "stats").exists()  # refused before anything was created
+
+
+def test_an_output_inside_the_state_directory(tmp_path: Path) -> None:
+    state, out = tmp_path / "state", tmp_path / "state" / "out.jsonl"
+    with pytest.raises(ConfigError, match=r"^-o .*out\.jsonl: inside the --state directory"):
+        check_output_paths({"-o": str(out)}, {"--state": str(state)})
+    assert not state.exists()  # refused before anything was created
+    check_output_paths({"-o": str(tmp_path / "out.jsonl")}, {"--state": str(state)})
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_unwritable_directory_is_refused(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        with pytest.raises(ConfigError, match=r"--warc .*: cannot write in"):
+            check_output_paths({"--warc": str(locked / "x.warc.gz")}, {})
+    finally:
+        locked.chmod(0o700)

@@ -1,0 +1,136 @@
+"""Seeds: every bad line reported, empty files named, non-URLs get a suggestion; seed outcomes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crawler.errors import SeedError
+from crawler.results import CrawlResult
+from crawler.seeds import (
+    MAX_REPORTED,
+    SeedReport,
+    collect_seeds,
+    failure_reason,
+    read_seeds,
+    suggest_url,
+)
+
+
+def test_every_bad_line_is_reported(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://a.test/\nftp://x/\n# ok\nnot a url\nhttp://b.test/\nmailto:me@x\n")
+    with pytest.raises(SeedError) as caught:
+        collect_seeds([str(seeds)])
+    message = str(caught.value)
+    assert message.startswith("3 bad seed lines:")
+    for number, line in ((2, "'ftp://x/'"), (4, "'not a url'"), (6, "'mailto:me@x'")):
+        assert f"{seeds}:{number}: not a crawlable http(s) URL: {line}" in message
+
+
+def test_problems_of_every_argument_are_reported_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("a.txt").write_text("http://a.test/\nbad one\n")
+    with pytest.raises(SeedError) as caught:
+        collect_seeds(["a.txt", "example.net", "ftp://x/"])
+    assert str(caught.value).splitlines() == [
+        "a.txt:2: not a crawlable http(s) URL: 'bad one'",
+        "example.net: neither a seeds file nor a URL (no such file); "
+        "did you mean http://example.net/?",
+        "command line:1: not a crawlable http(s) URL: 'ftp://x/'",
+    ]
+
+
+def test_bad_lines_are_capped() -> None:
+    lines = [f"bad line {n}" for n in range(MAX_REPORTED + 7)]
+    with pytest.raises(SeedError) as caught:
+        read_seeds("f", lines)
+    message = str(caught.value)
+    assert message.count("not a crawlable") == MAX_REPORTED
+    assert f"f:{MAX_REPORTED}:" in message and f"f:{MAX_REPORTED + 1}:" not in message
+    assert message.endswith("... and 7 more")
+
+
+def test_empty_seeds_file_is_named(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# nothing yet\n\n")
+    with pytest.raises(SeedError, match=r"no seeds in .*empty\.txt"):
+        collect_seeds([str(empty)])
+    # beside seeds from elsewhere, an empty file is no error
+    assert collect_seeds([str(empty), "http://a.test/"]) == ["http://a.test/"]
+
+
+@pytest.mark.parametrize(
+    ("target", "url"),
+    [
+        ("example.net", "http://example.net/"),
+        ("docs.python.org/3/", "http://docs.python.org/3/"),
+        ("localhost:8000", "http://localhost:8000/"),
+        ("seeds.txt", None),  # a missing seeds file, not a host
+        ("nothing", None),
+        ("./dir.d", None),
+    ],
+)
+def test_suggestion_for_an_argument_that_is_neither_file_nor_url(
+    target: str, url: str | None
+) -> None:
+    assert suggest_url(target) == url
+
+
+def test_host_name_argument_gets_a_suggestion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SeedError) as caught:
+        collect_seeds(["example.net"])
+    assert str(caught.value) == (
+        "example.net: neither a seeds file nor a URL (no such file); "
+        "did you mean http://example.net/?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (
+            "robots: robots.txt unreachable (connect: cannot connect to 127.0.0.1:9: refused; "
+            "RFC 9309: complete disallow)",
+            "connect: cannot connect to 127.0.0.1:9: refused (fetching its host's robots.txt)",
+        ),
+        (
+            "robots: robots.txt unreachable (dns: cannot resolve docs.python.org; "
+            "RFC 9309: complete disallow)",
+            "dns: cannot resolve docs.python.org (fetching its host's robots.txt)",
+        ),
+        (
+            "robots: robots.txt unreachable (HTTP 503; RFC 9309: complete disallow)",
+            "its host's robots.txt answered HTTP 503 (RFC 9309: then nothing may be fetched)",
+        ),
+        ("timeout: read timed out", "timeout: read timed out"),
+        ("robots: disallowed by robots.txt", "robots: disallowed by robots.txt"),
+    ],
+)
+def test_failure_reason_is_the_real_one(error: str, reason: str) -> None:
+    assert failure_reason(error) == reason
+
+
+def result(
+    url: str, status: int | None, *, depth: int = 0, error: str | None = None
+) -> CrawlResult:
+    parent = None if depth == 0 else "http://a.test/"
+    return CrawlResult(url=url, key=url, status=status, depth=depth, parent=parent,
+                       fetched_at="2026-01-01T00:00:00.000Z", error=error)  # fmt: skip
+
+
+def test_seed_report_counts_seeds_only() -> None:
+    report = SeedReport()
+    assert not report.nothing_fetched  # no seed tried (a resumed crawl whose seeds are done)
+    report.observe(result("http://a.test/x", 200, depth=1))  # not a seed
+    report.observe(result("http://a.test/", None, error="dns: cannot resolve a.test"))
+    assert report.tried == 1 and report.nothing_fetched
+    assert "http://a.test/: dns: cannot resolve a.test" in report.message()
+    report.observe(result("http://b.test/", 404))  # any HTTP status is a response
+    assert report.tried == 2 and report.answered == 1 and not report.nothing_fetched
