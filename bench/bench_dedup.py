@@ -6,8 +6,10 @@ as mirrors do; /inside/ with the same banner injected as the first thing inside 
 content (role=main), which the text extraction keeps: there only the simhash can match. Nothing
 else is changed or reordered. Each mirror is crawled with its original by the real crawler
 (crawler.engine.Crawler, concurrency 32, robots off, follow_duplicates on so that every mirror
-page is fetched), one crawl per mirror; then /orig/ + /mirror/ again with the default
-follow_duplicates = false, and with dedup off (the CPU a crawl spends without it).
+page is fetched), one crawl per mirror; then /orig/ + /mirror/ again with follow_duplicates =
+false, and with dedup off. The cost of dedup: /orig/ + /mirror/ crawled with dedup on and off
+taking turns, ROUNDS (5) of each, CPU ms/page (whole process, parse thread included) per round
+and their medians.
 
 - matched: mirror pages whose result names their original (or whose original names them, when
   the mirror's copy was fetched first), exact or near.
@@ -33,6 +35,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import tempfile
 import time
 import tracemalloc
@@ -50,6 +53,7 @@ from crawler.engine import Crawler
 from crawler.markup import parse_markup, read_tree
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
+ROUNDS = 1 if QUICK else 5
 NAMES = ("ftp.example.edu", "mirror.example.net", "docs-mirror.example.org", "pymirror.example")
 JACCARD_NEAR = 0.8
 BODY_RE = re.compile(rb"<body[^>]*>")
@@ -149,9 +153,11 @@ def accuracy(
 
 
 def timed(fn: Callable[[], object], n: int) -> float:
-    started = time.perf_counter()
+    """CPU microseconds per item of `fn` over `n` items (CPU time: a busy machine's other jobs
+    inflate wall time more)."""
+    started = time.process_time()
     fn()
-    return (time.perf_counter() - started) / n * 1e6
+    return (time.process_time() - started) / n * 1e6
 
 
 def synthetic(n: int, urls: list[str]) -> tuple[float, float, float, float]:
@@ -202,14 +208,36 @@ def main() -> None:
                 "nofollow": asyncio.run(crawl(base, "mirror", config(follow=False))),
                 "off": asyncio.run(crawl(base, "mirror", config(enabled=False))),
             }
+            cost = cost_rounds(base)
         mirror_pages = {
             name: sum(f"{base}{m}/" in url for url in runs[name][0])
             for name, m in (("mirror", "mirror"), ("inside", "inside"), ("nofollow", "mirror"))
         }
         report_crawls(runs, base, rels, texts, mirror_pages)
-        report_costs(tmp, rels, runs)
+        report_rounds(cost)
+        report_costs(tmp, rels, cost)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def cost_rounds(base: str) -> dict[str, list[float]]:
+    """CPU ms/page of /orig/ + /mirror/ crawls with dedup on and off, taking turns (the
+    machine's speed drifts), ROUNDS of each."""
+    out: dict[str, list[float]] = {"on": [], "off": []}
+    for _ in range(ROUNDS):
+        for name, enabled in (("on", True), ("off", False)):
+            results, cpu, _ = asyncio.run(crawl(base, "mirror", config(enabled=enabled)))
+            out[name].append(cpu / len(results) * 1e3)
+    return out
+
+
+def report_rounds(cost: dict[str, list[float]]) -> None:
+    on, off = statistics.median(cost["on"]), statistics.median(cost["off"])
+    print(f"\ncrawl CPU ms/page, /orig/ + /mirror/, {ROUNDS} rounds taking turns:")
+    for name in ("on", "off"):
+        rounds = " ".join(f"{x:.2f}" for x in cost[name])
+        print(f"  dedup {name:<3}  median {statistics.median(cost[name]):.2f}   rounds {rounds}")
+    print(f"  dedup costs {on - off:.2f} ms/page more: +{on / off - 1:.1%}")
 
 
 def report_crawls(
@@ -229,7 +257,7 @@ def report_crawls(
         return cache[rel]
 
     header = (
-        f"{'crawl':<34} {'pages':>6} {'mirror':>6} {'matched':>9} {'exact':>6} {'near':>5} "
+        f"{'crawl':<38} {'pages':>6} {'mirror':>6} {'matched':>9} {'exact':>6} {'near':>5} "
         f"{'flagged':>7} {'false':>5} {'false %':>7} {'CPU ms/p':>8}"
     )
     print(header)
@@ -251,7 +279,7 @@ def report_crawls(
         if name == "nofollow":
             share = "-"
         print(
-            f"{labels[name]:<34} {len(results):>6} {mirror_pages.get(name, '-'):>6} "
+            f"{labels[name]:<38} {len(results):>6} {mirror_pages.get(name, '-'):>6} "
             f"{share:>9} {exact:>6} {near:>5} {len(pairs_set):>7} {false:>5} "
             f"{false / len(rels):>7.2%} {cpu / len(results) * 1e3:>8.2f}"
         )
@@ -285,9 +313,7 @@ def report_crawls(
     )
 
 
-def report_costs(
-    root: Path, rels: list[str], runs: dict[str, tuple[dict[str, Any], float, float]]
-) -> None:
+def report_costs(root: Path, rels: list[str], cost: dict[str, list[float]]) -> None:
     bodies = [(root / tree / rel).read_bytes() for tree in ("orig", "inside") for rel in rels]
     n = len(bodies)
     # the text's cost: read_tree with `content` less read_tree without (the links' pass)
@@ -308,8 +334,8 @@ def report_costs(
     us_check = timed(lambda: [index.check(u, f) for u, f in zip(urls, fps, strict=True)], n)
     traced = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
-    with_cpu = runs["mirror"][1] / len(runs["mirror"][0]) * 1e6
-    off_cpu = runs["off"][1] / len(runs["off"][0]) * 1e6
+    with_cpu = statistics.median(cost["on"]) * 1e3
+    off_cpu = statistics.median(cost["off"]) * 1e3
     words = sum(len(t.split()) for t in t_text) / n
     print(f"\ncost per page (in process, {n} pages, {words:,.0f} words of text on average):\n")
     header = f"{'step':<44} {'us/page':>9} {'% of crawl CPU/page':>20}"
@@ -320,8 +346,8 @@ def report_costs(
         ("fingerprint (normalize, BLAKE2b, simhash)", us_fp),
         ("index lookup + insert (ContentIndex.check)", us_check),
         ("hashing + lookup (the two above)", us_fp + us_check),
-        ("crawl CPU/page, dedup on (same run)", with_cpu),
-        ("crawl CPU/page, dedup off (same run)", off_cpu),
+        ("crawl CPU/page, dedup on (median)", with_cpu),
+        ("crawl CPU/page, dedup off (median)", off_cpu),
     ):
         print(f"{name:<44} {us:>9.1f} {us / with_cpu:>20.1%}")
     print(

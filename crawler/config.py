@@ -180,7 +180,7 @@ class OutputConfig:
 
 @dataclass(frozen=True, slots=True)
 class DedupConfig:
-    enabled: bool = True
+    enabled: bool = False  # off by default: ~40-60% more CPU per page (README "Content dedup")
     near_distance: int = 3
     follow_duplicates: bool = True
 

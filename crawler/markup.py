@@ -150,15 +150,14 @@ _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 # the boilerplate the pages of a site share (navigation bars, sidebars, headers, footers).
 _HIDDEN = ("script", "style", "noscript", "template", "svg", "nav", "header", "footer", "aside")
 _HIDDEN_ROLE = "navigation"  # any element with this ARIA role (a Sphinx sidebar, say) too
-_MAIN_ROLE = "main"  # the page's main content: <main> or an element with this role
+_HIDDEN_CSS = ", ".join((*_HIDDEN, f"[role~={_HIDDEN_ROLE} i]"))
 _HEADING_TAGS = frozenset(_tag_ids(*_HEADINGS))
 _HIDDEN_TAGS = frozenset(_tag_ids(*_HIDDEN))
-_MAIN = _tag_ids("main")[0]
-# With `text` or `content`, the same pass finds the headings, the hidden elements and the main
-# content too (one more pass would cost more than the longer selector).
-_ROLES_CSS = (f"[role~={_HIDDEN_ROLE} i]", "main", f"[role~={_MAIN_ROLE} i]")
-_TEXT_TREE_CSS = ", ".join((_TREE_CSS, *_HEADINGS, *_HIDDEN, *_ROLES_CSS))
-_CONTENT_TREE_CSS = ", ".join((_TREE_CSS, *_HIDDEN, *_ROLES_CSS))
+# With `text`, the same pass finds the headings and the hidden elements too (one more pass
+# would cost more than the longer selector).
+_TEXT_TREE_CSS = ", ".join((_TREE_CSS, *_HEADINGS, _HIDDEN_CSS))
+# The page's main content, when it marks it (Sphinx's document body, for instance).
+_MAIN_CSS = "main, [role~=main i]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +176,7 @@ class Markup:
     body text). Read only when asked (content dedup): `content`, the visible text of the page's
     main content (its first <main> or role=main element, else its <body>). Visible text leaves
     out scripts, styles, templates, inline SVG and the boilerplate a site's pages share (nav,
-    header, footer, aside, role=navigation). Whitespace is collapsed in all.
+    header, footer, aside, role=navigation). Whitespace is collapsed in all but `content`.
     """
 
     is_html: bool
@@ -267,10 +266,8 @@ def read_tree(
     contexts = _Contexts()
     headings: list[str] = []
     hidden: list[LexborNode] = []
-    mains: list[LexborNode] = []
     base_href: str | None = None
-    css = _TEXT_TREE_CSS if text else _CONTENT_TREE_CSS if content else _TREE_CSS
-    for node in tree.css(css):
+    for node in tree.css(_TEXT_TREE_CSS if text else _TREE_CSS):
         tag_id = node.tag_id
         if tag_id in _LINK_TAGS:  # svg:a too, as browsers follow it
             attrs = node.attributes  # one dict: cheaper than two node.attrs lookups
@@ -291,20 +288,14 @@ def read_tree(
             metas.append(((attrs.get("name") or "").strip().lower(), attrs.get("content") or ""))
         elif tag_id == _BASE and base_href is None:
             base_href = node.attributes.get("href") or ""
-        elif not (text or content):  # "[href]" matches <link>, <use>...: nothing to read
+        elif not text:  # "[href]" matches <link>, <use>...: nothing to read
             continue
-        elif tag_id in _HEADING_TAGS:  # matched with `text` (else an odd <h1 href>)
+        elif tag_id in _HEADING_TAGS:
             headings.append(node.text(deep=True, separator=" "))
         elif tag_id in _HIDDEN_TAGS:
             hidden.append(node)
-        elif tag_id == _MAIN:
-            mains.append(node)
-        else:  # matched by its role (or one of the "[href]" elements above)
-            roles = (node.attributes.get("role") or "").lower().split()
-            if _HIDDEN_ROLE in roles:
-                hidden.append(node)
-            elif _MAIN_ROLE in roles:
-                mains.append(node)
+        elif _HIDDEN_ROLE in (node.attributes.get("role") or "").lower().split():
+            hidden.append(node)  # (the other elements here are "[href]" ones)
 
     head = tree.head or tree
     canonical = head.css_first(_CANONICAL_CSS)
@@ -314,7 +305,7 @@ def read_tree(
     if title_node is not None:
         raw = title_node.text(deep=True).lstrip()[: 4 * TITLE_MAX_CHARS]
         title = " ".join(raw.split())[:TITLE_MAX_CHARS].rstrip() or None
-    page_text, main_text = _page_text(tree, headings, hidden, mains, text, content)
+    page_text, main_text = _page_text(tree, headings, hidden, text, content)
     return Markup(
         True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
         title, details if details is not None else {}, page_text, main_text,
@@ -404,53 +395,36 @@ def _next_to(node: LexborNode, anchor: str, contexts: _Contexts) -> str:
 
 
 def _page_text(
-    tree: LexborHTMLParser,
-    headings: list[str],
-    hidden: list[LexborNode],
-    mains: list[LexborNode],
-    text: bool,
-    content: bool,
+    tree: LexborHTMLParser, headings: list[str], hidden: list[LexborNode], text: bool, content: bool
 ) -> tuple[tuple[str, str] | None, str | None]:
     """((h1-h6 text, visible body text) if `text`, visible main-content text if `content`) of
-    a page. Removes the `hidden` elements (in document order) from `tree`, the last first, so
-    that none is inside one already removed; the main content is the first of `mains` (in
-    document order) not inside a hidden element. The body's text is read once for both."""
+    a page. Hidden elements are removed from `tree`, the last first (in document order), so that
+    none is inside one already removed: with `text`, the `hidden` ones the tree's pass found;
+    else those inside the main content. The body's text serves both when the page marks no main
+    content. The main-content text keeps its whitespace (its fingerprint splits the words)."""
     if not (text or content):
         return None, None
-    main = _first_visible(mains, hidden) if content else None
     for node in reversed(hidden):
         node.decompose()
-    body_text = None
-    if text or main is None:
-        body = tree.body or tree.root
-        body_text = body.text(deep=True, separator=" ") if body is not None else ""
+    body = tree.body or tree.root
+    body_text = body.text(deep=True, separator=" ") if text and body is not None else ""
     page_text = None
     if text:
-        assert body_text is not None
-        page_text = (
-            _collapse(" ".join(headings), HEADINGS_MAX_CHARS),
-            _collapse(body_text, BODY_MAX_CHARS),
-        )
+        headings_text = _collapse(" ".join(headings), HEADINGS_MAX_CHARS)
+        page_text = headings_text, _collapse(body_text, BODY_MAX_CHARS)
     if not content:
         return page_text, None
-    if main is not None:
-        return page_text, _collapse(main.text(deep=True, separator=" "), CONTENT_MAX_CHARS)
-    assert body_text is not None
-    return page_text, _collapse(body_text, CONTENT_MAX_CHARS)
-
-
-def _first_visible(mains: list[LexborNode], hidden: list[LexborNode]) -> LexborNode | None:
-    """The first of `mains` with no ancestor among `hidden` (nor itself hidden)."""
-    if not hidden:
-        return mains[0] if mains else None
-    removed = {node.mem_id for node in hidden}
-    for main in mains:
-        node: LexborNode | None = main
-        while node is not None and node.mem_id not in removed:
-            node = node.parent
-        if node is None:
-            return main
-    return None
+    root = tree.css_first(_MAIN_CSS)
+    if root is None:
+        if text:
+            return page_text, body_text[:CONTENT_MAX_CHARS]
+        root = body
+    if root is None:
+        return page_text, ""
+    if not text:
+        for node in reversed(root.css(_HIDDEN_CSS)):  # within the main content only
+            node.decompose()
+    return page_text, root.text(deep=True, separator=" ")[:CONTENT_MAX_CHARS]
 
 
 def is_html(content_type: str | None, body: bytes) -> bool:

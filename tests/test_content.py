@@ -4,6 +4,7 @@ persistence in the crawl state, and the engine's use of it (fields, counts, foll
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -72,6 +73,26 @@ def test_visible_text_leaves_out_boilerplate() -> None:
     assert content is not None
     words = content.split()
     assert words == ["Real", "content", "here."]
+
+
+def test_one_text_pass_serves_focus_and_dedup() -> None:
+    html = page(
+        "<p>Main words.</p><svg><text>svg label</text></svg><aside>aside</aside>"
+        "<ul role='Navigation menu'><li>toc</li></ul>",
+        banner="<p>Banner words.</p>",
+    )
+    both = parse_markup(html, "http://a.test/", "text/html", text=True, content=True)
+    alone = parse_markup(html, "http://a.test/", "text/html", content=True)
+    assert both.text is not None and both.content is not None
+    assert both.content.split() == ["Main", "words."] and alone.content == both.content
+    assert both.text[1] == "Banner words. Main words."  # the body's text, less the hidden parts
+    assert both.text[0] == "Site" and both.hrefs == alone.hrefs
+    no_main = page("<p>Main words.</p>", main=False)  # no main content marked: the body's text
+    alone = parse_markup(no_main, "http://a.test/", "text/html", content=True)
+    both = parse_markup(no_main, "http://a.test/", "text/html", text=True, content=True)
+    assert alone.content is not None and alone.content.split() == ["Main", "words."]
+    assert both.content == alone.content
+    assert parse_markup(html, "http://a.test/", "text/html").content is None  # unless asked
 
 
 def test_markup_noise_and_whitespace_keep_the_content_hash() -> None:
@@ -293,7 +314,7 @@ async def crawl_site(
     config = Config().override("fetch", resolve={"site.test": "127.0.0.1"})
     config = config.override("politeness", delay=0.0, respect_robots=False)
     config = config.override("crawl", concurrency=1)
-    config = config.override("dedup", follow_duplicates=follow)
+    config = config.override("dedup", enabled=True, follow_duplicates=follow)
     state = None if tmp is None else CrawlState.open(tmp / "state", {"test": 1})
     base = f"http://site.test:{port}"
     results: dict[str, CrawlResult] = {}
@@ -376,4 +397,6 @@ async def test_disabled_dedup_leaves_the_fields_null() -> None:
     assert len(results) == 5  # the seeds and their navigation links (a, b, and . = /)
     for r in results:
         assert (r.content_hash, r.duplicate_of, r.simhash, r.near_duplicate_of) == (None,) * 4
+        line = json.loads(r.to_json())  # the JSONL fields are there, null
+        assert [line[k] for k in ("content_hash", "duplicate_of", "simhash")] == [None] * 3
     assert crawler.stats.exact_duplicates == 0
