@@ -19,7 +19,7 @@ second table repeats the crawls with concurrency 1 (one round: the order is then
 Held-out topics (marked *) were never looked at while the scorer was tuned.
 
 ``--simulate`` replays the crawls over the files instead (bench/focus_sites.py), one fetch at a
-time and 8 in flight (completing in a shuffled order, seeded); ``--first-link`` makes a queued
+time and 8 in flight (completing in the order they were handed out); ``--first-link`` makes a queued
 URL keep the priority of the first link found to it (no re-prioritizing: the crawler before).
 """
 
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import statistics
 import sys
 import time
@@ -85,9 +84,7 @@ def simulated(
     spec: SiteSpec, topic: str | None, budget: int, reprioritize: bool, concurrency: int
 ) -> Crawl:
     started = time.perf_counter()
-    shuffle = random.Random(15) if concurrency > 1 else None
-    fetched = simulate(spec.name, topic, budget, reprioritize=reprioritize,
-                       in_flight=concurrency, shuffle=shuffle)  # fmt: skip
+    fetched = simulate(spec.name, topic, budget, reprioritize=reprioritize, in_flight=concurrency)
     return Crawl(fetched, time.perf_counter() - started)
 
 
