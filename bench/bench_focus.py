@@ -188,9 +188,9 @@ def main(argv: list[str]) -> int:
         table(1, 1, budget, True, reprioritize)
         table(CONCURRENCY, 1, budget, True, reprioritize)
     else:
-        table(CONCURRENCY, 1 if QUICK else ROUNDS, budget, False, False)
+        table(CONCURRENCY, 1 if QUICK else ROUNDS, budget, False, True)
         if not QUICK:  # one crawl at a time: no fetch is chosen before the pages in flight are read
-            table(1, 1, budget, False, False)
+            table(1, 1, budget, False, True)
     print(f"\nwall time {time.perf_counter() - started:.0f} s; {scorer_speed()}")
     return 0
 
