@@ -13,7 +13,7 @@ from aiohttp import web
 from protego import Protego
 
 from crawler.admission import Admission
-from crawler.components import make_frontier, make_scope, make_urls
+from crawler.components import make_frontier, make_scope, make_urls, settings
 from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome
@@ -353,3 +353,25 @@ async def test_a_better_link_found_later_gets_a_queued_url_fetched_sooner(
         kept = await _order(origin)
     assert raised == ["/", "/guide", "/d", "/a", "/b", "/c"]
     assert kept == ["/", "/guide", "/a", "/b", "/c", "/d"]
+
+
+async def test_a_raised_priority_survives_an_interrupted_crawl_and_its_resume(
+    tmp_path: Path,
+) -> None:
+    # budget 2: / and /guide are fetched, /guide raises /d; the resume fetches /d first.
+    async with serve(_site) as port:
+        origin = f"http://127.0.0.1:{port}"
+        config = Config().override("politeness", delay=0.0).override("crawl", concurrency=1)
+        runs = []
+        for budget in (2, 3):
+            budgeted = config.override("crawl", max_pages=budget)
+            state = CrawlState.open(tmp_path / "s", settings(config))
+            async with Crawler(budgeted, score=_by_anchor, state=state) as crawler:
+                results = [r async for r in crawler.crawl([origin + "/"])]
+            runs.append([r.url.removeprefix(origin) for r in results])
+            if budget == 2:
+                reopened = CrawlState.open(tmp_path / "s", settings(config))
+                pending = {e.url.removeprefix(origin): e.priority for e in reopened.pending()}
+                reopened.abandon()
+                assert pending == {"/a": 0.1, "/b": 0.1, "/c": 0.1, "/d": 1.0}
+    assert runs == [["/", "/guide"], ["/d"]]
