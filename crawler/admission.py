@@ -73,6 +73,17 @@ class Admission:
             return False
         return True
 
+    def _over_limit(self, keys: Sequence[str]) -> None:
+        """Count a page's links once `max_pages` URLs were admitted: each new URL refused once
+        (its key is not taken in, so another page's link to it counts too; a URL refused while
+        room ran out mid-page was taken in and counts as a duplicate), the others duplicates."""
+        sieve = self.dedup.sieve
+        for key in keys:
+            if key in sieve:
+                self.stats.duplicates += 1
+            else:
+                self.stats.over_limit += 1
+
     def admit(self, entry: Entry) -> bool:
         """Put a new (seen-test-approved, in-scope) entry in the frontier and the journal."""
         return self._admitted(entry, self.frontier.put(entry))
@@ -100,9 +111,12 @@ class Admission:
         depth = parent.depth + 1
         in_scope = self._in_scope(hrefs, base, depth, None)
         keys = list(in_scope)
-        if not keys or not self.room_for_more():
+        if not keys:
             return 0
         stats = self.stats
+        if self.max_pages and stats.admitted >= self.max_pages:
+            self._over_limit(keys)
+            return 0
         new = 0
         for key, is_new in zip(keys, self.dedup.add_many(keys), strict=True):
             if not is_new:
