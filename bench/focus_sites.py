@@ -10,7 +10,8 @@ truth applies the rule to every HTML page of the site on disk.
 while tuning) to check that the scorer generalizes.
 
 **The simulation** replays a crawl over the pages on disk, without a network: one queue, the best
-link first (ties first in, first out), every in-site link fetched at most once, `budget` fetches
+link first (ties first in, first out; a better link raises a queued URL's priority, as in the
+crawler), every in-site link fetched at most once, `budget` fetches
 (non-HTML files such as the sources' .txt count as fetches, with no text). It calls the same
 :class:`crawler.relevance.TopicScorer` the crawler does, on page texts and links extracted the way
 the crawler's parser extracts them (anchor text, enclosing block as context); breadth-first is the
@@ -20,6 +21,7 @@ same loop with every priority 0.
 from __future__ import annotations
 
 import heapq
+import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -185,13 +187,24 @@ def relevant_pages(name: str, topic: str) -> frozenset[str]:
 
 
 def simulate(
-    name: str, topic: str | None, budget: int = BUDGET, *, reprioritize: bool = False
+    name: str,
+    topic: str | None,
+    budget: int = BUDGET,
+    *,
+    reprioritize: bool = True,
+    in_flight: int = 1,
+    inlink_bonus: float = 0.0,
+    shuffle: random.Random | None = None,
 ) -> list[str]:
     """The files a best-first crawl fetches (breadth-first if `topic` is None), in order.
 
-    Like the crawler, a queued URL keeps the priority of the first link found to it, unless
-    `reprioritize`: then a better link found later raises it (what the crawler's frontier does
-    not do; the benchmark measures what that would be worth)."""
+    As in the crawler, a better link found to a queued URL raises its priority (unless not
+    `reprioritize`: then a queued URL keeps the priority of the first link found to it).
+    `in_flight`: how many fetches are under way at once; a page's links are read when it
+    completes, in hand-out order (so `in_flight` 8 hands out 7 pages ahead of the links of the
+    page just fetched, as a crawl at concurrency 8 does; with `shuffle`, the fetches under way
+    complete in a random order instead, as over a network). `inlink_bonus`: added to a queued
+    URL's priority for each further link found to it (an experiment: in-link counting)."""
     pages = site_pages(name)
     scorer = TopicScorer([topic]) if topic else None
     seq = 0
@@ -199,11 +212,17 @@ def simulate(
     best = {"index.html": 0.0}  # queued or fetched -> its priority
     done: set[str] = set()
     fetched: list[str] = []
-    while heap and len(fetched) < budget:
-        _, _, rel, depth = heapq.heappop(heap)
-        if rel in done:
-            continue  # an older, lower entry of a URL whose priority was raised
-        done.add(rel)
+    flying: list[tuple[str, int]] = []
+    while (heap or flying) and len(fetched) < budget:
+        while heap and len(flying) < in_flight and len(fetched) + len(flying) < budget:
+            _, _, rel, depth = heapq.heappop(heap)
+            if rel in done:
+                continue  # an older, lower entry of a URL whose priority was raised
+            done.add(rel)
+            flying.append((rel, depth))
+        if not flying:
+            break
+        rel, depth = flying.pop(shuffle.randrange(len(flying)) if shuffle else 0)
         fetched.append(rel)
         page = pages[rel]
         if page.text is None:
@@ -218,8 +237,10 @@ def simulate(
                 link = Link(url, url, anchor, "", context, depth + 1, page.text.url,
                             page.text.title, relevance)  # fmt: skip
                 priority = scorer.link(link)
-            if target in best and priority <= best[target]:
-                continue
+            if target in best:
+                priority = max(priority, best[target]) + inlink_bonus
+                if priority <= best[target]:
+                    continue
             best[target] = priority
             seq += 1
             heapq.heappush(heap, (-priority, seq, target, depth + 1))

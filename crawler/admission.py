@@ -5,7 +5,13 @@ Every URL a crawl finds (a page's links, a redirect target, a sitemap entry, a s
 per distinct key per page. Each refusal is counted by reason; nothing is dropped silently.
 
 In a focused crawl (`scored_links`), each new key's priority comes from a score function
-between the Sieve and the frontier; a link it skips is a refusal like any other ("score").
+between the Sieve and the frontier; a link it skips is a refusal like any other ("score"). A
+link to a URL the Sieve has seen is scored too when (and only when) the frontier still has that
+URL queued: a better link raises its priority (``reprioritize``: the combined priority is the
+best of its links' scores), so a page first linked from an index with a bare anchor does not
+keep that poor priority once a page about the topic links to it. Fetched and in-flight URLs
+cost one frontier look-up and no score call. The new links of a page go to the frontier in one
+batch (``put_many``): waiting workers get its best links, not its first.
 """
 
 from __future__ import annotations
@@ -67,9 +73,24 @@ class Admission:
             return False
         return True
 
+    def _over_limit(self, keys: Sequence[str]) -> None:
+        """Count a page's links once `max_pages` URLs were admitted: each new URL refused once
+        (its key is not taken in, so another page's link to it counts too; a URL refused while
+        room ran out mid-page was taken in and counts as a duplicate), the others duplicates."""
+        sieve = self.dedup.sieve
+        for key in keys:
+            if key in sieve:
+                self.stats.duplicates += 1
+            else:
+                self.stats.over_limit += 1
+
     def admit(self, entry: Entry) -> bool:
         """Put a new (seen-test-approved, in-scope) entry in the frontier and the journal."""
-        if not self.frontier.put(entry):
+        return self._admitted(entry, self.frontier.put(entry))
+
+    def _admitted(self, entry: Entry, queued: bool) -> bool:
+        """The bookkeeping of an entry the frontier took (`queued`) or refused."""
+        if not queued:
             self.stats.dropped_full += 1
             return False
         self.stats.admitted += 1
@@ -90,9 +111,12 @@ class Admission:
         depth = parent.depth + 1
         in_scope = self._in_scope(hrefs, base, depth, None)
         keys = list(in_scope)
-        if not keys or not self.room_for_more():
+        if not keys:
             return 0
         stats = self.stats
+        if self.max_pages and stats.admitted >= self.max_pages:
+            self._over_limit(keys)
+            return 0
         new = 0
         for key, is_new in zip(keys, self.dedup.add_many(keys), strict=True):
             if not is_new:
@@ -117,9 +141,11 @@ class Admission:
         `crawler.scoring`), which sees a `Link` built from `anchors` (per href, fragment cut: anchor
         text, rel, text around it; see `crawler.markup.Markup`) and the parent page's
         `title` and `relevance`. A link it skips (None) is counted in ``scope_refused["score"]``
-        and marked as seen all the same (it is not offered again from another page). A score
-        function that raises, or returns something other than a number, raises `ScoreError`
-        naming the link; the page's new links are then left unseen."""
+        and marked as seen all the same (it is not offered again from another page). A link to
+        a URL still queued is scored too, and raises that URL's priority if it scores higher
+        (`score` may thus see several links to one URL). A score function that raises, or
+        returns something other than a number, raises `ScoreError` naming the link; the page's
+        new links are then left unseen."""
         depth = parent.depth + 1
         origin: dict[str, str] = {}  # key -> the href it came from (its first)
         in_scope = self._in_scope(hrefs, base, depth, origin)
@@ -129,30 +155,56 @@ class Admission:
         details = anchors or {}
         stats = self.stats
         links: list[Link] = []
-        seen = self._seen
+        again: list[Link] = []  # links to URLs queued already
+        current: list[float] = []  # their priorities as queued
+        seen, queued = self._seen, self.frontier.queued_priority
         for key in keys:
+            url = key if self.fetch_canonical else in_scope[key]
             if seen(key):
                 stats.duplicates += 1
-                continue
+                if (priority := queued(url, key)) is None:
+                    continue  # fetched, in flight, refused or skipped: nothing to do
+                into = again
+                current.append(priority)
+            else:
+                into = links
             anchor, rel, context = details.get(origin[key], _NO_DETAILS)
-            url = key if self.fetch_canonical else in_scope[key]
-            links.append(Link(url, key, anchor, rel, context, depth, parent.url, title, relevance))
-        if not links:
+            into.append(Link(url, key, anchor, rel, context, depth, parent.url, title, relevance))
+        if not links and not again:
             return 0
-        priorities = await _priorities(score, links)
+        priorities = await _priorities(score, links + again)
         # Only now are the links taken in (with no await until they are admitted): a score
         # function that fails leaves them unseen, for the page's fetch again after a resume.
-        new = 0
+        self._raise(again, current, priorities[len(links) :])
+        if not links:
+            return 0
+        entries: list[Entry] = []
         flags = self.dedup.add_many([link.key for link in links])
-        for link, priority, is_new in zip(links, priorities, flags, strict=True):
+        room = self.max_pages - stats.admitted if self.max_pages else len(links)
+        for link, priority, is_new in zip(links, priorities[: len(links)], flags, strict=True):
             if not is_new:  # another page admitted it while this one was being scored
                 stats.duplicates += 1
             elif priority is None:
                 stats.scope_refused["score"] += 1
-            elif self.room_for_more():
-                entry = Entry(link.url, link.key, depth, parent.url, priority=priority)
-                new += self.admit(entry)
-        return new
+            elif len(entries) >= room:
+                stats.over_limit += 1
+            else:
+                entries.append(Entry(link.url, link.key, depth, parent.url, priority=priority))
+        if not entries:
+            return 0
+        flags = self.frontier.put_many(entries)
+        return sum(self._admitted(e, ok) for e, ok in zip(entries, flags, strict=True))
+
+    def _raise(
+        self, links: list[Link], current: list[float], priorities: list[float | None]
+    ) -> None:
+        """Raise the priority of the queued URLs that a link scored higher (`current`: their
+        priorities when the page was read); journaled with a state."""
+        frontier, state = self.frontier, self.state
+        for link, was, priority in zip(links, current, priorities, strict=True):
+            raised = priority is not None and priority > was
+            if raised and frontier.reprioritize(link.url, link.key, priority or 0.0) and state:
+                state.reprioritized(link.key, priority or 0.0)
 
     def _seen(self, key: str) -> bool:
         """Whether the seen test has `key`, without taking it in (a Sieve positive is confirmed

@@ -8,7 +8,8 @@ What is kept, and when:
   to the consumer (and, for the CLI, written to the output). Each completion commits, together
   with everything admitted before it, so after a crash every admitted URL is either done or
   still pending, and only fetches that were in flight can be repeated. (A state written before
-  the priority column existed gets it, all 0, when it is opened.)
+  the priority column existed gets it, all 0, when it is opened.) A queued URL whose priority a
+  better link raised (``reprioritized``) gets its row's priority updated, batched like the rows.
 - ``seen``: the 64-bit fingerprints of every key the Sieve took in: the exact confirmation tier
   (`SeenStore`), consulted only when the Bloom filter says "seen".
 - ``sieve``: a periodic snapshot of the Sieve's bytes and the last ``urls`` row it covers.
@@ -117,7 +118,8 @@ class SeenStore:
 class CrawlState:
     """The state database of one crawl. Use `CrawlState.open(directory, settings)`."""
 
-    __slots__ = ("_db", "_rows", "directory", "finished", "previous_status", "resumed", "seen")
+    __slots__ = ("_db", "_raises", "_rows", "directory", "finished", "previous_status", "resumed",
+                 "seen")  # fmt: skip
 
     def __init__(self, directory: Path, db: sqlite3.Connection, *, resumed: bool) -> None:
         self.directory = directory
@@ -128,6 +130,7 @@ class CrawlState:
         self.previous_status = self.status if resumed else None
         self.seen = SeenStore(db)
         self._rows: list[tuple[Any, ...]] = []  # admitted URLs not written yet
+        self._raises: list[tuple[float, int, float]] = []  # raised priorities not written yet
 
     @classmethod
     def open(
@@ -254,6 +257,11 @@ class CrawlState:
             )
         )
 
+    def reprioritized(self, key: str, priority: float) -> None:
+        """Journal a pending URL's raised priority (written with the next completion, like the
+        admitted URLs; a resume queues it with that priority)."""
+        self._raises.append((priority, fingerprint(key), priority))
+
     def completed(self, key: str) -> None:
         """Mark a URL done and commit everything journaled so far."""
         self._write_rows()
@@ -274,6 +282,12 @@ class CrawlState:
                 self._rows,
             )
             self._rows.clear()
+        if self._raises:  # after the rows: a URL may be admitted and raised in one batch
+            self._db.executemany(
+                "UPDATE urls SET priority = ? WHERE fp = ? AND done = 0 AND priority < ?",
+                self._raises,
+            )
+            self._raises.clear()
 
     def checkpoint(self, sieve: Sieve, stats: dict[str, Any], status: str = "running") -> None:
         """Snapshot the Sieve and the stats (and the status), then commit."""

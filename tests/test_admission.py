@@ -31,14 +31,14 @@ def test_dedup_answers_like_adding_keys_one_by_one(exact: bool, recent: int) -> 
     assert dedup.sieve.count == len(taken)
 
 
-def admission() -> tuple[Admission, CrawlStats]:
+def admission(max_pages: int = 0) -> tuple[Admission, CrawlStats]:
     config = Config().override("politeness", delay=0.0)
     scope = make_scope(config)
     scope.add_host("s.test")
     stats = CrawlStats()
     adm = Admission(urls=make_urls(config), scope=scope,
                     dedup=Dedup(Sieve(capacity=1000, error_rate=1e-6)),
-                    frontier=make_frontier(config), stats=stats)  # fmt: skip
+                    frontier=make_frontier(config), stats=stats, max_pages=max_pages)  # fmt: skip
     return adm, stats
 
 
@@ -71,3 +71,16 @@ def test_the_exact_tier_rescues_every_false_positive_of_a_saturated_sieve() -> N
         assert dedup.add_many(keys[start : start + 50]) == [True] * 50
     assert dedup.rescued > 0  # the filter alone would have dropped these
     assert dedup.add_many(keys[:50]) == [False] * 50
+
+
+def test_links_refused_by_max_pages_are_counted_per_link_not_per_page() -> None:
+    adm, stats = admission(max_pages=2)
+    root = Entry(url="http://s.test/", key="http://s.test/", depth=0)
+    assert adm.seed(root)
+    assert adm.links(root, ["/a", "/b", "/c", "/d"], root.url) == 1  # room for /a only
+    assert (stats.admitted, stats.over_limit, stats.duplicates) == (2, 3, 0)
+    page_a = Entry(url="http://s.test/a", key="http://s.test/a", depth=1)
+    assert adm.links(page_a, ["/b", "/c", "/e", "/f"], page_a.url) == 0  # the limit was reached
+    # /b and /c were refused on the first page already (and taken in): duplicates now; /e and
+    # /f are new URLs refused: two more. (A full crawl used to count one refusal per page.)
+    assert (stats.admitted, stats.over_limit, stats.duplicates) == (2, 5, 2)

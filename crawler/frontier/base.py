@@ -35,12 +35,26 @@ Accounting
   8. ``get()`` waits as long as needed; it returns None to every getter once nothing is queued
      and nothing is in flight, or after ``close()``.
   9. ``pending()`` yields every queued entry (not those in flight) equal to the one put, its
-     priority included, host by host in hand-out order; ``len()`` counts them.
+     priority included (as raised by rule 10), host by host in hand-out order; ``len()`` counts
+     them.
+
+Re-prioritizing (a better link to a queued URL; a Redis backend: ``ZSCORE``, ``ZADD ... GT``)
+ 10. ``queued_priority(url, key)`` is the priority of the queued PAGE entry whose key is ``key``
+     (``url``: the URL it is fetched at, which names its host), None when there is none queued
+     (never put, in flight, done, or refused). ``reprioritize(url, key, priority)`` raises that
+     entry's priority to ``priority`` and returns True; it never lowers a priority (False, no
+     change, when ``priority`` is not higher) and is a no-op (False) for entries not queued. The
+     raised entry goes after its host's queued entries of equal or higher priority (as if put
+     now), is handed out once, counts once in ``len()``, ``pending()`` and the bounds, and keeps
+     its other fields. Neither costs anything to a crawl that never uses priorities.
+ 11. ``put_many(entries)`` is ``put()`` of each, in order (one flag each), except that nothing
+     is handed out before the whole batch is queued: getters waiting meanwhile get the best
+     entries of the batch, not its first ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -67,6 +81,7 @@ class FrontierStats:
     retries: int  # entries re-queued by done(retry=True)
     robots_fetches: int  # ROBOTS entries handed out
     handed_out: int  # PAGE entries handed out
+    raised: int  # queued entries whose priority reprioritize() raised
 
 
 class FrontierBackend(Protocol):
@@ -74,6 +89,19 @@ class FrontierBackend(Protocol):
 
     def put(self, entry: Entry) -> bool:
         """Queue a PAGE entry by its priority (rule 1); False when refused (rule 7)."""
+        ...
+
+    def put_many(self, entries: Iterable[Entry]) -> list[bool]:
+        """``put()`` a batch, handing nothing out before all are queued (rule 11)."""
+        ...
+
+    def queued_priority(self, url: str, key: str) -> float | None:
+        """The priority of the queued entry with this key, None if none is queued (rule 10)."""
+        ...
+
+    def reprioritize(self, url: str, key: str, priority: float) -> bool:
+        """Raise a queued entry's priority, never lower it; False when nothing changed
+        (rule 10)."""
         ...
 
     async def get(self) -> Entry | None:

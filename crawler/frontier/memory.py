@@ -15,6 +15,12 @@ waiting futures, and arms ONE timer (``loop.call_later``) for the schedule's nex
 polling. Memory: a queued entry is a compact record (:class:`crawler.entries.Packer`), rebuilt
 equal (priority included) by ``get()`` and ``pending()``. Time: the clock defaults to the running
 loop's ``time()``; tests and benchmarks use :class:`crawler.simtime.SimulatedLoop`.
+
+Re-prioritizing (rule 10): once the crawl is *scored* (the first entry with a priority other
+than 0, or the first ``queued_priority()``/``reprioritize()`` call) every host queue is tracked
+(``HostQueue.track()``: a map from each queued URL's key to its heap item), so a queued URL's
+priority can be read and raised; a raise pushes a new item and the old one is skipped lazily.
+A crawl without scoring never tracks anything and pays nothing for it.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import logging
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import replace
 from typing import Final
@@ -46,11 +52,11 @@ _UNREACHABLE: Final = RobotsPolicy(status=None, temporary=True, reason="its fetc
 class Frontier:
     """Per-host politeness frontier. See the module docstring for the rules."""
 
-    __slots__ = ("_clock", "_closed", "_dropped", "_flying", "_handed_out", "_host_rule",
-                 "_hosts", "_in_flight", "_loop", "_max_queued", "_max_queued_per_host", "_packer",
-                 "_queued", "_refusals", "_refused", "_respect_robots", "_retries",
-                 "_robots_fetches", "_rules", "_schedule", "_timer", "_timer_at",
-                 "_waiters")  # fmt: skip
+    __slots__ = ("_clock", "_closed", "_dropped", "_flying", "_handed_out", "_holding",
+                 "_host_rule", "_hosts", "_in_flight", "_loop", "_max_queued",
+                 "_max_queued_per_host", "_packer", "_queued", "_raised", "_refusals", "_refused",
+                 "_respect_robots", "_retries", "_robots_fetches", "_rules", "_schedule",
+                 "_timer", "_timer_at", "_waiters")  # fmt: skip
 
     def __init__(
         self,
@@ -98,7 +104,8 @@ class Frontier:
         self._in_flight = 0
         self._closed = False
         self._dropped = [0, 0, 0]  # full, host full, closed
-        self._refused = self._retries = 0
+        self._refused = self._retries = self._raised = 0
+        self._holding = False  # put_many() is queueing a batch: hand nothing out meanwhile
         self._robots_fetches = self._handed_out = 0
         self._packer = Packer()
 
@@ -120,11 +127,13 @@ class Frontier:
         if priority:  # not the default 0: best-first from now on
             if priority != priority:
                 raise ValueError(f"priority must be a number, got {priority!r} for {entry.url!r}")
-            self._schedule.scored = True
+            if not self._schedule.scored:
+                self._score()
         url = entry.url
         host = self._host(host_key(url))
         queue = host.queue
-        if queue.size >= self._max_queued_per_host:
+        size = queue.size
+        if size >= self._max_queued_per_host:
             self._dropped[1] += 1
             return False
         if host.policy is not None and not host.policy.allowed(url):
@@ -132,13 +141,54 @@ class Frontier:
         else:
             head, context = self._packer.pack(entry, host.prefix)
             queue.push(head, context, priority)
+            if queue.size == size:  # (tracked) the URL was queued already: still one entry
+                self._queued -= 1
             if not host.in_heap:
                 self._schedule.file(host)
             elif priority > host.filed_best:  # a better URL for a host waiting as ready
                 self._schedule.raised(host, priority)
         self._queued += 1
+        if self._waiters and not self._holding:
+            self._dispatch()
+        return True
+
+    def put_many(self, entries: Iterable[Entry]) -> list[bool]:
+        """``put()`` each entry, in order; nothing is handed out before the whole batch is
+        queued, so waiting getters get the best of it (rule 11)."""
+        self._holding = True
+        try:
+            flags = [self.put(entry) for entry in entries]
+        finally:
+            self._holding = False
         if self._waiters:
             self._dispatch()
+        return flags
+
+    def queued_priority(self, url: str, key: str) -> float | None:
+        """The priority of the queued entry whose key is ``key`` (``url``: the URL it is
+        fetched at, for its host); None when no such entry is queued (rule 10)."""
+        host = self._hosts.get(host_key(url))
+        if host is None or not host.queue.size:
+            return None
+        if not self._schedule.scored:
+            self._score()
+        return host.queue.priority(_marks(host.prefix, key))
+
+    def reprioritize(self, url: str, key: str, priority: float) -> bool:
+        """Raise the priority of the queued entry whose key is ``key`` to ``priority``; False
+        (a no-op) when no such entry is queued or its priority is not lower (rule 10)."""
+        if priority != priority:
+            raise ValueError(f"priority must be a number, got {priority!r} for {url!r}")
+        host = self._hosts.get(host_key(url))
+        if host is None or not host.queue.size:
+            return False
+        if not self._schedule.scored:
+            self._score()
+        if not host.queue.raise_(_marks(host.prefix, key), priority):
+            return False
+        self._raised += 1
+        if host.in_heap and priority > host.filed_best:  # a better URL for a ready host
+            self._schedule.raised(host, priority)
         return True
 
     async def get(self) -> Entry | None:
@@ -259,7 +309,7 @@ class Frontier:
             dropped_host_full=host_full, dropped_closed=closed, refused_robots=self._refused,
             deferred_robots=deferred_robots, deferred_backoff=deferred_backoff,
             backoffs=self._rules.backoffs, retries=self._retries,
-            robots_fetches=self._robots_fetches, handed_out=self._handed_out,
+            robots_fetches=self._robots_fetches, handed_out=self._handed_out, raised=self._raised,
         )  # fmt: skip
 
     def __repr__(self) -> str:
@@ -286,7 +336,15 @@ class Frontier:
         if host is None:
             rule = self._host_rule(key) if self._host_rule is not None else None
             host = self._hosts[key] = self._rules.new_host(key, HostQueue(), rule)
+            if self._schedule.scored:
+                host.queue.track()
         return host
+
+    def _score(self) -> None:
+        """The crawl is scored from now on: best-first hosts, tracked queues (rule 10)."""
+        self._schedule.scored = True
+        for host in self._hosts.values():
+            host.queue.track()
 
     def _poll(self, now: float) -> Entry | None:
         """Hand out the next ready entry, or None if no host is ready at ``now``."""
@@ -415,3 +473,10 @@ class Frontier:
         prefix = host.prefix
         for head, context, priority in host.queue.remove_disallowed(policy.allowed, prefix):
             self._refusals.append(Packer.unpack(head, context, prefix, EntryKind.PAGE, priority))
+
+
+def _marks(prefix: str, key: str) -> tuple[str, ...]:
+    """The marks (``crawler.frontier.queues.mark``) a queued entry with this key may have in the
+    queue of the host whose origin is ``prefix``: the key with the origin cut (a record whose
+    URL is its key), or the whole key (one whose URL differs)."""
+    return (key[len(prefix) :], key) if key.startswith(prefix) else (key,)

@@ -52,8 +52,10 @@ shallow index pages are rich in every topic). Potentials and the learner's featu
 remembered per URL (64-bit hashes, not strings) in tables capped at `memory` entries (oldest
 forgotten first).
 
-A queued URL keeps the priority of the first link found to it: the frontier does not raise it
-when a better link to it turns up later (a limit of the score hook, which sees new URLs only).
+A link to a URL still queued is scored too (``crawler.admission``): a better link found later
+raises the queued URL's priority to its score (the best of its links; an in-link bonus on top,
+tried on the focus benchmark, lowered the tuned topics' harvest and did not raise the held-out
+ones'), so ``link()`` may see several links to one URL.
 """
 
 from __future__ import annotations
