@@ -11,7 +11,9 @@ import subprocess
 import sys
 import time
 
-BENCHMARKS = ("sieve", "urls", "links", "frontier", "state", "output", "memory", "crawl", "focus")
+BENCHMARKS = (
+    "sieve", "urls", "links", "frontier", "state", "output", "memory", "crawl", "focus", "dedup",
+)  # fmt: skip
 
 
 def main(argv: list[str]) -> int:

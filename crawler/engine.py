@@ -14,6 +14,7 @@ anyway ends the crawl with its exception instead of vanishing.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -25,11 +26,13 @@ from crawler.admission import Admission
 from crawler.budget import FetchBudget
 from crawler.components import make_fetcher, make_frontier, make_scope, make_sieve, make_urls
 from crawler.config import Config
+from crawler.content import ContentIndex, fingerprint
 from crawler.errors import FetchError, ScoreError, SeedError, failure_class
 from crawler.fetcher import Response
 from crawler.focus import Focus
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
 from crawler.links import read_page
+from crawler.markup import Markup
 from crawler.parsing import Parser, switch_interval
 from crawler.results import CrawlResult, CrawlStats
 from crawler.robots import fetch_robots, policy_from_response, product_token
@@ -96,6 +99,8 @@ class Crawler:
         self._room = asyncio.Semaphore(2 * config.crawl.concurrency)
         self._workers: list[asyncio.Task[None]] = []
         self.parser = Parser()
+        dc = config.dedup
+        self.content = ContentIndex(dc.near_distance) if dc.enabled else None
 
     async def __aenter__(self) -> Crawler:
         await self.fetcher.__aenter__()
@@ -135,6 +140,10 @@ class Crawler:
             self.stats.restore(state.stats() or {})
             if self.budget is not None:  # the budget counts the page results of every run
                 self.budget.spend(self.stats.pages - self.stats.robots_refused)
+            if self.content is not None:
+                self.content.load(state.content())
+        if state is not None and self.content is not None:
+            self.content.store = state.add_content
         store = (state.seen if state is not None else SeenStore()) if exact else None
         self.dedup = Dedup(self.sieve, store)
         self.admission = Admission(
@@ -331,12 +340,10 @@ class Crawler:
 
     async def _page(self, entry: Entry, response: Response) -> CrawlResult:
         focus = self.focus
-        if focus is None:
-            markup = await self.parser.parse(response.body, entry.url, response.content_type)
-        else:
-            markup = await self.parser.parse(
-                response.body, entry.url, response.content_type, anchors=True, text=focus.text
-            )
+        markup = await self.parser.parse(
+            response.body, entry.url, response.content_type, anchors=focus is not None,
+            text=focus is not None and focus.text, content=self.content is not None,
+        )  # fmt: skip
         sc = self.config.scope
         page = read_page(
             markup,
@@ -346,6 +353,11 @@ class Crawler:
             max_links=sc.max_links_per_page,
             user_agent_token=self._token,
         )
+        dedup = self._content(entry, markup) if page.is_html and response.status < 300 else {}
+        if not self.config.dedup.follow_duplicates and (
+            dedup.get("duplicate_of") or dedup.get("near_duplicate_of")
+        ):
+            page = dataclasses.replace(page, links=())  # a duplicate's links are not followed
         if focus is not None:
             relevance, new = await focus.read(entry, page, self.admission, response.status)
         else:
@@ -358,7 +370,22 @@ class Crawler:
             new_links=new,
             canonical=page.canonical,
             relevance=relevance,
+            **dedup,
         )
+
+    def _content(self, entry: Entry, markup: Markup) -> dict[str, Any]:
+        """Content dedup of a 2xx HTML page (`crawler.content`): its fingerprint and matches
+        (error pages are left out: every 404 page of a site would be a duplicate)."""
+        if self.content is None:
+            return {}
+        fp = fingerprint(markup.content or "")
+        match = self.content.check(entry.url, fp)
+        return {
+            "content_hash": fp.content_hex,
+            "duplicate_of": match.duplicate_of,
+            "simhash": fp.simhash_hex,
+            "near_duplicate_of": match.near_duplicate_of,
+        }
 
     def _redirect(self, entry: Entry, response: Response, location: str) -> CrawlResult:
         target, new, error = self.admission.redirect(entry, location)
@@ -425,6 +452,8 @@ class Crawler:
             "measured_false_positive_rate": self.dedup.measured_false_positive_rate,
         }
         out["memo_hit_rate"] = round(self.urls.memo_hit_rate, 4)
+        if self.content is not None:
+            out["content_index"] = {"pages": len(self.content), "bytes": self.content.nbytes}
         guard = self.fetcher.guard
         out["ssrf_blocked"] = guard.blocked if guard is not None else 0
         if self.frontier is not None:

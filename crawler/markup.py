@@ -28,6 +28,7 @@ from crawler.urlsyntax import STRIP, cut_fragment
 __all__ = [
     "ANCHOR_MAX_CHARS",
     "BODY_MAX_CHARS",
+    "CONTENT_MAX_CHARS",
     "CONTEXT_BUDGET_CHARS",
     "CONTEXT_CLIMB",
     "CONTEXT_MAX_CHARS",
@@ -113,6 +114,8 @@ HEADINGS_MAX_CHARS = 10_000
 """Longest h1-h6 text kept for a page."""
 BODY_MAX_CHARS = 100_000
 """Longest visible body text kept for a page."""
+CONTENT_MAX_CHARS = 1_000_000
+"""Longest main-content text kept for a page (its content fingerprint's input)."""
 
 # One whole-tree pass finds the links, the robots meta tags and the first <base href>, in
 # document order. "[href]" also matches <link>, <use>...: sorted out by tag id, which is cheaper
@@ -143,13 +146,18 @@ _BLOCKS = frozenset(_tag_ids(
     "address", "details", "summary", "h1", "h2", "h3", "h4", "h5", "h6",
 ))  # fmt: skip
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
-# Left out of a page's visible body text (removed after the links are read).
-_HIDDEN = ("script", "style", "noscript", "template", "nav", "header", "footer")
+# Left out of a page's visible text (removed after the links are read): what is not text, and
+# the boilerplate the pages of a site share (navigation bars, sidebars, headers, footers).
+_HIDDEN = ("script", "style", "noscript", "template", "svg", "nav", "header", "footer", "aside")
+_HIDDEN_ROLE = "navigation"  # any element with this ARIA role (a Sphinx sidebar, say) too
+_HIDDEN_CSS = ", ".join((*_HIDDEN, f"[role~={_HIDDEN_ROLE} i]"))
 _HEADING_TAGS = frozenset(_tag_ids(*_HEADINGS))
-_TEXT_TAGS = _HEADING_TAGS | frozenset(_tag_ids(*_HIDDEN))
+_HIDDEN_TAGS = frozenset(_tag_ids(*_HIDDEN))
 # With `text`, the same pass finds the headings and the hidden elements too (one more pass
 # would cost more than the longer selector).
-_TEXT_TREE_CSS = ", ".join((_TREE_CSS, *_HEADINGS, *_HIDDEN))
+_TEXT_TREE_CSS = ", ".join((_TREE_CSS, *_HEADINGS, _HIDDEN_CSS))
+# The page's main content, when it marks it (Sphinx's document body, for instance).
+_MAIN_CSS = "main, [role~=main i]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +173,10 @@ class Markup:
     Read only when asked (a focused crawl): `anchors`, per distinct href (fragment cut, as in
     `crawler.urlsyntax.cut_fragment`) the (anchor text, rel, text around it) of its first
     occurrence with an anchor text (else of its first); `text`, the page's (h1-h6 text, visible
-    body text). Whitespace is collapsed in all.
+    body text). Read only when asked (content dedup): `content`, the visible text of the page's
+    main content (its first <main> or role=main element, else its <body>). Visible text leaves
+    out scripts, styles, templates, inline SVG and the boilerplate a site's pages share (nav,
+    header, footer, aside, role=navigation). Whitespace is collapsed in all but `content`.
     """
 
     is_html: bool
@@ -178,6 +189,7 @@ class Markup:
     title: str | None = None
     anchors: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     text: tuple[str, str] | None = None
+    content: str | None = None
 
 
 NOT_HTML = Markup(is_html=False)
@@ -190,14 +202,16 @@ def parse_markup(
     *,
     anchors: bool = False,
     text: bool = False,
+    content: bool = False,
 ) -> Markup:
     """Sniff, decode, defuse, parse and read one response body fetched from `url` (for logs);
-    `anchors` and `text` as for `read_tree`."""
+    `anchors`, `text` and `content` as for `read_tree`."""
     prepared = prepare(body, url, content_type)
     if prepared is None:
         return NOT_HTML
     charset, data = prepared
-    return read_tree(parse_tree(data, url), charset, anchors=anchors, text=text)
+    tree = parse_tree(data, url)
+    return read_tree(tree, charset, anchors=anchors, text=text, content=content)
 
 
 def prepare(
@@ -229,14 +243,22 @@ def parse_tree(data: bytes, url: str) -> LexborHTMLParser | None:
 
 
 def read_tree(
-    tree: LexborHTMLParser | None, charset: str, *, anchors: bool = False, text: bool = False
+    tree: LexborHTMLParser | None,
+    charset: str,
+    *,
+    anchors: bool = False,
+    text: bool = False,
+    content: bool = False,
 ) -> Markup:
     """The `Markup` record of a parsed tree (an empty HTML one when there is no tree).
 
     `anchors`: also read each link's anchor text, rel and surrounding text; `text`: also read
-    the page's headings and visible body text (this strips hidden elements from `tree`)."""
+    the page's headings and visible body text; `content`: also read its main content's visible
+    text (`text` and `content` strip hidden elements from `tree`)."""
     if tree is None:
-        return Markup(True, charset, text=("", "") if text else None)
+        return Markup(
+            True, charset, text=("", "") if text else None, content="" if content else None
+        )
     hrefs: list[str] = []
     nofollow: list[int] = []
     metas: list[tuple[str, str]] = []
@@ -266,11 +288,14 @@ def read_tree(
             metas.append(((attrs.get("name") or "").strip().lower(), attrs.get("content") or ""))
         elif tag_id == _BASE and base_href is None:
             base_href = node.attributes.get("href") or ""
-        elif tag_id in _TEXT_TAGS and text:
-            if tag_id in _HEADING_TAGS:
-                headings.append(node.text(deep=True, separator=" "))
-            else:
-                hidden.append(node)
+        elif not text:  # "[href]" matches <link>, <use>...: nothing to read
+            continue
+        elif tag_id in _HEADING_TAGS:
+            headings.append(node.text(deep=True, separator=" "))
+        elif tag_id in _HIDDEN_TAGS:
+            hidden.append(node)
+        elif _HIDDEN_ROLE in (node.attributes.get("role") or "").lower().split():
+            hidden.append(node)  # (the other elements here are "[href]" ones)
 
     head = tree.head or tree
     canonical = head.css_first(_CANONICAL_CSS)
@@ -280,10 +305,10 @@ def read_tree(
     if title_node is not None:
         raw = title_node.text(deep=True).lstrip()[: 4 * TITLE_MAX_CHARS]
         title = " ".join(raw.split())[:TITLE_MAX_CHARS].rstrip() or None
+    page_text, main_text = _page_text(tree, headings, hidden, text, content)
     return Markup(
         True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
-        title, details if details is not None else {},
-        _page_text(tree, headings, hidden) if text else None,
+        title, details if details is not None else {}, page_text, main_text,
     )  # fmt: skip
 
 
@@ -370,15 +395,36 @@ def _next_to(node: LexborNode, anchor: str, contexts: _Contexts) -> str:
 
 
 def _page_text(
-    tree: LexborHTMLParser, headings: list[str], hidden: list[LexborNode]
-) -> tuple[str, str]:
-    """(h1-h6 text, visible body text) of a page; removes the `hidden` elements (in document
-    order) from `tree`, the last first, so that none is inside one already removed."""
+    tree: LexborHTMLParser, headings: list[str], hidden: list[LexborNode], text: bool, content: bool
+) -> tuple[tuple[str, str] | None, str | None]:
+    """((h1-h6 text, visible body text) if `text`, visible main-content text if `content`) of
+    a page. Hidden elements are removed from `tree`, the last first (in document order), so that
+    none is inside one already removed: with `text`, the `hidden` ones the tree's pass found;
+    else those inside the main content. The body's text serves both when the page marks no main
+    content. The main-content text keeps its whitespace (its fingerprint splits the words)."""
+    if not (text or content):
+        return None, None
     for node in reversed(hidden):
         node.decompose()
-    body = tree.body
-    visible = body.text(deep=True, separator=" ") if body is not None else ""
-    return _collapse(" ".join(headings), HEADINGS_MAX_CHARS), _collapse(visible, BODY_MAX_CHARS)
+    body = tree.body or tree.root
+    body_text = body.text(deep=True, separator=" ") if text and body is not None else ""
+    page_text = None
+    if text:
+        headings_text = _collapse(" ".join(headings), HEADINGS_MAX_CHARS)
+        page_text = headings_text, _collapse(body_text, BODY_MAX_CHARS)
+    if not content:
+        return page_text, None
+    root = tree.css_first(_MAIN_CSS)
+    if root is None:
+        if text:
+            return page_text, body_text[:CONTENT_MAX_CHARS]
+        root = body
+    if root is None:
+        return page_text, ""
+    if not text:
+        for node in reversed(root.css(_HIDDEN_CSS)):  # within the main content only
+            node.decompose()
+    return page_text, root.text(deep=True, separator=" ")[:CONTENT_MAX_CHARS]
 
 
 def is_html(content_type: str | None, body: bytes) -> bool:

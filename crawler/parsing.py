@@ -106,11 +106,14 @@ class Parser:
         *,
         anchors: bool = False,
         text: bool = False,
+        content: bool = False,
     ) -> Markup:
-        """`crawler.markup.parse_markup(body, url, content_type, anchors=, text=)`, lexbor in a
-        thread if big (the tree is read on the loop, as without `anchors` and `text`)."""
+        """`crawler.markup.parse_markup(body, url, content_type, anchors=, text=, content=)`,
+        lexbor in a thread if big (the tree is read on the loop, as without them)."""
         if len(body) <= THREAD_PARSE_BYTES:
-            return parse_markup(body, url, content_type, anchors=anchors, text=text)
+            return parse_markup(
+                body, url, content_type, anchors=anchors, text=text, content=content
+            )
         strict = bool(self._suspects) and urlsplit(url).netloc in self._suspects
         prepared = prepare(body, url, content_type, strict=strict)
         if prepared is None:
@@ -129,7 +132,7 @@ class Parser:
                 self._cond.notify()
         if not idle and self._watch is None:
             self._watch_threads()
-        return read_tree(await future, charset, anchors=anchors, text=text)
+        return read_tree(await future, charset, anchors=anchors, text=text, content=content)
 
     async def close(self) -> None:
         """Let the threads finish the jobs queued and exit; waits for them off the loop, for at

@@ -114,6 +114,7 @@ def summary_table(stats: dict[str, Any]) -> Table:
     for reason, n in stats["scope_refused"].items():
         add(f"  {reason}", n)
     add("duplicate links", stats["duplicates"])
+    add("duplicate pages exact / near", f"{stats['exact_duplicates']} / {stats['near_duplicates']}")
     add("links refused: max_pages reached", stats["over_limit"])
     add("URLs dropped: queue full", stats["dropped_full"])
     if stats.get("harvest_rate") is not None:

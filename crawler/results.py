@@ -33,6 +33,10 @@ class CrawlResult:
     location: str | None = None
     canonical: str | None = None
     error: str | None = None
+    content_hash: str | None = None  # content dedup (crawler.content), HTML pages only
+    duplicate_of: str | None = None
+    simhash: str | None = None
+    near_duplicate_of: str | None = None
     relevance: float | None = None  # the page's relevance in a focused crawl, else None
     body: bytes = field(default=b"", repr=False, compare=False)
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
@@ -58,6 +62,10 @@ class CrawlResult:
             "location": self.location,
             "canonical": self.canonical,
             "error": self.error,
+            "content_hash": self.content_hash,
+            "duplicate_of": self.duplicate_of,
+            "simhash": self.simhash,
+            "near_duplicate_of": self.near_duplicate_of,
             "relevance": self.relevance,
         }
 
@@ -82,6 +90,8 @@ class CrawlStats:
     links_seen: int = 0
     admitted: int = 0
     dropped_full: int = 0
+    exact_duplicates: int = 0  # pages whose content an earlier page had (crawler.content)
+    near_duplicates: int = 0  # pages within the near distance of an earlier page
     scored: int = 0  # HTML pages given a relevance (a focused crawl)
     relevant: int = 0  # of them, those at or above the scorer's threshold
     started: float = 0.0
@@ -104,12 +114,17 @@ class CrawlStats:
             self.status_classes[f"{result.status // 100}xx"] += 1
         if result.error is not None:
             self.errors[result.error.split(":", 1)[0]] += 1
+        if result.duplicate_of is not None:
+            self.exact_duplicates += 1
+        elif result.near_duplicate_of is not None:
+            self.near_duplicates += 1
 
     def restore(self, saved: dict[str, Any]) -> None:
         """Continue counting from a saved `as_dict()` (a resumed crawl)."""
         for name in ("pages", "bytes", "retries", "robots_refused", "robots_fetches",
                      "over_limit", "duplicates", "links_seen", "admitted",
-                     "dropped_full", "scored", "relevant"):  # fmt: skip
+                     "dropped_full", "exact_duplicates", "near_duplicates", "scored",
+                     "relevant"):  # fmt: skip
             setattr(self, name, int(saved.get(name, 0)))
         self.status_classes = Counter(saved.get("status_classes", {}))
         self.errors = Counter(saved.get("errors", {}))
@@ -133,6 +148,8 @@ class CrawlStats:
             "links_seen": self.links_seen,
             "admitted": self.admitted,
             "dropped_full": self.dropped_full,
+            "exact_duplicates": self.exact_duplicates,
+            "near_duplicates": self.near_duplicates,
             "scored": self.scored,
             "relevant": self.relevant,
             "harvest_rate": None if (h := self.harvest_rate) is None else round(h, 4),

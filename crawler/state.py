@@ -15,6 +15,8 @@ What is kept, and when:
 - ``sieve``: a periodic snapshot of the Sieve's bytes and the last ``urls`` row it covers.
   Resuming loads the snapshot and replays only the rows written after it, so restart cost does
   not grow with the size of the crawl.
+- ``content``: the content-dedup index (`crawler.content`): (simhash, content hash, URL) of every
+  page with new content, in fetch order, written with the journal; a resumed crawl reloads it.
 - ``meta``: format version, the settings that must not change across a resume (scope, URL
   rules, Sieve parameters, depth and page limits), the stats and the crawl's status.
 
@@ -63,6 +65,11 @@ CREATE INDEX IF NOT EXISTS urls_pending ON urls (done, id);
 CREATE TABLE IF NOT EXISTS seen (fp INTEGER PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sieve (id INTEGER PRIMARY KEY CHECK (id = 0), upto INTEGER NOT NULL,
                                   data BLOB NOT NULL);
+"""
+
+_CONTENT_SCHEMA = """
+CREATE TABLE IF NOT EXISTS content (id INTEGER PRIMARY KEY, simhash INTEGER NOT NULL,
+                                    hash BLOB NOT NULL, url TEXT NOT NULL);
 """
 
 
@@ -311,6 +318,26 @@ class CrawlState:
         self._write_rows()
         self._db.execute("COMMIT")
         self._db.close()
+
+    def add_content(self, simhash: int, digest: bytes, url: str) -> None:
+        """Journal a page that entered the content-dedup index (committed with the next
+        completion or checkpoint)."""
+        signed = simhash - (1 << 64) if simhash >= 1 << 63 else simhash  # SQLite: signed 64-bit
+        sql = "INSERT INTO content (simhash, hash, url) VALUES (?, ?, ?)"
+        try:
+            self._db.execute(sql, (signed, digest, url))
+        except sqlite3.OperationalError:  # no such table yet (created on first use)
+            self._db.execute(_CONTENT_SCHEMA)
+            self._db.execute(sql, (signed, digest, url))
+
+    def content(self) -> Iterator[tuple[int, bytes, str]]:
+        """Every journaled (simhash, content hash, URL), oldest first."""
+        with self._reading("the content-dedup index"):
+            self._db.execute(_CONTENT_SCHEMA)
+            rows = self._db.execute("SELECT simhash, hash, url FROM content ORDER BY id")
+            while batch := rows.fetchmany(10_000):
+                for simhash, digest, url in batch:
+                    yield simhash & ((1 << 64) - 1), bytes(digest), str(url)
 
     def __repr__(self) -> str:
         return f"<CrawlState {str(self.directory)!r} resumed={self.resumed}>"

@@ -1,0 +1,402 @@
+"""Content dedup (crawler.content): normalization, fingerprints, the exact+near index, its
+persistence in the crawl state, and the engine's use of it (fields, counts, follow_duplicates)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from crawler.config import Config, config_from_mapping
+from crawler.content import ContentIndex, Fingerprint, NearDuplicateIndex, fingerprint, hamming
+from crawler.content.fingerprint import normalize
+from crawler.engine import Crawler
+from crawler.errors import ConfigError
+from crawler.markup import parse_markup
+from crawler.results import CrawlResult
+from crawler.state import CrawlState
+from tests.conftest import serve
+
+# a vocabulary (letters only: words with digits are not features); Zipf draws: realistic text
+WORDS = ["".join(chr(97 + (i // 26**p) % 26) for p in range(3)) for i in range(3000)]
+WEIGHTS = [1 / (i + 1) for i in range(len(WORDS))]
+NAV = "<nav><a href='.'>Home</a> <a href='a'>Alpha</a> <a href='b'>Beta</a></nav>"
+
+
+def article(rng: random.Random, n_words: int) -> str:
+    """Paragraphs of Zipf-distributed words (a documentation page's shape)."""
+    words = rng.choices(WORDS, WEIGHTS, k=n_words)
+    paras = [" ".join(words[i : i + 60]) for i in range(0, n_words, 60)]
+    return "".join(f"<p>{p}</p>\n" for p in paras)
+
+
+def page(body: str, *, banner: str = "", head: str = "", main: bool = True) -> bytes:
+    """A page of a site: header, navigation, `body` (in <main>, or not), footer; `banner` is
+    put above everything, as a mirror would."""
+    content = f"<main>{body}</main>" if main else f"<div class='content'>{body}</div>"
+    return (
+        f"<!doctype html><html><head><title>T</title>{head}</head><body>{banner}"
+        f"<header><h1>Site</h1></header>{NAV}{content}"
+        f"<footer>Copyright 2026 Example</footer></body></html>"
+    ).encode()
+
+
+def banner(rng: random.Random, i: int) -> str:
+    return (
+        f"<div class='banner'>You are reading a mirror hosted by mirror{i}.example, synchronized "
+        f"2026-11-{rng.randint(1, 28)} {rng.randint(0, 23)}:{rng.randint(0, 59):02d} UTC, "
+        f"session {rng.getrandbits(64):016x}</div>"
+    )
+
+
+def fp_of(html: bytes) -> Fingerprint:
+    content = parse_markup(html, "http://a.test/", "text/html", content=True).content
+    assert content is not None
+    return fingerprint(content)
+
+
+# -- text and normalization ----------------------------------------------------------------
+
+
+def test_visible_text_leaves_out_boilerplate() -> None:
+    html = page(
+        "<p>Real <b>content</b> here.</p><script>var x = 'script text';</script>"
+        "<style>p { color: red }</style><aside>related</aside>"
+        "<div role='navigation'>sidebar</div><template>tpl</template>",
+    )
+    content = parse_markup(html, "http://a.test/", "text/html", content=True).content
+    assert content is not None
+    words = content.split()
+    assert words == ["Real", "content", "here."]
+
+
+def test_one_text_pass_serves_focus_and_dedup() -> None:
+    html = page(
+        "<p>Main words.</p><svg><text>svg label</text></svg><aside>aside</aside>"
+        "<ul role='Navigation menu'><li>toc</li></ul>",
+        banner="<p>Banner words.</p>",
+    )
+    both = parse_markup(html, "http://a.test/", "text/html", text=True, content=True)
+    alone = parse_markup(html, "http://a.test/", "text/html", content=True)
+    assert both.text is not None and both.content is not None
+    assert both.content.split() == ["Main", "words."] and alone.content == both.content
+    assert both.text[1] == "Banner words. Main words."  # the body's text, less the hidden parts
+    assert both.text[0] == "Site" and both.hrefs == alone.hrefs
+    no_main = page("<p>Main words.</p>", main=False)  # no main content marked: the body's text
+    alone = parse_markup(no_main, "http://a.test/", "text/html", content=True)
+    both = parse_markup(no_main, "http://a.test/", "text/html", text=True, content=True)
+    assert alone.content is not None and alone.content.split() == ["Main", "words."]
+    assert both.content == alone.content
+    assert parse_markup(html, "http://a.test/", "text/html").content is None  # unless asked
+
+
+def test_markup_noise_and_whitespace_keep_the_content_hash() -> None:
+    rng = random.Random(1)
+    body = article(rng, 400)
+    a = fp_of(page(body))
+    noisy = (
+        body.replace("<p>", "\n   <p class='x' data-session='8f3a2c'><!-- c -->")
+        .replace(" ", "  \n\t ", 50)
+        .replace("</p>", "</p>\n\n<span></span>")
+    )
+    b = fp_of(page(noisy, head="<script>var sid = 'abc';</script><meta name=x content=y>"))
+    assert b == a
+    changed = fp_of(page(body.replace("<p>", "<p>different ", 1)))
+    assert changed.content_hash != a.content_hash
+
+
+def test_normalization_nfkc_spaces_and_ascii_case() -> None:
+    assert normalize("Ｆｕｌｌ\u00a0width\u2028LINE") == b"full width line"
+    assert fingerprint("Hello   World") == fingerprint("hello world")
+    assert fingerprint("hello world").content_hash != fingerprint("hello word").content_hash
+    assert fingerprint("").simhash == 0
+
+
+def test_a_banner_above_the_main_content_is_not_text() -> None:
+    rng = random.Random(3)
+    for i in range(20):
+        body = article(rng, 300)
+        assert fp_of(page(body, banner=banner(rng, i))) == fp_of(page(body))
+
+
+def test_dates_times_and_session_ids_do_not_move_the_simhash() -> None:
+    rng = random.Random(5)
+    for i in range(50):
+        body = article(rng, rng.randint(50, 500))
+        stamp = f"<p>Updated 2026-11-{i % 28 + 1} 10:{i:02d} session {rng.getrandbits(64):x}</p>"
+        other = f"<p>Updated 2025-01-{i % 28 + 2} 09:{i:02d} session {rng.getrandbits(64):x}</p>"
+        a, b = fp_of(page(stamp + body)), fp_of(page(other + body))
+        assert a.content_hash != b.content_hash
+        assert a.simhash == b.simhash
+
+
+def test_simhash_of_a_banner_in_the_content_stays_within_3_bits_on_long_pages() -> None:
+    # The distance grows with the share of shingles a banner changes: ~10 shingles in a page
+    # of >= 3,000 words (the docs benchmark measures real pages, short ones too).
+    rng = random.Random(7)
+    distances = []
+    for i in range(200):
+        body = article(rng, rng.randint(3000, 6000))
+        mirror = fp_of(page(body, banner=banner(rng, i), main=False))
+        distances.append(hamming(fp_of(page(body, main=False)).simhash, mirror.simhash))
+    within = sum(d <= 3 for d in distances) / len(distances)
+    assert within >= 0.9, sorted(distances)[-10:]
+
+
+def test_distinct_pages_sharing_navigation_are_far_apart() -> None:
+    rng = random.Random(11)
+    sims = [fp_of(page(article(rng, rng.randint(150, 2000)))).simhash for _ in range(200)]
+    close = [(i, j) for i in range(len(sims)) for j in range(i) if hamming(sims[i], sims[j]) <= 3]
+    assert close == []
+
+
+# -- the index -----------------------------------------------------------------------------
+
+
+def flip(value: int, bits: list[int]) -> int:
+    for b in bits:
+        value ^= 1 << b
+    return value
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("d", [0, 1, 2, 3, 4])
+def test_near_index_finds_exactly_the_simhashes_within_k(k: int, d: int) -> None:
+    rng = random.Random(100 * k + d)
+    index = NearDuplicateIndex(k)
+    bases = [rng.getrandbits(64) for _ in range(500)]
+    for s in bases:
+        index.add(s)
+    for doc, s in enumerate(bases):
+        probe = flip(s, rng.sample(range(64), d))
+        expected = doc if d <= k else None
+        assert index.query(probe) == expected, (doc, d)
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3, 4])
+def test_near_index_agrees_with_a_scan(k: int) -> None:
+    # clustered simhashes (few bits apart, flips crowded in one block or spread): the index
+    # must return what a linear scan returns, the earliest within k bits
+    rng = random.Random(k)
+    index = NearDuplicateIndex(k)
+    sims: list[int] = []
+    for _ in range(1500):
+        if sims and rng.random() < 0.7:
+            base = rng.choice(sims)
+            lo = rng.choice([0, 8, 16, 40])
+            where = range(lo, lo + 16) if rng.random() < 0.5 else range(64)
+            bits = rng.sample(where, rng.randint(0, k + 2))
+            s = flip(base, bits)
+        else:
+            s = rng.getrandbits(64)
+        scan = next((i for i, t in enumerate(sims) if hamming(s, t) <= k), None)
+        assert index.query(s) == scan
+        index.add(s)
+        sims.append(s)
+
+
+def test_near_index_rejects_bad_distances() -> None:
+    with pytest.raises(ValueError, match="distance"):
+        NearDuplicateIndex(11)
+    with pytest.raises(TypeError):
+        NearDuplicateIndex(True)
+
+
+def test_content_index_exact_near_and_self() -> None:
+    index = ContentIndex(3)
+    a = Fingerprint(b"A" * 16, 0x0123_4567_89AB_CDEF)
+    assert index.check("http://a.test/1", a) == (None, None)
+    assert index.check("http://b.test/1", a) == ("http://a.test/1", None)
+    near = Fingerprint(b"B" * 16, flip(a.simhash, [1, 30, 63]))
+    assert index.check("http://b.test/2", near) == (None, "http://a.test/1")
+    far = Fingerprint(b"C" * 16, flip(a.simhash, [1, 2, 30, 63]))
+    assert index.check("http://c.test/", far) == (None, "http://b.test/2")  # 1 bit from it
+    # fetched again after a crash: its own record is not a duplicate; an earlier near one is
+    assert index.check("http://a.test/1", a) == (None, None)
+    assert index.check("http://b.test/2", near) == (None, "http://a.test/1")
+    assert len(index) == 3
+    assert index.url(1) == "http://b.test/2"
+
+
+def test_content_index_bytes_per_page_are_bounded() -> None:
+    index = ContentIndex(3)
+    empty = index.nbytes
+    rng = random.Random(3)
+    n = 20_000
+    for i in range(n):
+        index.check(f"http://a.test/p{i:06d}", Fingerprint(rng.randbytes(16), rng.getrandbits(64)))
+    per_page = (index.nbytes - empty) / n
+    url = len("http://a.test/p000000")
+    # simhash 8 + 4 near chains x 4 + exact chain 4 + hash 16 + URL end 8 + the URL; arrays
+    # grow by over-allocation (up to ~12%)
+    assert 52 + url <= per_page <= 1.15 * (52 + url)
+
+
+def test_state_keeps_the_index_across_a_resume(tmp_path: Path) -> None:
+    settings = {"x": 1}
+    state = CrawlState.open(tmp_path / "s", settings)
+    index = ContentIndex(3, store=state.add_content)
+    rng = random.Random(5)
+    fps = [Fingerprint(rng.randbytes(16), rng.getrandbits(64)) for _ in range(50)]
+    fps.append(Fingerprint(b"z" * 16, (1 << 64) - 1))  # the top bit: stored signed in SQLite
+    for i, fp in enumerate(fps):
+        index.check(f"http://a.test/{i}", fp)
+    state.completed("http://a.test/none")  # commits (as each completion does)
+    state.abandon()
+    again = CrawlState.open(tmp_path / "s", settings)
+    rows = list(again.content())
+    assert rows == [(fp.simhash, fp.content_hash, f"http://a.test/{i}") for i, fp in enumerate(fps)]
+    restored = ContentIndex(3)
+    assert restored.load(rows) == len(fps)
+    assert restored.check("http://b.test/", fps[7]) == ("http://a.test/7", None)
+    near = Fingerprint(b"n" * 16, flip(fps[9].simhash, [0, 17, 40]))
+    assert restored.check("http://b.test/n", near) == (None, "http://a.test/9")
+    again.abandon()
+
+
+# -- end to end ----------------------------------------------------------------------------
+
+ORIG = {
+    "": "<a href='a'>a</a> <a href='b'>b</a> <a href='c'>c</a>",
+    "a": "<a href='b'>b</a>",
+    "b": "<a href='c'>c</a> <a href='/static/x.txt'>x</a>",
+    "c": "<a href='a'>a</a>",
+}
+
+
+def site_page(name: str, mirror: bool, serial: int) -> bytes:
+    """A page of the original, or of its mirror: a banner above the main content (not text) on
+    every page, and a timestamp line in the content of every page but the entry page (words
+    with digits: the simhash stays, the content hash changes)."""
+    rng = random.Random(name)  # the same text for the original and the mirror
+    body = article(rng, 600) + ORIG[name]
+    if mirror and name:
+        body = f"<p>2026-11-22 10:{serial:02d}:00 s{serial * 7919:x}</p>" + body
+    return page(body, banner=banner(rng, serial) if mirror else "")
+
+
+def site_handler() -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """/orig/ and its mirror /mirror/ (same paths), and one plain-text file."""
+    served = {"n": 0}
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        path = request.path
+        if path.endswith(".txt"):
+            return web.Response(text="plain text", content_type="text/plain")
+        for prefix, mirror in (("/orig/", False), ("/mirror/", True)):
+            name = path.removeprefix(prefix)
+            if path.startswith(prefix) and name in ORIG:
+                served["n"] += 1
+                return web.Response(body=site_page(name, mirror, served["n"]),
+                                    content_type="text/html")  # fmt: skip
+        return web.Response(status=404, text="no")
+
+    return handler
+
+
+async def crawl_site(
+    port: int | None = None,
+    tmp: Path | None = None,
+    *,
+    follow: bool,
+    stop_after: int | None = None,
+) -> tuple[Crawler, dict[str, CrawlResult]]:
+    """Crawl the site from /orig/ and /mirror/ (on `port`, else on a server of its own) with
+    concurrency 1; results by path. `tmp`: keep the state there; `stop_after` results."""
+    if port is None:
+        async with serve(site_handler()) as own:
+            return await crawl_site(own, tmp, follow=follow, stop_after=stop_after)
+    config = Config().override("fetch", resolve={"site.test": "127.0.0.1"})
+    config = config.override("politeness", delay=0.0, respect_robots=False)
+    config = config.override("crawl", concurrency=1)
+    config = config.override("dedup", enabled=True, follow_duplicates=follow)
+    state = None if tmp is None else CrawlState.open(tmp / "state", {"test": 1})
+    base = f"http://site.test:{port}"
+    results: dict[str, CrawlResult] = {}
+    async with (
+        Crawler(config, state=state) as crawler,
+        contextlib.aclosing(crawler.crawl([f"{base}/orig/", f"{base}/mirror/"])) as crawl,
+    ):
+        async for r in crawl:
+            results[r.url.removeprefix(base)] = r
+            if stop_after is not None and len(results) == stop_after:
+                break  # closes the crawl: the state is left "interrupted"
+    return crawler, results
+
+
+async def test_fields_and_counts_end_to_end() -> None:
+    crawler, results = await crawl_site(follow=True)
+    assert set(results) == {f"/{s}/{n}" for s in ("orig", "mirror") for n in ORIG} | {
+        "/static/x.txt"
+    }
+    text = results["/static/x.txt"]
+    assert (text.content_hash, text.simhash, text.duplicate_of) == (None, None, None)
+    assert text.near_duplicate_of is None
+    for name in ORIG:
+        orig, mirror = results[f"/orig/{name}"], results[f"/mirror/{name}"]
+        assert orig.duplicate_of is None and orig.near_duplicate_of is None
+        assert orig.content_hash is not None and len(orig.content_hash) == 32
+        assert orig.simhash is not None and len(orig.simhash) == 16
+        assert mirror.simhash == orig.simhash
+        if name:  # a timestamp in the text
+            assert mirror.content_hash != orig.content_hash
+            assert (mirror.duplicate_of, mirror.near_duplicate_of) == (None, orig.url)
+        else:
+            assert mirror.content_hash == orig.content_hash
+            assert (mirror.duplicate_of, mirror.near_duplicate_of) == (orig.url, None)
+        assert mirror.to_dict()["simhash"] == orig.simhash
+    stats = crawler.stats_dict()
+    assert (stats["exact_duplicates"], stats["near_duplicates"]) == (1, len(ORIG) - 1)
+    assert stats["content_index"]["pages"] == 2 * len(ORIG) - 1
+
+
+async def test_duplicate_pages_links_not_followed() -> None:
+    # concurrency 1: /orig/ first, then the mirror's entry point, a duplicate of it
+    _, results = await crawl_site(follow=False)
+    assert set(results) == {f"/orig/{n}" for n in ORIG} | {"/mirror/", "/static/x.txt"}
+    entry = results["/mirror/"]
+    assert entry.duplicate_of == results["/orig/"].url
+    assert entry.links == 6 and entry.new_links == 0  # navigation and content links
+
+
+async def test_resumed_crawl_still_knows_earlier_pages(tmp_path: Path) -> None:
+    # fetch order (concurrency 1): /orig/, /mirror/, /orig/a, /orig/b, /orig/c, /mirror/a...
+    async with serve(site_handler()) as port:
+        _, first = await crawl_site(port, tmp_path, follow=True, stop_after=4)
+        assert set(first) == {"/orig/", "/mirror/", "/orig/a", "/orig/b"}
+        crawler, second = await crawl_site(port, tmp_path, follow=True)
+    assert {"/mirror/a", "/mirror/b", "/mirror/c"} <= set(second)
+    for name in ("a", "b"):  # their originals were fetched by the first run
+        assert second[f"/mirror/{name}"].near_duplicate_of == first[f"/orig/{name}"].url
+    stats = crawler.stats  # counted across both runs
+    assert (stats.exact_duplicates, stats.near_duplicates) == (1, len(ORIG) - 1)
+
+
+def test_dedup_config_is_checked() -> None:
+    assert config_from_mapping({"dedup": {"near_distance": 0}}).dedup.near_distance == 0
+    with pytest.raises(ConfigError, match=r"near_distance: must be in 0\.\.10"):
+        config_from_mapping({"dedup": {"near_distance": 11}})
+
+
+async def test_disabled_dedup_leaves_the_fields_null() -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=page("<p>same text</p>"), content_type="text/html")
+
+    async with serve(handler) as port:
+        config = Config().override("fetch", resolve={"site.test": "127.0.0.1"})
+        config = config.override("politeness", delay=0.0, respect_robots=False)
+        config = config.override("dedup", enabled=False)
+        seeds = [f"http://site.test:{port}/{n}" for n in ("x", "y")]
+        async with Crawler(config) as crawler:
+            results = [r async for r in crawler.crawl(seeds)]
+    assert len(results) == 5  # the seeds and their navigation links (a, b, and . = /)
+    for r in results:
+        assert (r.content_hash, r.duplicate_of, r.simhash, r.near_duplicate_of) == (None,) * 4
+        line = json.loads(r.to_json())  # the JSONL fields are there, null
+        assert [line[k] for k in ("content_hash", "duplicate_of", "simhash")] == [None] * 3
+    assert crawler.stats.exact_duplicates == 0
