@@ -89,8 +89,10 @@ def main() -> None:
               f"{run.wall_s / first.wall_s:9.1%}")  # fmt: skip
     same = again.keys == first.keys
     others = {s: n for s, n in sorted(again.statuses.items()) if s != "304"}
-    print(f"every URL reported again: {'yes' if same else 'NO'}; recrawl statuses other than "
-          f"304: {others or 'none'} (targets: >= 99% 304, body bytes <= 5% of the first crawl)")
+    print(
+        f"every URL reported again: {'yes' if same else 'NO'}; recrawl statuses other than "
+        f"304: {others or 'none'} (targets: >= 99% 304, body bytes <= 5% of the first crawl)"
+    )
 
 
 if __name__ == "__main__":
