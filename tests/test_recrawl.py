@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import random
+import string
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -31,10 +33,14 @@ class Page:
     etag: str | None = None
     modified: str | None = None
     text: str = "v1"
+    body: str = ""
 
     def html(self) -> str:
         anchors = "".join(f'<a href="{link}">{link}</a>' for link in self.links)
-        return f"<html><head><title>{self.text}</title></head><body>{anchors}</body></html>"
+        return (
+            f"<html><head><title>{self.text}</title></head>"
+            f"<body><p>{self.body}</p>{anchors}</body></html>"
+        )
 
 
 @dataclass
@@ -221,6 +227,22 @@ async def test_recrawl_of_an_unfinished_or_missing_crawl_is_refused(
         assert state.generation == 0 and state.previous_status == "interrupted"
     finally:
         state.abandon()
+
+
+async def test_changed_page_is_not_a_near_duplicate_of_itself(site: Site, tmp_path: Path) -> None:
+    rng = random.Random(7)  # 1,500 random words: two more move the simhash by 1 bit
+    words = " ".join("".join(rng.choices(string.ascii_lowercase, k=6)) for _ in range(1500))
+    site.pages["/b"] = Page((), etag='"b-1"', body=words)
+    cfg = config(tmp_path).override("dedup", enabled=True, follow_duplicates=False)
+    first = by_path(site, await crawl(cfg, site))
+    assert first["/b"].near_duplicate_of is None and first["/b"].content_hash is not None
+    site.pages["/b"] = Page(("/e",), etag='"b-2"', body=words + " one more")
+    site.pages["/e"] = Page((), etag='"e-1"')
+    again = by_path(site, await crawl(cfg, site, recrawl=True))
+    changed = again["/b"]
+    assert changed.status == 200 and changed.content_hash != first["/b"].content_hash
+    assert changed.duplicate_of is None and changed.near_duplicate_of is None
+    assert changed.new_links == 1 and "/e" in again  # its links followed, not dropped
 
 
 def test_recrawl_without_state_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
