@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import sqlite3
 import string
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -20,8 +21,9 @@ from crawler.cli import main, run
 from crawler.components import settings
 from crawler.config import Config
 from crawler.engine import Crawler
+from crawler.entries import Entry
 from crawler.results import CrawlResult
-from crawler.state import CrawlState, StateError
+from crawler.state import FILENAME, CrawlState, StateError
 from tests.conftest import serve
 
 LAST_MODIFIED = "Sat, 01 Nov 2025 10:00:00 GMT"
@@ -248,3 +250,24 @@ async def test_changed_page_is_not_a_near_duplicate_of_itself(site: Site, tmp_pa
 def test_recrawl_without_state_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["http://127.0.0.1:9/", "--recrawl"]) == 2
     assert "--recrawl needs a state directory" in capsys.readouterr().err
+
+
+def test_a_state_from_before_validators_opens_and_recrawls(tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    state = CrawlState.open(cfg.state.dir, settings(cfg))
+    state.admitted(Entry(url="http://a.test/", key="http://a.test/", depth=0))
+    state.completed("http://a.test/")
+    state.abandon()
+    db = sqlite3.connect(Path(cfg.state.dir) / FILENAME)
+    db.execute("ALTER TABLE urls DROP COLUMN etag")  # as written before the recrawl existed
+    db.execute("ALTER TABLE urls DROP COLUMN last_modified")
+    db.execute("UPDATE meta SET value = 'finished' WHERE name = 'status'")
+    db.commit()
+    db.close()
+    state = CrawlState.open(cfg.state.dir, settings(cfg))
+    assert state.start_recrawl() == 1
+    assert [e.key for e in state.pending()] == ["http://a.test/"]
+    assert state.validators("http://a.test/") is None  # fetched unconditionally
+    state.completed("http://a.test/", ('"x"', None), keep=False)
+    assert state.validators("http://a.test/") == ('"x"', None)
+    state.abandon()
