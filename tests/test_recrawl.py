@@ -271,3 +271,19 @@ def test_a_state_from_before_validators_opens_and_recrawls(tmp_path: Path) -> No
     state.completed("http://a.test/", ('"x"', None), keep=False)
     assert state.validators("http://a.test/") == ('"x"', None)
     state.abandon()
+
+
+async def test_a_finished_crawl_run_again_points_to_recrawl(
+    site: Site, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = config(tmp_path)
+    args = [site.url("/"), "--state", cfg.state.dir]
+    assert (await run(cfg, [site.url("/")], io.StringIO(), args=args)).status == 0
+    capsys.readouterr()
+    outcome = await run(cfg, [site.url("/")], io.StringIO(), args=args)
+    assert outcome.status == 0 and not outcome.summary
+    err = capsys.readouterr().err
+    assert "already complete" in err and f"--state {cfg.state.dir} --recrawl" in err
+    out = io.StringIO()
+    assert (await run(cfg, [site.url("/")], out, recrawl=True, quiet=True)).status == 0
+    assert len(out.getvalue().splitlines()) == 5  # the same five URLs, visited again
