@@ -13,6 +13,7 @@ import time
 
 BENCHMARKS = (
     "sieve", "urls", "links", "frontier", "state", "output", "memory", "crawl", "focus", "dedup",
+    "recrawl",
 )  # fmt: skip
 
 

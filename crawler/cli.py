@@ -2,7 +2,7 @@
 
     crawl [SEEDS_FILE_OR_URL ...] [--config PATH] [-o PATH|-] [--max-pages N] [--max-depth N]
           [--concurrency N] [--delay SECONDS] [--stats PATH] [--warc PATH] [--state DIR]
-          [--fresh] [--demo] [-v|-q]
+          [--fresh] [--recrawl] [--demo] [-v|-q]
 
 Results go to stdout (or `-o PATH`) as JSON Lines; logs, progress and the summary go to stderr.
 Seeds are read by `crawler.seeds`, outputs checked and written by `crawler.output`.
@@ -36,7 +36,7 @@ from crawler.fixture import FixtureSite
 from crawler.output import JsonlWriter, check_output_paths, open_output, repair_jsonl
 from crawler.progress import ProgressReporter, print_summary
 from crawler.seeds import SeedReport, collect_seeds, read_seeds
-from crawler.state import CrawlState, StateError
+from crawler.state import FILENAME, CrawlState, StateError
 from crawler.warc import WarcOutput
 
 __all__ = ["main", "read_seeds", "repair_jsonl"]
@@ -103,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--fresh", action="store_true", help="discard the state in --state DIR and start over"
+    )
+    parser.add_argument(
+        "--recrawl",
+        action="store_true",
+        help="visit every URL of the finished crawl in --state DIR again, with conditional "
+        "requests (If-None-Match / If-Modified-Since); run again to resume it",
     )
     parser.add_argument(
         "--demo",
@@ -185,23 +191,38 @@ async def run(
     keys: set[str] | None = None,
     quiet: bool = False,
     fresh: bool = False,
+    recrawl: bool = False,
     args: Sequence[str] = (),
 ) -> Outcome:
     """Crawl `seeds`, writing JSON Lines to `out` (and WARC, progress, state, as configured).
 
     The exit status is 0 when the crawl completed, 3 when seeds were tried and not one got an
     HTTP response, 128 + the signal number when SIGINT/SIGTERM stopped it. `args` are the
-    command's arguments, for the command that resumes an interrupted crawl.
+    command's arguments, for the command that resumes an interrupted crawl. `recrawl` starts a
+    new generation of the finished crawl in the state (or resumes the one in progress).
     """
     o = config.output
+    if recrawl and not (Path(config.state.dir) / FILENAME).exists():
+        raise StateError(f"{config.state.dir}: no crawl state to visit again; "
+                         "run the crawl once without --recrawl")  # fmt: skip
     state = (
         CrawlState.open(config.state.dir, settings(config), fresh=fresh)
         if config.state.dir
         else None
     )
+    if state is not None and recrawl and state.previous_status == "finished":
+        generation = state.start_recrawl()
+        admitted, _ = state.counts()
+        say(quiet, f"recrawl {generation} of the crawl in {state.directory}: "
+                   f"{admitted:,} URLs to visit again")  # fmt: skip
+    elif state is not None and recrawl and state.generation == 0:
+        state.abandon()
+        raise StateError(f"{state.directory}: the crawl is not finished; run it again without "
+                         "--recrawl to finish it first")  # fmt: skip
     if state is not None and state.previous_status in ("running", "interrupted"):
         admitted, done = state.counts()
-        say(quiet, f"resuming the crawl in {state.directory} ({done:,} of {admitted:,} URLs done)")
+        what = "recrawl" if state.generation else "crawl"
+        say(quiet, f"resuming the {what} in {state.directory} ({done:,} of {admitted:,} URLs done)")
     warc = WarcOutput(o.warc, max_size=o.warc_max_size) if o.warc else None
     crawler = Crawler(config, recorder=warc.write if warc is not None else None, state=state)
     reporter = ProgressReporter(crawler, sys.stderr, interval=o.progress_interval)
@@ -250,8 +271,10 @@ async def run(
         return Outcome(crawler, 128 + stopped_by[0])
     if state is not None and state.previous_status == "finished" and writer.lines == 0:
         again = command_line([*without_fresh(args), "--fresh"])
+        visit = command_line([*without_fresh(args), "--recrawl"])
         say(quiet, f"the crawl in {state.directory} is already complete: nothing to do. "
-                   f"To crawl again from scratch: {again} (outputs are appended to: "
+                   f"To visit its URLs again (conditional requests): {visit}; "
+                   f"to crawl again from scratch: {again} (outputs are appended to: "
                    "point -o/--warc at new files)")  # fmt: skip
         return Outcome(crawler, 0, summary=False)
     if report.nothing_fetched:
@@ -326,6 +349,10 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--demo crawls the bundled fixture site; give no seeds with it")
         if args.fresh and not config.state.dir:
             raise ConfigError("--fresh needs a state directory (--state DIR or [state] dir)")
+        if args.recrawl and not config.state.dir:
+            raise ConfigError("--recrawl needs a state directory (--state DIR or [state] dir)")
+        if args.recrawl and (args.fresh or args.demo):
+            raise ConfigError("--recrawl visits a finished crawl again: not with --fresh or --demo")
         if not args.demo and not args.targets:
             parser.print_usage(sys.stderr)
             print("crawl: error: no seeds given (use a URL, a seeds file, or --demo)",
@@ -342,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
                 outcome = run_loop(run_demo(config, out, args.delay is not None, args.quiet))
             else:
                 job = run(config, seeds, out, quiet=args.quiet, fresh=args.fresh,
+                          recrawl=args.recrawl,
                           args=sys.argv[1:] if argv is None else argv)  # fmt: skip
                 outcome = run_loop(job)
     except (StateError, ConfigError) as exc:  # ConfigError: e.g. [focus] keywords without words

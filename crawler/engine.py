@@ -40,7 +40,7 @@ from crawler.scope import Scope, split_host
 from crawler.scoring import ScoreFn
 from crawler.sieve import Dedup
 from crawler.sitemaps import SitemapError, parse_sitemap
-from crawler.state import CrawlState, SeenStore
+from crawler.state import CrawlState, SeenStore, Validators
 
 __all__ = ["Crawler"]
 
@@ -51,6 +51,25 @@ ROBOTS_MAX_BYTES = 500 * 1024
 
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _validators(result: CrawlResult) -> tuple[Validators | None, bool]:
+    """What the state keeps of a result's validators: (validators, keep the stored ones?).
+    A 2xx stores its ETag and Last-Modified, a 304 or a failure keeps the stored ones, any
+    other status clears them (a page gone or moved is fetched unconditionally next time)."""
+    status = result.status
+    if status is None or status == 304:
+        return None, True
+    if status >= 300:
+        return None, False
+    etag = modified = None
+    for name, value in result.headers:
+        lname = name.lower()
+        if lname == "etag" and etag is None:
+            etag = value
+        elif lname == "last-modified" and modified is None:
+            modified = value
+    return (etag, modified), False
 
 
 class _WorkerDone:
@@ -101,6 +120,8 @@ class Crawler:
         self.parser = Parser()
         dc = config.dedup
         self.content = ContentIndex(dc.near_distance) if dc.enabled else None
+        # a recrawl (a state's generation > 0): pages are fetched with their stored validators
+        self.recrawl = state is not None and state.generation > 0
 
     async def __aenter__(self) -> Crawler:
         await self.fetcher.__aenter__()
@@ -215,7 +236,7 @@ class Crawler:
                     # The consumer has taken the result: only now is the URL done for good.
                     self._room.release()
                     if state is not None:
-                        state.completed(item.key)
+                        state.completed(item.key, *_validators(item))
                         if time.monotonic() >= checkpoint_at:
                             state.checkpoint(self.sieve, self.stats.as_dict())
                             checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
@@ -298,7 +319,7 @@ class Crawler:
         What is retried and what backs off the host: `crawler.errors` (the README's table)."""
         retries_left = entry.retries < self.config.fetch.retries
         try:
-            response = await self.fetcher.fetch(entry.url)
+            response = await self.fetcher.fetch(entry.url, conditional=self._conditional(entry))
         except FetchError as exc:
             outcome = Outcome(blame=exc.blame, attempt=entry.retries)
             if retries_left and exc.retry:
@@ -317,11 +338,27 @@ class Crawler:
         if failure is not None and failure[1] and retries_left:
             self.stats.retries += 1
             return outcome, True, None
+        if response.status == 304:  # Not Modified: nothing to read, no links to follow
+            return outcome, False, CrawlResult(**self._base_result(entry, response), unchanged=True)
         if response.location is not None:
             return outcome, False, self._redirect(entry, response, response.location)
         if entry.sitemap and response.status < 300:
             return outcome, False, self._sitemap(entry, response)
         return outcome, False, await self._page(entry, response)
+
+    def _conditional(self, entry: Entry) -> dict[str, str] | None:
+        """A recrawl's If-None-Match / If-Modified-Since for a URL with stored validators."""
+        if not self.recrawl:
+            return None
+        assert self.state is not None
+        stored = self.state.validators(entry.key)
+        if stored is None:
+            return None
+        etag, modified = stored
+        headers = {"If-None-Match": etag} if etag else {}
+        if modified:
+            headers["If-Modified-Since"] = modified
+        return headers
 
     def _base_result(self, entry: Entry, response: Response) -> dict[str, Any]:
         return {
@@ -380,11 +417,12 @@ class Crawler:
             return {}
         fp = fingerprint(markup.content or "")
         match = self.content.check(entry.url, fp)
+        near = match.near_duplicate_of  # a recrawled page changed: near its own old version
         return {
             "content_hash": fp.content_hex,
             "duplicate_of": match.duplicate_of,
             "simhash": fp.simhash_hex,
-            "near_duplicate_of": match.near_duplicate_of,
+            "near_duplicate_of": None if near == entry.url else near,
         }
 
     def _redirect(self, entry: Entry, response: Response, location: str) -> CrawlResult:

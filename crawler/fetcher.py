@@ -315,12 +315,18 @@ class Fetcher:
             await session.close()
 
     async def fetch(
-        self, url: str, *, max_body: int | None = None, truncate: bool = False
+        self,
+        url: str,
+        *,
+        max_body: int | None = None,
+        truncate: bool = False,
+        conditional: Mapping[str, str] | None = None,
     ) -> Response:
         """GET `url` without following redirects. Raises a FetchError subclass on failure.
 
         A body (after decompression) over `max_body` bytes raises BodyTooLarge, or with
         `truncate` is cut at the cap (robots.txt: RFC 9309 lets crawlers parse the first 500 KiB).
+        `conditional`: the ``If-None-Match`` / ``If-Modified-Since`` headers of a recrawl.
         """
         if self._session is None:
             raise RuntimeError("Fetcher is not open: use 'async with Fetcher(...)'")
@@ -337,7 +343,7 @@ class Fetcher:
             async with self._session.get(
                 target,
                 allow_redirects=False,
-                headers=self.rules.headers(host, port),
+                headers=_merged(self.rules.headers(host, port), conditional),
                 proxy=self._proxy_for(host),
             ) as resp:
                 waiting = False
@@ -415,3 +421,12 @@ class Fetcher:
 
 
 _PROXY_MEMO = 4096
+
+
+def _merged(
+    rule: Mapping[str, str] | None, conditional: Mapping[str, str] | None
+) -> Mapping[str, str] | None:
+    """A host rule's headers plus a recrawl's conditional ones (None when there are neither)."""
+    if not conditional:
+        return rule
+    return {**rule, **conditional} if rule else conditional

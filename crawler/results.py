@@ -38,6 +38,7 @@ class CrawlResult:
     simhash: str | None = None
     near_duplicate_of: str | None = None
     relevance: float | None = None  # the page's relevance in a focused crawl, else None
+    unchanged: bool = False  # a recrawl's 304 Not Modified: no body, links not followed
     body: bytes = field(default=b"", repr=False, compare=False)
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
 
@@ -67,6 +68,7 @@ class CrawlResult:
             "simhash": self.simhash,
             "near_duplicate_of": self.near_duplicate_of,
             "relevance": self.relevance,
+            "unchanged": self.unchanged,
         }
 
     def to_json(self) -> str:
@@ -94,6 +96,7 @@ class CrawlStats:
     near_duplicates: int = 0  # pages within the near distance of an earlier page
     scored: int = 0  # HTML pages given a relevance (a focused crawl)
     relevant: int = 0  # of them, those at or above the scorer's threshold
+    unchanged: int = 0  # a recrawl's 304 results
     started: float = 0.0
     elapsed: float = 0.0
 
@@ -118,13 +121,15 @@ class CrawlStats:
             self.exact_duplicates += 1
         elif result.near_duplicate_of is not None:
             self.near_duplicates += 1
+        if result.unchanged:
+            self.unchanged += 1
 
     def restore(self, saved: dict[str, Any]) -> None:
         """Continue counting from a saved `as_dict()` (a resumed crawl)."""
         for name in ("pages", "bytes", "retries", "robots_refused", "robots_fetches",
                      "over_limit", "duplicates", "links_seen", "admitted",
                      "dropped_full", "exact_duplicates", "near_duplicates", "scored",
-                     "relevant"):  # fmt: skip
+                     "relevant", "unchanged"):  # fmt: skip
             setattr(self, name, int(saved.get(name, 0)))
         self.status_classes = Counter(saved.get("status_classes", {}))
         self.errors = Counter(saved.get("errors", {}))
@@ -152,6 +157,7 @@ class CrawlStats:
             "near_duplicates": self.near_duplicates,
             "scored": self.scored,
             "relevant": self.relevant,
+            "unchanged": self.unchanged,
             "harvest_rate": None if (h := self.harvest_rate) is None else round(h, 4),
             "elapsed_s": round(self.elapsed, 3),
             "pages_per_s": round(rate, 2),

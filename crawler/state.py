@@ -10,6 +10,10 @@ What is kept, and when:
   still pending, and only fetches that were in flight can be repeated. (A state written before
   the priority column existed gets it, all 0, when it is opened.) A queued URL whose priority a
   better link raised (``reprioritized``) gets its row's priority updated, batched like the rows.
+  With each completion the URL's validators are written: the ``ETag`` and ``Last-Modified`` of
+  a 2xx response (NULL for any other status; a 304 or a failure keeps those stored), which a
+  recrawl sends back as ``If-None-Match`` / ``If-Modified-Since`` (columns added on open to a
+  state written before them).
 - ``seen``: the 64-bit fingerprints of every key the Sieve took in: the exact confirmation tier
   (`SeenStore`), consulted only when the Bloom filter says "seen".
 - ``sieve``: a periodic snapshot of the Sieve's bytes and the last ``urls`` row it covers.
@@ -19,6 +23,11 @@ What is kept, and when:
   page with new content, in fetch order, written with the journal; a resumed crawl reloads it.
 - ``meta``: format version, the settings that must not change across a resume (scope, URL
   rules, Sieve parameters, depth and page limits), the stats and the crawl's status.
+
+A finished crawl can be visited again: `CrawlState.start_recrawl()` begins a new *generation*
+(meta ``generation``, 0 for the first crawl): every known URL is pending again, its validators
+kept, the stats of the generation start from zero (the previous ones are kept as meta
+``previous_stats``). The generation is a crawl like the first: interrupted, it resumes.
 
 A missing directory starts a new crawl. A directory with an unfinished crawl resumes it, unless
 a setting that matters changed: then `StateError` names the settings, and `--fresh` starts
@@ -40,12 +49,15 @@ from crawler.entries import Entry
 from crawler.errors import CrawlerError
 from crawler.sieve import Sieve, SieveFormatError, fingerprint
 
-__all__ = ["FORMAT", "CrawlState", "SeenStore", "StateError"]
+__all__ = ["FORMAT", "CrawlState", "SeenStore", "StateError", "Validators"]
 
 log = logging.getLogger(__name__)
 
 FORMAT = 1
 FILENAME = "state.sqlite"
+
+# (ETag, Last-Modified) of a URL's last 2xx response, either may be None
+Validators = tuple[str | None, str | None]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -59,7 +71,9 @@ CREATE TABLE IF NOT EXISTS urls (
     redirects INTEGER NOT NULL,
     sitemap INTEGER NOT NULL DEFAULT 0,
     done INTEGER NOT NULL DEFAULT 0,
-    priority REAL NOT NULL DEFAULT 0
+    priority REAL NOT NULL DEFAULT 0,
+    etag TEXT,
+    last_modified TEXT
 );
 CREATE INDEX IF NOT EXISTS urls_pending ON urls (done, id);
 CREATE TABLE IF NOT EXISTS seen (fp INTEGER PRIMARY KEY) WITHOUT ROWID;
@@ -171,6 +185,43 @@ class CrawlState:
     def status(self) -> str:
         return self._meta("status") or "running"
 
+    @property
+    def generation(self) -> int:
+        """0 for the first crawl, n for the n-th recrawl (`start_recrawl`)."""
+        return int(self._meta("generation") or 0)
+
+    # -- recrawling ------------------------------------------------------------------------
+
+    def start_recrawl(self) -> int:
+        """Begin a new generation of a finished crawl: every known URL pending again (its
+        validators kept), the stats reset. Returns the new generation's number. Raises
+        StateError unless the crawl is finished (an unfinished one is resumed first)."""
+        if self.previous_status != "finished":
+            raise StateError(
+                f"{self.directory}: the crawl is not finished; run it again without --recrawl "
+                "to resume it first"
+                if self.resumed
+                else f"{self.directory}: no crawl to visit again (run it once without --recrawl)"
+            )
+        generation = self.generation + 1
+        self._write_rows()
+        self._db.execute("UPDATE urls SET done = 0")
+        _put_meta(self._db, generation=str(generation), status="running",
+                  previous_stats=self._meta("stats") or "{}", stats="{}")  # fmt: skip
+        self.commit()
+        self.previous_status = "running"
+        log.info("state: recrawl (generation %d) of %s", generation, self.directory)
+        return generation
+
+    def validators(self, key: str) -> Validators | None:
+        """The stored (ETag, Last-Modified) of `key`, or None when it has neither."""
+        row = self._db.execute(
+            "SELECT etag, last_modified FROM urls WHERE fp = ?", (fingerprint(key),)
+        ).fetchone()
+        if row is None or (row[0] is None and row[1] is None):
+            return None
+        return row[0], row[1]
+
     def _meta(self, name: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
         return None if row is None else str(row[0])
@@ -262,10 +313,19 @@ class CrawlState:
         admitted URLs; a resume queues it with that priority)."""
         self._raises.append((priority, fingerprint(key), priority))
 
-    def completed(self, key: str) -> None:
-        """Mark a URL done and commit everything journaled so far."""
+    def completed(self, key: str, validators: Validators | None = None, keep: bool = True) -> None:
+        """Mark a URL done and commit everything journaled so far. Its stored validators are
+        kept when `keep` (a 304, a failure), else replaced by `validators` (None: cleared)."""
         self._write_rows()
-        self._db.execute("UPDATE urls SET done = 1 WHERE fp = ?", (fingerprint(key),))
+        fp = fingerprint(key)
+        if keep:
+            self._db.execute("UPDATE urls SET done = 1 WHERE fp = ?", (fp,))
+        else:
+            etag, modified = validators or (None, None)
+            self._db.execute(
+                "UPDATE urls SET done = 1, etag = ?, last_modified = ? WHERE fp = ?",
+                (etag, modified, fp),
+            )
         self.commit()
 
     def commit(self) -> None:
@@ -372,3 +432,7 @@ def _migrate(db: sqlite3.Connection) -> None:
     if "priority" not in columns:  # before best-first crawling: every URL had priority 0
         db.execute("ALTER TABLE urls ADD COLUMN priority REAL NOT NULL DEFAULT 0")
         log.info("state: added the priority column to an older state database")
+    if "etag" not in columns:  # before recrawls: no validators were kept
+        db.execute("ALTER TABLE urls ADD COLUMN etag TEXT")
+        db.execute("ALTER TABLE urls ADD COLUMN last_modified TEXT")
+        log.info("state: added the validator columns to an older state database")
