@@ -109,6 +109,8 @@ def summary_table(stats: dict[str, Any]) -> Table:
     add("duration", f"{stats['elapsed_s']:.2f} s")
     add("pages/s", f"{stats['pages_per_s']:.1f}")
     add("retries", stats["retries"])
+    if stats.get("unchanged"):
+        add("unchanged (304, recrawl)", stats["unchanged"])
     add("URLs not fetched: robots.txt", stats["robots_refused"])  # disallowed or unreachable
     add("links out of scope", stats["out_of_scope"])
     for reason, n in stats["scope_refused"].items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -112,6 +113,10 @@ async def test_summary_matches_stats(site: FixtureSite) -> None:
                   "URLs seen (not all fetched)", "sieve FPR bound", "pages/s"):  # fmt: skip
         assert label in text
     assert "over limits" not in text  # refusals and URLs are told apart
+    assert "unchanged (304" not in text  # shown for a recrawl only
+    stream = io.StringIO()
+    print_summary({**stats, "unchanged": 7}, stream)
+    assert re.search(r"unchanged \(304, recrawl\)\s*│\s*7\b", stream.getvalue())
     seen = f"~{stats['sieve']['approx_items']:,} / {stats['sieve']['count']:,} exact"
     assert seen in text
     assert f"{stats['pages']}" in text
