@@ -1,0 +1,405 @@
+"""The frontier in Redis: one crawl's queues, politeness and leases shared by several processes.
+
+:class:`RedisFrontier` keeps the ordering and politeness rules of
+:class:`crawler.frontier.base.FrontierBackend` across every process pointed at one Redis. Each
+state change is one Lua script (``crawler.frontier.redis_scripts``, where the keys are listed), so
+it is atomic across processes; ``now`` is the injected clock (tests) or Redis ``TIME`` (one clock
+for every process). Politeness is global because a *host* is claimed, not a URL: a claim takes the
+best entry of the best ready host, counts it in flight, moves the host's next start to ``now +
+delay`` and takes the host out of ``ready`` while its concurrency is used up; no process holds a
+host for a batch, so processes take turns on it.
+
+Leases: every entry handed out is leased (id, owner, expiry = now + ``lease_ttl``, default the
+fetch's total timeout 60 s + 30 s). ``done()`` takes the lease back: a finisher whose lease
+expired (and was reclaimed, maybe handed to another process) changes nothing and gets False.
+Every process runs the reclaim script from ``get()`` every ``reclaim_interval`` seconds: expired
+leases go back to the head of their host's queue (before new work of equal priority) and free
+their slot. Admission (``put_many``) is one Lua call doing the Sieve's test-and-set (the bits and
+counters of :class:`crawler.sieve.redis.RedisSieve`, same keys, same bits) and, for new keys
+only, the enqueue: a crash can never leave a URL seen but not queued.
+
+Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
+  1. kept: score ``-priority``; members ``{class}{seq}...`` pop FIFO on equal priorities.
+  2. kept among the first ``candidates`` ready hosts (earliest ready first): the best priority
+     wins, ties the earliest ready; hosts ready at the same time tie by name, not by filing.
+  3. kept: retries and reclaimed leases come back with class 0, before equal-priority new work.
+  4. delay between starts, ``per_host_concurrency`` (or ``host_rule``), backoff (HOST blame,
+     SUSPECT streaks, 429/503 Retry-After capped at ``max_retry_after``; the blame is computed
+     here as ``Politeness.response`` does, the counters live in the host hash) are kept across
+     processes. Not yet: the adaptive delay.
+  5. not yet: ``set_robots`` stores the robots.txt status and body in the host hash (any process
+     rebuilds the policy with ``robots()`` + ``policy_from_response``) and applies its
+     Crawl-delay; holding pages until the policy is known, ROBOTS entries and REFUSED entries are
+     the engine integration's next step.
+  6. ``done()`` once per entry: a second (or a late) one returns False instead of raising, since
+     another process may legitimately hold the entry now.
+  7. kept (``max_queued``, ``max_queued_per_host``, closed); put_many returns False and counts.
+  8. ``get()`` waits (never busy-loops: it sleeps until the earliest ready time or
+     ``poll_interval``, whichever is sooner) and returns None once nothing is queued and nothing
+     is leased by any process, or after ``close()``.
+  9. ``pending()`` returns (not yields) every queued entry, host by host in hand-out order.
+ 10. kept: ``queued_priority``/``reprioritize`` read and raise through ``qk:{host}``.
+ 11. kept: the batch is queued in one script, so no claim sees half of it.
+Differences: every method but ``close()`` is a coroutine; ``pending()``, ``stats()`` and
+``in_flight()`` are calls; ``done()`` returns whether the lease was current.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import socket
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Final
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from crawler.entries import Entry, EntryKind, Outcome
+from crawler.errors import Blame, failure_class
+from crawler.frontier.base import FrontierStats
+from crawler.frontier.redis_scripts import ADMIT, CLAIM, DONE, RECLAIM, REPRIORITIZE
+from crawler.hosts import SUSPECT_STREAK, HostRule, host_key, parse_retry_after
+from crawler.robots import RobotsPolicy
+from crawler.sieve.bloom import hash_pair
+from crawler.sieve.redis import RedisSieve, SharedStateError
+
+__all__ = ["RedisFrontier"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_LEASE_TTL: Final = 60.0 + 30.0  # the fetch's total_timeout + 30 s
+
+
+class RedisFrontier:
+    """A frontier whose state lives in Redis under `prefix`; `sieve` is the crawl's RedisSieve
+    (same client and prefix; opened here). ``await open()`` before use."""
+
+    __slots__ = ("_candidates", "_client", "_clock", "_closed", "_dropped_closed", "_flying",
+                 "_host_rule", "_max_delay", "_max_queued", "_max_queued_per_host",
+                 "_next_reclaim", "_rng", "_scripts", "_sleep", "backoff_base", "backoff_max",
+                 "concurrency", "delay", "lease_ttl", "max_retry_after", "owner",
+                 "poll_interval", "prefix", "reclaim_interval", "sieve")  # fmt: skip
+
+    def __init__(
+        self,
+        client: Redis,
+        prefix: str,
+        sieve: RedisSieve,
+        *,
+        delay: float = 0.0,
+        per_host_concurrency: int = 1,
+        max_delay: float = 60.0,
+        max_queued: int = 1_000_000,
+        max_queued_per_host: int = 100_000,
+        backoff_base: float = 1.0,
+        backoff_max: float = 300.0,
+        max_retry_after: float = 600.0,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        reclaim_interval: float | None = None,
+        poll_interval: float = 0.2,
+        candidates: int = 16,
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+        rng: random.Random | None = None,
+        host_rule: Callable[[str], HostRule | None] | None = None,
+        owner: str | None = None,
+    ) -> None:
+        if sieve.prefix != prefix:
+            raise ValueError(f"the sieve's prefix {sieve.prefix!r} is not {prefix!r}")
+        for name, value in dict(delay=delay, lease_ttl=lease_ttl, poll_interval=poll_interval,
+                                backoff_base=backoff_base, backoff_max=backoff_max,
+                                max_retry_after=max_retry_after).items():  # fmt: skip
+            if not 0.0 <= value < float("inf"):
+                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+        if per_host_concurrency < 1 or candidates < 1:
+            raise ValueError("per_host_concurrency and candidates must be >= 1")
+        self._client = client
+        self.prefix = prefix
+        self.sieve = sieve
+        self.delay = float(delay)
+        self.concurrency = per_host_concurrency
+        self._max_delay = max(float(max_delay), self.delay)
+        self._max_queued = max_queued
+        self._max_queued_per_host = max_queued_per_host
+        self.backoff_base, self.backoff_max = float(backoff_base), float(backoff_max)
+        self.max_retry_after = float(max_retry_after)
+        self.lease_ttl = float(lease_ttl)
+        self.reclaim_interval = (
+            min(5.0, self.lease_ttl / 4) if reclaim_interval is None else reclaim_interval
+        )
+        self.poll_interval = poll_interval
+        self._candidates = candidates
+        self._clock = clock
+        self._sleep = sleep if sleep is not None else asyncio.sleep
+        self._rng = rng if rng is not None else random.Random()
+        self._host_rule = host_rule
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{random.getrandbits(32):x}"
+        self._closed = False
+        self._dropped_closed = 0
+        self._next_reclaim = float("-inf")
+        self._flying: dict[int, tuple[Entry, str]] = {}  # id(entry) -> (entry, lease id)
+        self._scripts = {name: client.register_script(src) for name, src in (
+            ("admit", ADMIT), ("claim", CLAIM), ("done", DONE), ("reclaim", RECLAIM),
+            ("raise", REPRIORITIZE))}  # fmt: skip
+
+    async def open(self) -> None:
+        """Open (or join) the shared Sieve; SharedStateError if Redis is unreachable."""
+        await self.sieve.open()
+
+    # -- admission ----------------------------------------------------------------------------
+    async def put(self, entry: Entry) -> bool:
+        return (await self.put_many([entry]))[0]
+
+    async def put_many(self, entries: Iterable[Entry]) -> list[bool]:
+        """Test each entry's key against the shared Sieve and queue the new ones, all in one
+        atomic script (rule 11); True for each entry queued (new and within the bounds)."""
+        batch = list(entries)
+        if self._closed:
+            self._dropped_closed += len(batch)
+            return [False] * len(batch)
+        if not batch:
+            return []
+        rows: list[Any] = []
+        pairs = [hash_pair(entry.key) for entry in batch]
+        for entry in batch:
+            host = host_key(entry.url)
+            delay, conc = self._host_settings(host)
+            rows.append((host, _tail(entry), repr(-entry.priority), repr(delay), conc))
+        while True:
+            layout = self.sieve.layout()
+            args: list[Any] = [self.prefix, "", len(layout), self._max_queued,
+                               self._max_queued_per_host, len(batch)]  # fmt: skip
+            for m, k in layout:
+                args += (m, k)
+            for row, (h1, h2) in zip(rows, pairs, strict=True):
+                args += row
+                args += self.sieve.starts(h1, h2)
+            reply = await self._run("admit", args)
+            if int(reply[0]) >= 0:
+                break
+            await self._redis(self.sieve.refresh())  # another process opened a stage
+        await self.sieve.shared_counts(int(reply[0]), int(reply[1]))
+        return [int(flag) == 1 for flag in reply[2:]]
+
+    def _host_settings(self, host: str) -> tuple[float, int]:
+        rule = self._host_rule(host) if self._host_rule is not None else None
+        delay, conc = self.delay, self.concurrency
+        if rule is not None:
+            delay = self.delay if rule.delay is None else float(rule.delay)
+            conc = conc if rule.per_host_concurrency is None else rule.per_host_concurrency
+        return delay, conc
+
+    # -- hand-out -------------------------------------------------------------------------------
+    async def claim(self, count: int = 1) -> tuple[list[Entry], float | None, int, int]:
+        """Claim up to `count` entries now, without waiting: (entries, the earliest time a host
+        is ready or None, queued, leased)."""
+        reply = await self._run("claim", [self.prefix, self._now_arg(), count, self.lease_ttl,
+                                          self.owner, self._candidates])  # fmt: skip
+        first = _text(reply[0])
+        entries = []
+        for i in range(3, len(reply), 4):
+            lease, host, score, member = (_text(x) for x in reply[i : i + 4])
+            entry = _entry(host, member, -float(score))
+            self._flying[id(entry)] = (entry, lease)
+            entries.append(entry)
+        return entries, (float(first) if first else None), int(reply[1]), int(reply[2])
+
+    async def get(self) -> Entry | None:
+        """The next entry that may be fetched now, waiting politely; None once nothing is
+        queued or leased anywhere, or after ``close()`` (rule 8)."""
+        while not self._closed:
+            now = self._now()
+            if now >= self._next_reclaim:
+                await self.reclaim()
+                self._next_reclaim = now + self.reclaim_interval
+            entries, ready_at, queued, leased = await self.claim()
+            if entries:
+                return entries[0]
+            if queued == 0 and leased == 0:
+                return None
+            wait = self.poll_interval
+            if ready_at is not None:
+                wait = min(wait, max(0.0, ready_at - self._now()))
+            await self._sleep(wait)
+        return None
+
+    async def done(
+        self, entry: Entry, outcome: Outcome | None = None, *, retry: bool = False
+    ) -> bool:
+        """Release an entry's lease: apply `outcome` to its host's backoff, re-queue it at the
+        head of its priority when `retry`. False (and nothing changed) when the lease is no
+        longer current: it expired and was reclaimed, or was released already."""
+        if entry.kind is EntryKind.REFUSED:
+            return False
+        flying = self._flying.pop(id(entry), None)
+        if flying is None or flying[0] is not entry:
+            raise ValueError(f"done() for an entry not handed out here: {entry!r}")
+        blame, wait = _blame(outcome)
+        attempt = outcome.attempt if outcome is not None else 0
+        tail = _tail(Entry(url=entry.url, key=entry.key, depth=entry.depth, parent=entry.parent,
+                           retries=entry.retries + 1, redirects=entry.redirects,
+                           sitemap=entry.sitemap))  # fmt: skip
+        jitter = 0.5 + 0.5 * self._rng.random()
+        args = [self.prefix, self._now_arg(), flying[1], "1" if retry else "", tail, blame,
+                attempt, "" if wait is None else repr(wait), repr(jitter),
+                repr(self.backoff_base), repr(self.backoff_max), repr(self.max_retry_after),
+                SUSPECT_STREAK]  # fmt: skip
+        return bool(await self._run("done", args))
+
+    async def reclaim(self, limit: int = 1000) -> int:
+        """Put expired leases' entries back at the head of their hosts; how many."""
+        return int(await self._run("reclaim", [self.prefix, self._now_arg(), limit]))
+
+    # -- priorities ---------------------------------------------------------------------------
+    async def queued_priority(self, url: str, key: str) -> float | None:
+        host = host_key(url)
+        member = await self._redis(self._client.hget(self._key(f"qk:{host}"), key))
+        if member is None:
+            return None
+        score = await self._redis(self._client.zscore(self._key(f"q:{host}"), member))
+        return None if score is None else -float(score)
+
+    async def reprioritize(self, url: str, key: str, priority: float) -> bool:
+        if priority != priority:
+            raise ValueError(f"priority must be a number, got {priority!r} for {url!r}")
+        args = [self.prefix, host_key(url), key, repr(-float(priority))]
+        return bool(await self._run("raise", args))
+
+    # -- robots.txt -----------------------------------------------------------------------------
+    async def set_robots(self, key: str, policy: RobotsPolicy, body: bytes | None = None) -> None:
+        """Store a host's robots.txt answer (status, body) for every process, and apply its
+        Crawl-delay to the host's shared delay (``max(base, min(Crawl-delay, max_delay))``)."""
+        host = host_key(key)
+        hk = self._key(f"h:{host}")
+        base = await self._redis(self._client.hget(hk, "base"))
+        delay = float(base) if base is not None else self._host_settings(host)[0]
+        if not policy.temporary and policy.crawl_delay is not None:
+            delay = max(delay, min(policy.crawl_delay, self._max_delay))
+        status = "" if policy.status is None else str(policy.status)
+        fields = {"robots_status": status, "robots_body": body or b"", "delay": repr(delay)}
+        await self._redis(self._client.hset(hk, mapping=fields))  # type: ignore[arg-type]
+
+    async def robots(self, key: str) -> tuple[int | None, bytes] | None:
+        """The stored robots.txt answer (status, body) of a host, None if none was stored."""
+        status, body = await self._redis(
+            self._client.hmget(self._key(f"h:{host_key(key)}"), ["robots_status", "robots_body"])
+        )
+        if status is None:
+            return None
+        return (int(status) if status else None), bytes(body or b"")
+
+    # -- state ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop handing out work here (other processes go on)."""
+        self._closed = True
+
+    async def pending(self) -> list[Entry]:
+        """Every queued entry with its priority, host by host in hand-out order (rule 9)."""
+        out: list[Entry] = []
+        hosts = sorted(
+            _text(h) for h in await self._redis(self._client.smembers(self._key("hosts")))
+        )
+        for host in hosts:
+            items = await self._redis(self._client.zrange(self._key(f"q:{host}"), 0, -1,
+                                                          withscores=True))  # fmt: skip
+            out += [_entry(host, _text(member), -float(score)) for member, score in items]
+        return out
+
+    async def stats(self) -> FrontierStats:
+        now = self._now() if self._clock is not None else float(await self._redis_time())
+        pipe = self._client.pipeline(transaction=False)
+        pipe.hgetall(self._key("stats"))
+        pipe.scard(self._key("hosts"))
+        pipe.zcount(self._key("ready"), "-inf", now)
+        pipe.zcard(self._key("ready"))
+        pipe.zcard(self._key("leases"))
+        counts, hosts, ready, filed, leased = await self._redis(pipe.execute())
+        c = {_text(k): int(v) for k, v in counts.items()}
+        return FrontierStats(
+            hosts=hosts, ready_hosts=ready, waiting_hosts=filed - ready,
+            queued=c.get("queued", 0), in_flight=leased, dropped_full=c.get("dropped_full", 0),
+            dropped_host_full=c.get("dropped_host_full", 0), dropped_closed=self._dropped_closed,
+            refused_robots=0, deferred_robots=0, deferred_backoff=0,
+            backoffs=c.get("backoffs", 0), retries=c.get("retries", 0), robots_fetches=0,
+            handed_out=c.get("handed_out", 0), raised=c.get("raised", 0),
+        )  # fmt: skip
+
+    async def reclaimed(self) -> int:
+        """Leases reclaimed after they expired, by every process."""
+        return int(await self._redis(self._client.hget(self._key("stats"), "reclaimed")) or 0)
+
+    def __repr__(self) -> str:
+        return (
+            f"RedisFrontier(prefix={self.prefix!r}, owner={self.owner!r}, "
+            f"in_flight_here={len(self._flying)}, delay={self.delay}, "
+            f"per_host_concurrency={self.concurrency}, lease_ttl={self.lease_ttl}, "
+            f"closed={self._closed})"
+        )
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def _key(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    def _now(self) -> float:
+        if self._clock is not None:
+            return self._clock()
+        return asyncio.get_running_loop().time()
+
+    def _now_arg(self) -> str:
+        return "" if self._clock is None else repr(self._clock())
+
+    async def _redis_time(self) -> float:
+        secs, micros = await self._redis(self._client.time())
+        return float(secs) + float(micros) / 1e6
+
+    async def _run(self, name: str, args: list[Any]) -> Any:
+        return await self._redis(self._scripts[name](keys=[], args=args))
+
+    @staticmethod
+    async def _redis(call: Awaitable[Any]) -> Any:
+        try:
+            return await call
+        except (RedisError, OSError) as exc:
+            raise SharedStateError(f"Redis: {exc}") from exc
+
+
+def _tail(entry: Entry) -> str:
+    """The part of a queue member after its class and sequence: ``key\\npayload``."""
+    url = "" if entry.url == entry.key else entry.url
+    payload = [url, entry.depth, entry.parent, entry.retries, entry.redirects, entry.sitemap]
+    return entry.key + "\n" + json.dumps(payload, separators=(",", ":"))
+
+
+def _entry(host: str, member: str, priority: float) -> Entry:
+    """The Entry of a queue member."""
+    key, _, payload = member[16:].partition("\n")
+    url, depth, parent, retries, redirects, sitemap = json.loads(payload)
+    return Entry(url=url or key, key=key, depth=depth, parent=parent, retries=retries,
+                 redirects=redirects, sitemap=sitemap, priority=priority)  # fmt: skip
+
+
+def _blame(outcome: Outcome | None) -> tuple[str, float | None]:
+    """The blame of an outcome as ``Politeness.response`` decides it, and the Retry-After wait
+    (None: use the exponential backoff)."""
+    if outcome is None:
+        return "", None
+    blame = outcome.blame
+    status = outcome.status
+    if blame is None:
+        if outcome.failed:
+            blame = Blame.HOST
+        elif status is not None:
+            failure = failure_class(status)
+            blame = Blame.URL if failure is None else failure[0]
+    wait = None
+    if outcome.retry_after is not None and status is not None:
+        wait = parse_retry_after(outcome.retry_after)
+    return ("" if blame is None else blame.value), wait
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,289 @@
+"""The Lua sources of the Redis frontier (``crawler.frontier.redis``): each one atomic in Redis.
+
+Every script takes the crawl's key prefix as ``ARGV[1]`` and builds its keys from it (plain,
+non-cluster Redis allows keys not declared in KEYS; a sharded layout would put each host's keys
+under one hash tag). Times are seconds as floats: ``ARGV[2]`` is "now" from the caller's
+injected clock, or empty for Redis ``TIME`` (one clock for every process). Times written back are
+formatted ``%.6f`` (Lua's default number format keeps only 14 digits).
+
+Keys: ``q:{host}`` queue (sorted set: score ``-priority``, member ``{class}{seq:015d}{key}\\n
+{payload}``, class ``0`` for retried/reclaimed entries, ``1`` for new ones, so equal scores pop
+retries first, then FIFO by sequence), ``qk:{host}`` (key -> member, for re-prioritizing),
+``h:{host}`` (host hash: ``delay``, ``base``, ``conc``, ``in_flight``, ``next``, ``backoff_until``,
+``failures``, ``suspects``), ``hosts`` (set of hosts seen), ``ready`` (hosts with work and a free
+slot, scored by the time their next request may start), ``leases`` (lease id -> expiry),
+``lease`` (lease id -> ``host\\nscore\\nowner\\nmember``), ``lid`` and ``seq`` (counters),
+``stats`` (hash of counters; ``queued`` is the number of queued entries), ``sieve:*`` (the
+``crawler.sieve.redis.RedisSieve`` stages and counters).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["ADMIT", "CLAIM", "DONE", "RECLAIM", "REPRIORITIZE"]
+
+# Shared helpers, prepended to every script.
+_COMMON: Final = r"""
+local P = ARGV[1]
+local function fmt(x) return string.format('%.6f', x) end
+local function clock()
+    local now = tonumber(ARGV[2])
+    if now then return now end
+    local t = redis.call('TIME')
+    return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+-- the key of a queue member: after the class and sequence (16 chars), up to the newline
+local function key_of(member)
+    local nl = string.find(member, '\n', 17, true)
+    return string.sub(member, 17, nl - 1)
+end
+-- file the host in `ready` iff it has work and a free slot, at max(next start, backoff end)
+local function refile(host)
+    local st = redis.call('HMGET', P .. 'h:' .. host, 'in_flight', 'conc', 'next', 'backoff_until')
+    local busy, conc = tonumber(st[1] or '0'), tonumber(st[2] or '1')
+    if busy < conc and redis.call('ZCARD', P .. 'q:' .. host) > 0 then
+        local at = math.max(tonumber(st[3] or '0'), tonumber(st[4] or '0'))
+        redis.call('ZADD', P .. 'ready', fmt(at), host)
+    else
+        redis.call('ZREM', P .. 'ready', host)
+    end
+end
+-- put a lease's member back at the head of its priority (class 0, its old sequence)
+local function requeue(host, score, member)
+    local m = '0' .. string.sub(member, 2)
+    redis.call('ZADD', P .. 'q:' .. host, score, m)
+    redis.call('HSET', P .. 'qk:' .. host, key_of(m), m)
+    redis.call('HINCRBY', P .. 'stats', 'queued', 1)
+    return m
+end
+-- take a lease: returns host, score, member (nil when it is not current)
+local function take_lease(id)
+    local data = redis.call('HGET', P .. 'lease', id)
+    if not data then return nil end
+    redis.call('HDEL', P .. 'lease', id)
+    redis.call('ZREM', P .. 'leases', id)
+    local a = string.find(data, '\n', 1, true)
+    local b = string.find(data, '\n', a + 1, true)
+    local c = string.find(data, '\n', b + 1, true)
+    local host = string.sub(data, 1, a - 1)
+    redis.call('HINCRBY', P .. 'h:' .. host, 'in_flight', -1)
+    return host, string.sub(data, a + 1, b - 1), string.sub(data, c + 1)
+end
+"""
+
+# ARGV: prefix, now, count, lease_ttl, owner, candidates.
+# Returns {next ready time or '', queued, in flight, then per claim: id, host, score, member}.
+CLAIM: Final = (
+    _COMMON
+    + r"""
+local now = clock()
+local want, ttl, owner, scan = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+local out = {}
+local claimed = 0
+while claimed < want do
+    local cands = redis.call('ZRANGEBYSCORE', P .. 'ready', '-inf', fmt(now), 'LIMIT', 0, scan)
+    if #cands == 0 then break end
+    local best, best_score, best_member
+    for _, h in ipairs(cands) do
+        local top = redis.call('ZRANGE', P .. 'q:' .. h, 0, 0, 'WITHSCORES')
+        if #top == 0 then
+            redis.call('ZREM', P .. 'ready', h)
+        elseif best == nil or tonumber(top[2]) < tonumber(best_score) then
+            best, best_member, best_score = h, top[1], top[2]
+        end
+    end
+    if best ~= nil then
+        local hk = P .. 'h:' .. best
+        redis.call('ZREM', P .. 'q:' .. best, best_member)
+        redis.call('HDEL', P .. 'qk:' .. best, key_of(best_member))
+        redis.call('HINCRBY', hk, 'in_flight', 1)
+        local delay = tonumber(redis.call('HGET', hk, 'delay') or '0')
+        redis.call('HSET', hk, 'next', fmt(now + delay))
+        local id = redis.call('INCR', P .. 'lid')
+        redis.call('ZADD', P .. 'leases', fmt(now + ttl), id)
+        redis.call('HSET', P .. 'lease', id,
+                   best .. '\n' .. best_score .. '\n' .. owner .. '\n' .. best_member)
+        redis.call('HINCRBY', P .. 'stats', 'queued', -1)
+        redis.call('HINCRBY', P .. 'stats', 'handed_out', 1)
+        refile(best)
+        out[#out + 1] = tostring(id)
+        out[#out + 1] = best
+        out[#out + 1] = best_score
+        out[#out + 1] = best_member
+        claimed = claimed + 1
+    end
+end
+local first = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
+local head = {first[2] or '', redis.call('HGET', P .. 'stats', 'queued') or '0',
+              redis.call('ZCARD', P .. 'leases')}
+for _, v in ipairs(out) do head[#head + 1] = v end
+return head
+"""
+)
+
+# ARGV: prefix, now, lease id, retry ('1'/''), retry tail (key\npayload with retries + 1),
+# blame ('host', 'suspect', 'url', ''), attempt, wait ('' or seconds, Retry-After), jitter,
+# backoff_base, backoff_max, max_retry_after, suspect streak.
+# Returns 1, or 0 when the lease is not current (expired and reclaimed, or done already).
+DONE: Final = (
+    _COMMON
+    + r"""
+local host, score, member = take_lease(ARGV[3])
+if host == nil then return 0 end
+local now = clock()
+local hk = P .. 'h:' .. host
+local blame = ARGV[6]
+if blame == 'suspect' and tonumber(ARGV[7]) == 0 then
+    if redis.call('HINCRBY', hk, 'suspects', 1) >= tonumber(ARGV[13]) then blame = 'host' end
+end
+if blame == 'host' then
+    local failures = redis.call('HINCRBY', hk, 'failures', 1)
+    redis.call('HSET', hk, 'suspects', 0)
+    local wait = tonumber(ARGV[8])
+    if wait == nil then
+        local cap = math.min(tonumber(ARGV[11]),
+                             tonumber(ARGV[10]) * 2 ^ math.min(failures - 1, 64))
+        wait = cap * tonumber(ARGV[9])
+    end
+    local untl = now + math.min(wait, tonumber(ARGV[12]))
+    local old = tonumber(redis.call('HGET', hk, 'backoff_until') or '0')
+    redis.call('HSET', hk, 'backoff_until', fmt(math.max(old, untl)))
+    redis.call('HINCRBY', P .. 'stats', 'backoffs', 1)
+elseif blame == 'url' then
+    redis.call('HSET', hk, 'failures', 0, 'suspects', 0)
+end
+if ARGV[4] == '1' then
+    requeue(host, score, string.sub(member, 1, 16) .. ARGV[5])
+    redis.call('HINCRBY', P .. 'stats', 'retries', 1)
+end
+refile(host)
+return 1
+"""
+)
+
+# ARGV: prefix, now, limit. Expired leases: entry back at the head of its host, slot freed.
+RECLAIM: Final = (
+    _COMMON
+    + r"""
+local now = clock()
+local ids = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', fmt(now), 'LIMIT', 0, ARGV[3])
+for _, id in ipairs(ids) do
+    local host, score, member = take_lease(id)
+    if host ~= nil then
+        requeue(host, score, member)
+        redis.call('HINCRBY', P .. 'stats', 'reclaimed', 1)
+        refile(host)
+    end
+end
+return #ids
+"""
+)
+
+# ARGV: prefix, host, key, new score (-priority). 1 when raised, 0 otherwise (rule 10).
+REPRIORITIZE: Final = (
+    _COMMON
+    + r"""
+local host, key, score = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local member = redis.call('HGET', P .. 'qk:' .. host, key)
+if not member then return 0 end
+local q = P .. 'q:' .. host
+local old = tonumber(redis.call('ZSCORE', q, member))
+if old == nil or score >= old then return 0 end
+redis.call('ZREM', q, member)
+local m = '1' .. string.format('%015d', redis.call('INCR', P .. 'seq')) .. string.sub(member, 17)
+redis.call('ZADD', q, ARGV[4], m)
+redis.call('HSET', P .. 'qk:' .. host, key, m)
+redis.call('HINCRBY', P .. 'stats', 'raised', 1)
+return 1
+"""
+)
+
+# The seen test and the enqueue in one atomic call (a crash never leaves a URL seen but not
+# queued). ARGV: prefix, '' (no clock), stages, max_queued, max_queued_per_host, keys, then
+# (m, k) per stage, then per key: host, tail (key\npayload), score, delay, concurrency, then
+# (start, step) per stage. Returns {-1, stages} when the Sieve grew meanwhile (call again), else
+# {set bits of the newest stage, count, flag per key}: 1 queued, 0 seen, 2 full, 3 host full.
+ADMIT: Final = (
+    _COMMON
+    + r"""
+local nst, maxq, maxh, n = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]),
+                           tonumber(ARGV[6])
+local cur = tonumber(redis.call('GET', P .. 'sieve:stages') or '1')
+if cur ~= nst then return {-1, cur} end
+local ms, ks = {}, {}
+for s = 1, nst do
+    ms[s], ks[s] = tonumber(ARGV[5 + 2 * s]), tonumber(ARGV[6 + 2 * s])
+end
+local base = 7 + 2 * nst
+local width = 5 + 2 * nst
+local queued = tonumber(redis.call('HGET', P .. 'stats', 'queued') or '0')
+local flags = {}
+local new, flips = 0, 0
+local dropped_full, dropped_host = 0, 0
+for i = 0, n - 1 do
+    local at = base + i * width
+    local host = ARGV[at]
+    local q = P .. 'q:' .. host
+    local flag
+    if queued >= maxq then
+        flag = 2
+        dropped_full = dropped_full + 1
+    elseif redis.call('ZCARD', q) >= maxh then
+        flag = 3
+        dropped_host = dropped_host + 1
+    else
+        local seen = false
+        for s = 1, nst do
+            local a, b = tonumber(ARGV[at + 3 + 2 * s]), tonumber(ARGV[at + 4 + 2 * s])
+            local m, args = ms[s], {}
+            local op = (s < nst) and 'GET' or 'SET'
+            for j = 0, ks[s] - 1 do
+                args[#args + 1] = op
+                args[#args + 1] = 'u1'
+                args[#args + 1] = (a + j * b) % m
+                if op == 'SET' then args[#args + 1] = 1 end
+            end
+            local sk = P .. 'sieve:' .. (s - 1)
+            if s < nst then
+                local bits = redis.call('BITFIELD_RO', sk, unpack(args))
+                local all = true
+                for _, v in ipairs(bits) do if v == 0 then all = false break end end
+                if all then seen = true break end
+            else
+                local old = redis.call('BITFIELD', sk, unpack(args))
+                local f = 0
+                for _, v in ipairs(old) do if v == 0 then f = f + 1 end end
+                flips = flips + f
+                seen = (f == 0)
+            end
+        end
+        if seen then
+            flag = 0
+        else
+            flag = 1
+            local m = '1' .. string.format('%015d', redis.call('INCR', P .. 'seq')) .. ARGV[at + 1]
+            redis.call('ZADD', q, ARGV[at + 2], m)
+            redis.call('HSET', P .. 'qk:' .. host, key_of(m), m)
+            if redis.call('SADD', P .. 'hosts', host) == 1 then
+                redis.call('HSET', P .. 'h:' .. host, 'delay', ARGV[at + 3], 'base', ARGV[at + 3],
+                           'conc', ARGV[at + 4], 'in_flight', 0, 'next', 0, 'backoff_until', 0)
+            end
+            refile(host)
+            queued = queued + 1
+            new = new + 1
+        end
+    end
+    flags[#flags + 1] = flag
+end
+local st = P .. 'stats'
+redis.call('HSET', st, 'queued', queued)
+if dropped_full > 0 then redis.call('HINCRBY', st, 'dropped_full', dropped_full) end
+if dropped_host > 0 then redis.call('HINCRBY', st, 'dropped_host_full', dropped_host) end
+local bits = redis.call('INCRBY', P .. 'sieve:bits:' .. (nst - 1), flips)
+local count = redis.call('INCRBY', P .. 'sieve:count', new)
+local out = {bits, count}
+for _, f in ipairs(flags) do out[#out + 1] = f end
+return out
+"""
+)
