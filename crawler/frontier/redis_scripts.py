@@ -72,13 +72,16 @@ local function take_lease(id)
 end
 """
 
-# ARGV: prefix, now, count, lease_ttl, owner, candidates.
+# ARGV: prefix, now, count, lease_ttl, owner, candidates (ready hosts compared by their best
+# priority once any entry has one other than 0; else the earliest ready host goes).
 # Returns {next ready time or '', queued, in flight, then per claim: id, host, score, member}.
 CLAIM: Final = (
     _COMMON
     + r"""
 local now = clock()
 local want, ttl, owner, scan = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+-- with every priority 0 (nothing scored yet) the earliest ready host is the best: no scan
+if not redis.call('HGET', P .. 'stats', 'scored') then scan = 1 end
 local out = {}
 local claimed = 0
 while claimed < want do
@@ -195,6 +198,7 @@ local m = '1' .. string.format('%015d', redis.call('INCR', P .. 'seq')) .. strin
 redis.call('ZADD', q, ARGV[4], m)
 redis.call('HSET', P .. 'qk:' .. host, key, m)
 redis.call('HINCRBY', P .. 'stats', 'raised', 1)
+redis.call('HSET', P .. 'stats', 'scored', 1)
 return 1
 """
 )
@@ -220,6 +224,7 @@ local width = 5 + 2 * nst
 local queued = tonumber(redis.call('HGET', P .. 'stats', 'queued') or '0')
 local flags = {}
 local new, flips = 0, 0
+local scored = false
 local dropped_full, dropped_host = 0, 0
 for i = 0, n - 1 do
     local at = base + i * width
@@ -262,6 +267,7 @@ for i = 0, n - 1 do
             flag = 0
         else
             flag = 1
+            if tonumber(ARGV[at + 2]) ~= 0 then scored = true end
             local m = '1' .. string.format('%015d', redis.call('INCR', P .. 'seq')) .. ARGV[at + 1]
             redis.call('ZADD', q, ARGV[at + 2], m)
             redis.call('HSET', P .. 'qk:' .. host, key_of(m), m)
@@ -278,6 +284,7 @@ for i = 0, n - 1 do
 end
 local st = P .. 'stats'
 redis.call('HSET', st, 'queued', queued)
+if scored then redis.call('HSET', st, 'scored', 1) end
 if dropped_full > 0 then redis.call('HINCRBY', st, 'dropped_full', dropped_full) end
 if dropped_host > 0 then redis.call('HINCRBY', st, 'dropped_host_full', dropped_host) end
 local bits = redis.call('INCRBY', P .. 'sieve:bits:' .. (nst - 1), flips)
