@@ -323,3 +323,45 @@ async def test_redis_down_is_a_shared_state_error(clock: Clock) -> None:
         with pytest.raises(SharedStateError, match="Redis"):
             await f.get()
         await client.aclose()
+
+
+async def test_admission_follows_sieve_growth_opened_by_the_other_instance(
+    clients: list[Redis], clock: Clock
+) -> None:
+    def small(client: Redis) -> RedisFrontier:
+        sieve = RedisSieve(client, PREFIX, capacity=100, error_rate=0.01, ratio=0.5)
+        return RedisFrontier(client, PREFIX, sieve, clock=clock)
+
+    a, b = small(clients[0]), small(clients[1])
+    await a.open()
+    await b.open()
+    rng = random.Random(3)
+    urls = [f"http://h{rng.randrange(9)}.test/{rng.getrandbits(40):x}" for _ in range(1000)]
+    new = 0
+    for i in range(0, len(urls), 25):
+        batch = [page(u) for u in urls[i : i + 25]]
+        f, other = (a, b) if i % 50 else (b, a)
+        new += sum(await f.put_many(batch))
+        assert await other.put_many(batch) == [False] * len(batch)  # seen, whoever opened stages
+    await a.sieve.refresh()
+    assert a.sieve.stages >= 3  # grew several times, each instance following the other
+    assert new >= 0.98 * len(urls)  # at most the Sieve's false positives are lost
+    assert len(await a.pending()) == new == a.sieve.count
+    assert a.sieve.false_positive_bound < 0.01
+
+
+async def test_leases_expire_by_redis_time_without_a_clock(clients: list[Redis]) -> None:
+    sieve = RedisSieve(clients[0], PREFIX, capacity=1000, error_rate=1e-3)
+    f = RedisFrontier(clients[0], PREFIX, sieve, lease_ttl=90.0)  # production: Redis TIME
+    await f.open()
+    await f.put_many([page("http://a.test/1")])
+    secs, micros = await clients[0].time()
+    before = secs + micros / 1e6
+    entry = await f.get()
+    assert entry is not None
+    (expiry,) = [score for _, score in await clients[0].zrange(PREFIX + "leases", 0, -1,
+                                                                withscores=True)]  # fmt: skip
+    secs, micros = await clients[0].time()
+    assert before + 90.0 <= expiry <= secs + micros / 1e6 + 90.0
+    assert await f.reclaim() == 0  # not expired by Redis's clock
+    assert await f.done(entry)
