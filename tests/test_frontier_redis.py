@@ -91,6 +91,9 @@ async def test_entries_come_back_equal(clients: list[Redis], clock: Clock) -> No
     assert await f.put_many([entry]) == [True]
     assert await f.pending() == [entry]
     assert await claim_one(f) == entry
+    with pytest.raises(ValueError, match="newline"):  # before anything is sent
+        await f.put_many([page("http://a.test/ok"), page("http://a.test/x\ny")])
+    assert await f.pending() == []
 
 
 async def test_best_ready_host_first(clients: list[Redis], clock: Clock) -> None:

@@ -37,11 +37,14 @@ Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
   8. ``get()`` waits (never busy-loops: it sleeps until the earliest ready time or
      ``poll_interval``, whichever is sooner) and returns None once nothing is queued and nothing
      is leased by any process, or after ``close()``.
-  9. ``pending()`` returns (not yields) every queued entry, host by host in hand-out order.
+  9. ``pending()`` returns (not yields) every queued entry, host by host (by name), each host's
+     in hand-out order.
  10. kept: ``queued_priority``/``reprioritize`` read and raise through ``qk:{host}``.
  11. kept: the batch is queued in one script, so no claim sees half of it.
-Differences: every method but ``close()`` is a coroutine; ``pending()``, ``stats()`` and
-``in_flight()`` are calls; ``done()`` returns whether the lease was current.
+Differences: every method but ``close()`` is a coroutine; ``pending()`` and ``stats()`` are
+calls (no ``len()``/``in_flight``: ``stats()`` has both); ``done()`` returns whether the lease
+was current; no ``refusal()`` yet (rule 5); ``open()`` first; ``claim(count)`` and ``reclaim()``
+are extra (a non-waiting batch claim; the reclaim that ``get()`` runs on its timer).
 """
 
 from __future__ import annotations
@@ -298,7 +301,8 @@ class RedisFrontier:
         self._closed = True
 
     async def pending(self) -> list[Entry]:
-        """Every queued entry with its priority, host by host in hand-out order (rule 9)."""
+        """Every queued entry with its priority, host by host (by name), each in hand-out order
+        (rule 9)."""
         out: list[Entry] = []
         hosts = sorted(
             _text(h) for h in await self._redis(self._client.smembers(self._key("hosts")))
@@ -368,7 +372,10 @@ class RedisFrontier:
 
 
 def _tail(entry: Entry) -> str:
-    """The part of a queue member after its class and sequence: ``key\\npayload``."""
+    """The part of a queue member after its class and sequence: ``key\\npayload``.
+    ValueError for a key with a newline (normalized URLs have none)."""
+    if "\n" in entry.key:
+        raise ValueError(f"a frontier key cannot hold a newline: {entry.key!r}")
     url = "" if entry.url == entry.key else entry.url
     payload = [url, entry.depth, entry.parent, entry.retries, entry.redirects, entry.sitemap]
     return entry.key + "\n" + json.dumps(payload, separators=(",", ":"))
