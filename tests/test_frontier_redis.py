@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from crawler.entries import Entry, Outcome
+from crawler.entries import Entry, EntryKind, Outcome
 from crawler.frontier.redis import RedisFrontier
 from crawler.hosts import HostRule
 from crawler.robots import policy_from_response
@@ -368,3 +368,81 @@ async def test_leases_expire_by_redis_time_without_a_clock(clients: list[Redis])
     assert before + 90.0 <= expiry <= secs + micros / 1e6 + 90.0
     assert await f.reclaim() == 0  # not expired by Redis's clock
     assert await f.done(entry)
+
+
+ROBOTS_BODY = b"User-agent: *\nDisallow: /private\n"
+
+
+async def test_robots_first_pages_held_then_refused_without_a_delay(
+    clients: list[Redis], clock: Clock
+) -> None:
+    kw: dict[str, Any] = dict(delay=1.0, respect_robots=True, user_agent="sieve")
+    a, b = await frontier(clients[0], clock, **kw), await frontier(clients[1], clock, **kw)
+    await a.put_many([page("http://a.test/1"), page("http://a.test/private/x"),
+                      page("http://a.test/2")])  # fmt: skip
+    robots = await claim_one(a)
+    assert robots is not None and robots.kind is EntryKind.ROBOTS
+    assert robots.url == "http://a.test/robots.txt"
+    clock.now += 5.0
+    assert await claim_one(b) is None  # pages held until the policy is known
+    await a.set_robots(robots.url, policy_from_response(200, ROBOTS_BODY, "sieve"), ROBOTS_BODY)
+    assert await a.done(robots)
+    first = await claim_one(b)
+    assert first is not None and first.url == "http://a.test/1"
+    assert await b.done(first)
+    clock.now += 1.0
+    refused = await claim_one(b)
+    assert refused is not None and refused.kind is EntryKind.REFUSED
+    assert refused.url == "http://a.test/private/x"
+    assert await b.refusal(refused) == "disallowed by robots.txt"
+    assert await b.done(refused) is False  # REFUSED entries need no done()
+    last = await claim_one(b)  # at once: the refusal spent no slot and no delay
+    assert last is not None and last.url == "http://a.test/2"
+    stats = await b.stats()
+    assert (stats.robots_fetches, stats.refused_robots, stats.handed_out) == (1, 1, 2)
+
+
+async def test_robots_unreachable_backs_off_then_refuses_pages(
+    clients: list[Redis], clock: Clock
+) -> None:
+    f = await frontier(clients[0], clock, respect_robots=True, robots_max_attempts=2,
+                       backoff_base=1.0, rng=random.Random(2))  # fmt: skip
+    await f.put_many([page("http://a.test/1")])
+    robots = await claim_one(f)
+    assert robots is not None and robots.kind is EntryKind.ROBOTS
+    assert await f.done(robots)  # no set_robots(): unreachable, backed off (< 1 s)
+    assert await claim_one(f) is None
+    clock.now += 1.0
+    again = await claim_one(f)
+    assert again is not None and again.kind is EntryKind.ROBOTS
+    await f.set_robots(again.url, policy_from_response(503, None, "sieve"))
+    assert await f.done(again)
+    clock.now += 2.0
+    refused = await claim_one(f)  # gave up after 2 attempts: every page refused
+    assert refused is not None and refused.kind is EntryKind.REFUSED
+    assert (await f.refusal(refused)).startswith("robots.txt unreachable")
+    assert await f.get() is None
+
+
+async def test_robots_lease_reclaimed_and_policy_refetched_after_ttl(
+    clients: list[Redis], clock: Clock
+) -> None:
+    kw: dict[str, Any] = dict(respect_robots=True, robots_ttl=100.0, lease_ttl=10.0)
+    dead, alive = await frontier(clients[0], clock, **kw), await frontier(clients[1], clock, **kw)
+    await dead.put_many([page(f"http://a.test/{i}") for i in range(3)])
+    lost = await claim_one(dead)
+    assert lost is not None and lost.kind is EntryKind.ROBOTS
+    clock.now += 10.0
+    assert await alive.reclaim() == 1
+    robots = await claim_one(alive)
+    assert robots is not None and robots.kind is EntryKind.ROBOTS  # asked again, not lost
+    await alive.set_robots(robots.url, policy_from_response(404, None, "sieve"))
+    assert await alive.done(robots)
+    assert await dead.done(lost) is False
+    one = await claim_one(alive)
+    assert one is not None and one.kind is EntryKind.PAGE
+    await alive.done(one)
+    clock.now += 100.0  # the policy expired: robots.txt again before the next page
+    refetch = await claim_one(alive)
+    assert refetch is not None and refetch.kind is EntryKind.ROBOTS
+    assert (await alive.stats()).robots_fetches == 3

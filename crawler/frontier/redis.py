@@ -27,10 +27,15 @@ Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
      SUSPECT streaks, 429/503 Retry-After capped at ``max_retry_after``; the blame is computed
      here as ``Politeness.response`` does, the counters live in the host hash) are kept across
      processes. Not yet: the adaptive delay.
-  5. not yet: ``set_robots`` stores the robots.txt status and body in the host hash (any process
-     rebuilds the policy with ``robots()`` + ``policy_from_response``) and applies its
-     Crawl-delay; holding pages until the policy is known, ROBOTS entries and REFUSED entries are
-     the engine integration's next step.
+  5. kept with ``respect_robots`` (off by default here; the engine passes its setting): a host
+     whose policy is unknown or expired hands out its ROBOTS entry first (leased like a page;
+     reclaimed, it is asked again) and nothing else until ``set_robots()``, which stores the
+     answer's status and body in the host hash (``robots()``; each process rebuilds and caches
+     the policy with ``policy_from_response``) and applies Crawl-delay, backoff and giving up as
+     ``Politeness.robots`` does. Differs: a disallowed page is found when it is claimed (the
+     policy is parsed in Python, not in Lua) and comes back REFUSED then, in its host's queue
+     order rather than at once, its lease released and the host's next start restored (no slot,
+     no delay spent: one extra round trip per refused page).
   6. ``done()`` once per entry: a second (or a late) one returns False instead of raising, since
      another process may legitimately hold the entry now.
   7. kept (``max_queued``, ``max_queued_per_host``, closed); put_many returns False and counts.
@@ -56,6 +61,7 @@ import os
 import random
 import socket
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 from typing import Any, Final
 
 from redis.asyncio import Redis
@@ -64,9 +70,17 @@ from redis.exceptions import RedisError
 from crawler.entries import Entry, EntryKind, Outcome
 from crawler.errors import Blame, failure_class
 from crawler.frontier.base import FrontierStats
-from crawler.frontier.redis_scripts import ADMIT, CLAIM, DONE, RECLAIM, REPRIORITIZE
-from crawler.hosts import SUSPECT_STREAK, HostRule, host_key, parse_retry_after
-from crawler.robots import RobotsPolicy
+from crawler.frontier.redis_scripts import (
+    ADMIT,
+    CLAIM,
+    DONE,
+    RECLAIM,
+    REFUSE,
+    REPRIORITIZE,
+    SET_ROBOTS,
+)
+from crawler.hosts import SUSPECT_STREAK, HostRule, host_key, parse_retry_after, robots_url
+from crawler.robots import RobotsPolicy, policy_from_response
 from crawler.sieve.bloom import hash_pair
 from crawler.sieve.redis import RedisSieve, SharedStateError
 
@@ -75,6 +89,7 @@ __all__ = ["RedisFrontier"]
 logger = logging.getLogger(__name__)
 
 DEFAULT_LEASE_TTL: Final = 60.0 + 30.0  # the fetch's total_timeout + 30 s
+_UNREACHABLE: Final = RobotsPolicy(status=None, temporary=True, reason="its fetch did not finish")
 
 
 class RedisFrontier:
@@ -83,9 +98,11 @@ class RedisFrontier:
 
     __slots__ = ("_candidates", "_client", "_clock", "_closed", "_dropped_closed", "_flying",
                  "_host_rule", "_max_delay", "_max_queued", "_max_queued_per_host",
-                 "_next_reclaim", "_rng", "_scripts", "_sleep", "backoff_base", "backoff_max",
-                 "concurrency", "delay", "lease_ttl", "max_retry_after", "owner",
-                 "poll_interval", "prefix", "reclaim_interval", "sieve")  # fmt: skip
+                 "_next_reclaim", "_policies", "_rng", "_robots_asked", "_scripts", "_sleep",
+                 "backoff_base", "backoff_max", "concurrency", "delay", "lease_ttl",
+                 "max_retry_after", "owner", "poll_interval", "prefix", "reclaim_interval",
+                 "respect_robots", "robots_max_attempts", "robots_ttl", "sieve",
+                 "user_agent")  # fmt: skip
 
     def __init__(
         self,
@@ -110,6 +127,10 @@ class RedisFrontier:
         rng: random.Random | None = None,
         host_rule: Callable[[str], HostRule | None] | None = None,
         owner: str | None = None,
+        respect_robots: bool = False,
+        robots_ttl: float = 86400.0,
+        robots_max_attempts: int = 3,
+        user_agent: str = "sieve-crawler",
     ) -> None:
         if sieve.prefix != prefix:
             raise ValueError(f"the sieve's prefix {sieve.prefix!r} is not {prefix!r}")
@@ -141,13 +162,19 @@ class RedisFrontier:
         self._rng = rng if rng is not None else random.Random()
         self._host_rule = host_rule
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{random.getrandbits(32):x}"
+        self.respect_robots = respect_robots
+        self.robots_ttl = float(robots_ttl)
+        self.robots_max_attempts = robots_max_attempts
+        self.user_agent = user_agent
+        self._policies: dict[str, tuple[str, RobotsPolicy]] = {}  # host -> (version, policy)
+        self._robots_asked: set[str] = set()  # hosts whose ROBOTS entry is leased here
         self._closed = False
         self._dropped_closed = 0
         self._next_reclaim = float("-inf")
         self._flying: dict[int, tuple[Entry, str]] = {}  # id(entry) -> (entry, lease id)
         self._scripts = {name: client.register_script(src) for name, src in (
             ("admit", ADMIT), ("claim", CLAIM), ("done", DONE), ("reclaim", RECLAIM),
-            ("raise", REPRIORITIZE))}  # fmt: skip
+            ("raise", REPRIORITIZE), ("refuse", REFUSE), ("robots", SET_ROBOTS))}  # fmt: skip
 
     async def open(self) -> None:
         """Open (or join) the shared Sieve; SharedStateError if Redis is unreachable."""
@@ -175,7 +202,8 @@ class RedisFrontier:
         while True:
             layout = self.sieve.layout()
             args: list[Any] = [self.prefix, "", len(layout), self._max_queued,
-                               self._max_queued_per_host, len(batch)]  # fmt: skip
+                               self._max_queued_per_host, len(batch),
+                               "1" if self.respect_robots else ""]  # fmt: skip
             for m, k in layout:
                 args += (m, k)
             for row, (h1, h2) in zip(rows, pairs, strict=True):
@@ -199,17 +227,40 @@ class RedisFrontier:
     # -- hand-out -------------------------------------------------------------------------------
     async def claim(self, count: int = 1) -> tuple[list[Entry], float | None, int, int]:
         """Claim up to `count` entries now, without waiting: (entries, the earliest time a host
-        is ready or None, queued, leased)."""
-        reply = await self._run("claim", [self.prefix, self._now_arg(), count, self.lease_ttl,
-                                          self.owner, self._candidates])  # fmt: skip
+        is ready or None, queued, leased). With ``respect_robots`` a page its host's robots.txt
+        disallows comes back as a REFUSED entry, its lease released at once (no slot, no
+        delay spent)."""
+        args = [self.prefix, self._now_arg(), count, self.lease_ttl, self.owner,
+                self._candidates, "1" if self.respect_robots else ""]  # fmt: skip
+        reply = await self._run("claim", args)
         first = _text(reply[0])
         entries = []
-        for i in range(3, len(reply), 4):
-            lease, host, score, member = (_text(x) for x in reply[i : i + 4])
-            entry = _entry(host, member, -float(score))
+        for i in range(3, len(reply), 5):
+            lease, host, score, member, version = (_text(x) for x in reply[i : i + 5])
+            if member[0] == "2":
+                url = robots_url(host)
+                entry = Entry(url=url, key=url, kind=EntryKind.ROBOTS)
+                self._robots_asked.add(host)
+            else:
+                entry = _entry(host, member, -float(score))
+                if version and not (await self._policy(host, version)).allowed(entry.url):
+                    await self._run("refuse", [self.prefix, "", lease])
+                    entries.append(replace(entry, kind=EntryKind.REFUSED))
+                    continue
             self._flying[id(entry)] = (entry, lease)
             entries.append(entry)
         return entries, (float(first) if first else None), int(reply[1]), int(reply[2])
+
+    async def _policy(self, host: str, version: str) -> RobotsPolicy:
+        """The host's robots.txt policy as stored (`version`: its expiry), cached per host."""
+        cached = self._policies.get(host)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        stored = await self.robots(host)
+        status, body = stored if stored is not None else (None, b"")
+        policy = policy_from_response(status, body, self.user_agent)
+        self._policies[host] = (version, policy)
+        return policy
 
     async def get(self) -> Entry | None:
         """The next entry that may be fetched now, waiting politely; None once nothing is
@@ -241,6 +292,11 @@ class RedisFrontier:
         flying = self._flying.pop(id(entry), None)
         if flying is None or flying[0] is not entry:
             raise ValueError(f"done() for an entry not handed out here: {entry!r}")
+        if entry.kind is EntryKind.ROBOTS:
+            host = host_key(entry.url)
+            if host in self._robots_asked:  # set_robots() was never called: unreachable
+                await self.set_robots(host, _UNREACHABLE)
+            outcome, retry = None, False
         blame, wait = _blame(outcome)
         attempt = outcome.attempt if outcome is not None else 0
         tail = _tail(Entry(url=entry.url, key=entry.key, depth=entry.depth, parent=entry.parent,
@@ -274,17 +330,31 @@ class RedisFrontier:
 
     # -- robots.txt -----------------------------------------------------------------------------
     async def set_robots(self, key: str, policy: RobotsPolicy, body: bytes | None = None) -> None:
-        """Store a host's robots.txt answer (status, body) for every process, and apply its
-        Crawl-delay to the host's shared delay (``max(base, min(Crawl-delay, max_delay))``)."""
+        """Give a host (its key, or any URL on it) its robots.txt answer, for every process:
+        the status and `body` are stored (``robots()`` gives them back to rebuild the policy),
+        the Crawl-delay raises the shared delay, a temporary policy (unreachable) backs the host
+        off and, after ``robots_max_attempts``, refuses its pages (``crawler.hosts.Politeness``
+        rules). Call it before ``done()`` on the ROBOTS entry; it may also preload a host."""
         host = host_key(key)
-        hk = self._key(f"h:{host}")
-        base = await self._redis(self._client.hget(hk, "base"))
-        delay = float(base) if base is not None else self._host_settings(host)[0]
-        if not policy.temporary and policy.crawl_delay is not None:
-            delay = max(delay, min(policy.crawl_delay, self._max_delay))
-        status = "" if policy.status is None else str(policy.status)
-        fields = {"robots_status": status, "robots_body": body or b"", "delay": repr(delay)}
-        await self._redis(self._client.hset(hk, mapping=fields))  # type: ignore[arg-type]
+        self._robots_asked.discard(host)
+        delay, conc = self._host_settings(host)
+        crawl_delay = "" if policy.crawl_delay is None else repr(policy.crawl_delay)
+        args = [self.prefix, self._now_arg(), host, "" if policy.status is None else policy.status,
+                body or b"", "1" if policy.temporary else "", crawl_delay, repr(self._max_delay),
+                repr(self.robots_ttl), self.robots_max_attempts,
+                repr(0.5 + 0.5 * self._rng.random()), repr(self.backoff_base),
+                repr(self.backoff_max), repr(delay), conc]  # fmt: skip
+        if await self._run("robots", args) and policy.temporary:
+            logger.warning("robots.txt of %s unreachable %d times: refusing its pages",
+                           host, self.robots_max_attempts)  # fmt: skip
+
+    async def refusal(self, entry: Entry) -> str:
+        """Why a REFUSED entry was refused: its host's robots.txt rules, or robots.txt being
+        unreachable (RFC 9309: then nothing may be fetched)."""
+        cached = self._policies.get(host_key(entry.url))
+        if cached is None or cached[1].temporary:
+            return "robots.txt unreachable (RFC 9309: complete disallow)"
+        return "disallowed by robots.txt"
 
     async def robots(self, key: str) -> tuple[int | None, bytes] | None:
         """The stored robots.txt answer (status, body) of a host, None if none was stored."""
@@ -327,8 +397,9 @@ class RedisFrontier:
             hosts=hosts, ready_hosts=ready, waiting_hosts=filed - ready,
             queued=c.get("queued", 0), in_flight=leased, dropped_full=c.get("dropped_full", 0),
             dropped_host_full=c.get("dropped_host_full", 0), dropped_closed=self._dropped_closed,
-            refused_robots=0, deferred_robots=0, deferred_backoff=0,
-            backoffs=c.get("backoffs", 0), retries=c.get("retries", 0), robots_fetches=0,
+            refused_robots=c.get("refused_robots", 0), deferred_robots=0, deferred_backoff=0,
+            backoffs=c.get("backoffs", 0), retries=c.get("retries", 0),
+            robots_fetches=c.get("robots_fetches", 0),
             handed_out=c.get("handed_out", 0), raised=c.get("raised", 0),
         )  # fmt: skip
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ADMIT", "CLAIM", "DONE", "RECLAIM", "REPRIORITIZE"]
+__all__ = ["ADMIT", "CLAIM", "DONE", "RECLAIM", "REFUSE", "REPRIORITIZE", "SET_ROBOTS"]
 
 # Shared helpers, prepended to every script.
 _COMMON: Final = r"""
@@ -40,9 +40,10 @@ local function key_of(member)
 end
 -- file the host in `ready` iff it has work and a free slot, at max(next start, backoff end)
 local function refile(host)
-    local st = redis.call('HMGET', P .. 'h:' .. host, 'in_flight', 'conc', 'next', 'backoff_until')
+    local st = redis.call('HMGET', P .. 'h:' .. host, 'in_flight', 'conc', 'next', 'backoff_until',
+                          'robots')
     local busy, conc = tonumber(st[1] or '0'), tonumber(st[2] or '1')
-    if busy < conc and redis.call('ZCARD', P .. 'q:' .. host) > 0 then
+    if busy < conc and st[5] ~= 'fetching' and redis.call('ZCARD', P .. 'q:' .. host) > 0 then
         local at = math.max(tonumber(st[3] or '0'), tonumber(st[4] or '0'))
         redis.call('ZADD', P .. 'ready', fmt(at), host)
     else
@@ -57,7 +58,8 @@ local function requeue(host, score, member)
     redis.call('HINCRBY', P .. 'stats', 'queued', 1)
     return m
 end
--- take a lease: returns host, score, member (nil when it is not current)
+-- take a lease: returns host, score, member, the host's next start before the claim (nil when
+-- the lease is not current); a ROBOTS lease (class 2) still fetching puts its host back to 'need'
 local function take_lease(id)
     local data = redis.call('HGET', P .. 'lease', id)
     if not data then return nil end
@@ -66,15 +68,24 @@ local function take_lease(id)
     local a = string.find(data, '\n', 1, true)
     local b = string.find(data, '\n', a + 1, true)
     local c = string.find(data, '\n', b + 1, true)
+    local d = string.find(data, '\n', c + 1, true)
     local host = string.sub(data, 1, a - 1)
-    redis.call('HINCRBY', P .. 'h:' .. host, 'in_flight', -1)
-    return host, string.sub(data, a + 1, b - 1), string.sub(data, c + 1)
+    local hk = P .. 'h:' .. host
+    redis.call('HINCRBY', hk, 'in_flight', -1)
+    local member = string.sub(data, d + 1)
+    if string.sub(member, 1, 1) == '2' and redis.call('HGET', hk, 'robots') == 'fetching' then
+        redis.call('HSET', hk, 'robots', 'need')
+    end
+    return host, string.sub(data, a + 1, b - 1), member, string.sub(data, c + 1, d - 1)
 end
 """
 
 # ARGV: prefix, now, count, lease_ttl, owner, candidates (ready hosts compared by their best
-# priority once any entry has one other than 0; else the earliest ready host goes).
-# Returns {next ready time or '', queued, in flight, then per claim: id, host, score, member}.
+# priority once any entry has one other than 0; else the earliest ready host goes), respect
+# robots.txt ('1'/''): a host whose policy is unknown or expired hands out its ROBOTS entry
+# (member class 2) first, and nothing else until ``set_robots``.
+# Returns {next ready time or '', queued, in flight, then per claim: id, host, score, member,
+# the host's robots.txt version (its ``robots_expires``, '' when not respected)}.
 CLAIM: Final = (
     _COMMON
     + r"""
@@ -82,39 +93,52 @@ local now = clock()
 local want, ttl, owner, scan = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
 -- with every priority 0 (nothing scored yet) the earliest ready host is the best: no scan
 if not redis.call('HGET', P .. 'stats', 'scored') then scan = 1 end
+local respect = ARGV[7] == '1'
 local out = {}
 local claimed = 0
+local function lease(host, score, member)
+    local hk = P .. 'h:' .. host
+    redis.call('HINCRBY', hk, 'in_flight', 1)
+    local st = redis.call('HMGET', hk, 'delay', 'next', 'robots_expires')
+    redis.call('HSET', hk, 'next', fmt(now + tonumber(st[1] or '0')), 'last', fmt(now))
+    local id = redis.call('INCR', P .. 'lid')
+    redis.call('ZADD', P .. 'leases', fmt(now + ttl), id)
+    redis.call('HSET', P .. 'lease', id, host .. '\n' .. score .. '\n' .. owner .. '\n' ..
+               (st[2] or '0') .. '\n' .. member)
+    refile(host)
+    out[#out + 1] = tostring(id)
+    out[#out + 1] = host
+    out[#out + 1] = score
+    out[#out + 1] = member
+    out[#out + 1] = respect and (st[3] or '') or ''
+    claimed = claimed + 1
+end
 while claimed < want do
     local cands = redis.call('ZRANGEBYSCORE', P .. 'ready', '-inf', fmt(now), 'LIMIT', 0, scan)
     if #cands == 0 then break end
-    local best, best_score, best_member
+    local best, best_score, best_member, robots
     for _, h in ipairs(cands) do
         local top = redis.call('ZRANGE', P .. 'q:' .. h, 0, 0, 'WITHSCORES')
-        if #top == 0 then
+        local rs = respect and redis.call('HMGET', P .. 'h:' .. h, 'robots', 'robots_expires')
+        if #top == 0 or (rs and rs[1] == 'fetching') then
             redis.call('ZREM', P .. 'ready', h)
+        elseif rs and (rs[1] == 'need' or tonumber(rs[2] or '0') <= now) then
+            robots = h
+            break
         elseif best == nil or tonumber(top[2]) < tonumber(best_score) then
             best, best_member, best_score = h, top[1], top[2]
         end
     end
-    if best ~= nil then
-        local hk = P .. 'h:' .. best
+    if robots ~= nil then
+        redis.call('HSET', P .. 'h:' .. robots, 'robots', 'fetching')
+        redis.call('HINCRBY', P .. 'stats', 'robots_fetches', 1)
+        lease(robots, '0', '2000000000000000robots\n[]')
+    elseif best ~= nil then
         redis.call('ZREM', P .. 'q:' .. best, best_member)
         redis.call('HDEL', P .. 'qk:' .. best, key_of(best_member))
-        redis.call('HINCRBY', hk, 'in_flight', 1)
-        local delay = tonumber(redis.call('HGET', hk, 'delay') or '0')
-        redis.call('HSET', hk, 'next', fmt(now + delay))
-        local id = redis.call('INCR', P .. 'lid')
-        redis.call('ZADD', P .. 'leases', fmt(now + ttl), id)
-        redis.call('HSET', P .. 'lease', id,
-                   best .. '\n' .. best_score .. '\n' .. owner .. '\n' .. best_member)
         redis.call('HINCRBY', P .. 'stats', 'queued', -1)
         redis.call('HINCRBY', P .. 'stats', 'handed_out', 1)
-        refile(best)
-        out[#out + 1] = tostring(id)
-        out[#out + 1] = best
-        out[#out + 1] = best_score
-        out[#out + 1] = best_member
-        claimed = claimed + 1
+        lease(best, best_score, best_member)
     end
 end
 local first = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
@@ -137,6 +161,10 @@ if host == nil then return 0 end
 local now = clock()
 local hk = P .. 'h:' .. host
 local blame = ARGV[6]
+if string.sub(member, 1, 1) == '2' then  -- a ROBOTS entry: set_robots() applied its answer
+    refile(host)
+    return 1
+end
 if blame == 'suspect' and tonumber(ARGV[7]) == 0 then
     if redis.call('HINCRBY', hk, 'suspects', 1) >= tonumber(ARGV[13]) then blame = 'host' end
 end
@@ -173,8 +201,10 @@ local now = clock()
 local ids = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', fmt(now), 'LIMIT', 0, ARGV[3])
 for _, id in ipairs(ids) do
     local host, score, member = take_lease(id)
-    if host ~= nil then
+    if host ~= nil and string.sub(member, 1, 1) ~= '2' then
         requeue(host, score, member)
+    end
+    if host ~= nil then
         redis.call('HINCRBY', P .. 'stats', 'reclaimed', 1)
         refile(host)
     end
@@ -204,8 +234,9 @@ return 1
 )
 
 # The seen test and the enqueue in one atomic call (a crash never leaves a URL seen but not
-# queued). ARGV: prefix, '' (no clock), stages, max_queued, max_queued_per_host, keys, then
-# (m, k) per stage, then per key: host, tail (key\npayload), score, delay, concurrency, then
+# queued). ARGV: prefix, '' (no clock), stages, max_queued, max_queued_per_host, keys, respect
+# robots.txt ('1': a new host starts in robots state 'need'), then (m, k) per stage, then per
+# key: host, tail (key\npayload), score, delay, concurrency, then
 # (start, step) per stage. Returns {-1, stages} when the Sieve grew meanwhile (call again), else
 # {set bits of the newest stage, count, flag per key}: 1 queued, 0 seen, 2 full, 3 host full.
 ADMIT: Final = (
@@ -217,9 +248,10 @@ local cur = tonumber(redis.call('GET', P .. 'sieve:stages') or '1')
 if cur ~= nst then return {-1, cur} end
 local ms, ks = {}, {}
 for s = 1, nst do
-    ms[s], ks[s] = tonumber(ARGV[5 + 2 * s]), tonumber(ARGV[6 + 2 * s])
+    ms[s], ks[s] = tonumber(ARGV[6 + 2 * s]), tonumber(ARGV[7 + 2 * s])
 end
-local base = 7 + 2 * nst
+local robots_state = (ARGV[7] == '1') and 'need' or ''
+local base = 8 + 2 * nst
 local width = 5 + 2 * nst
 local queued = tonumber(redis.call('HGET', P .. 'stats', 'queued') or '0')
 local flags = {}
@@ -273,7 +305,8 @@ for i = 0, n - 1 do
             redis.call('HSET', P .. 'qk:' .. host, key_of(m), m)
             if redis.call('SADD', P .. 'hosts', host) == 1 then
                 redis.call('HSET', P .. 'h:' .. host, 'delay', ARGV[at + 3], 'base', ARGV[at + 3],
-                           'conc', ARGV[at + 4], 'in_flight', 0, 'next', 0, 'backoff_until', 0)
+                           'conc', ARGV[at + 4], 'in_flight', 0, 'next', 0, 'backoff_until', 0,
+                           'robots', robots_state)
             end
             refile(host)
             queued = queued + 1
@@ -292,5 +325,73 @@ local count = redis.call('INCRBY', P .. 'sieve:count', new)
 local out = {bits, count}
 for _, f in ipairs(flags) do out[#out + 1] = f end
 return out
+"""
+)
+
+# ARGV: prefix, now, lease id. A page its host's robots.txt disallows, found at claim time: the
+# lease is released and the host's next start restored (no slot, no delay spent). 1, or 0 when
+# the lease is not current.
+REFUSE: Final = (
+    _COMMON
+    + r"""
+local host, score, member, prev = take_lease(ARGV[3])
+if host == nil then return 0 end
+redis.call('HSET', P .. 'h:' .. host, 'next', prev)
+redis.call('HINCRBY', P .. 'stats', 'handed_out', -1)
+redis.call('HINCRBY', P .. 'stats', 'refused_robots', 1)
+refile(host)
+return 1
+"""
+)
+
+# A robots.txt answer (crawler.hosts.Politeness.robots, shared). ARGV: prefix, now, host,
+# status ('' none), body, temporary ('1'/''), Crawl-delay ('' none), max_delay, robots_ttl,
+# robots_max_attempts, jitter, backoff_base, backoff_max, delay, concurrency (for a host not
+# seen yet: preloading). Robots fields of the host hash: ``robots`` ('need', 'fetching',
+# 'known'), ``robots_expires``, ``robots_failures``, ``robots_policy`` ('ok': a policy from an
+# answer is cached; 'gaveup': unreachable too often, every page refused), ``robots_status``,
+# ``robots_body``. Returns 1 when a policy came into force.
+SET_ROBOTS: Final = (
+    _COMMON
+    + r"""
+local now, host = clock(), ARGV[3]
+local hk = P .. 'h:' .. host
+if redis.call('SADD', P .. 'hosts', host) == 1 then
+    redis.call('HSET', hk, 'delay', ARGV[14], 'base', ARGV[14], 'conc', ARGV[15], 'in_flight', 0,
+               'next', 0, 'backoff_until', 0)
+end
+local ttl = tonumber(ARGV[9])
+if ARGV[6] ~= '1' then
+    local base = tonumber(redis.call('HGET', hk, 'base') or '0')
+    if ARGV[7] ~= '' then base = math.max(base, math.min(tonumber(ARGV[7]), tonumber(ARGV[8]))) end
+    redis.call('HSET', hk, 'robots', 'known', 'robots_expires', fmt(now + ttl),
+               'robots_failures', 0, 'robots_policy', 'ok', 'robots_status', ARGV[4],
+               'robots_body', ARGV[5], 'delay', fmt(base))
+    local last = tonumber(redis.call('HGET', hk, 'last') or '')
+    if last then
+        local nxt = tonumber(redis.call('HGET', hk, 'next') or '0')
+        redis.call('HSET', hk, 'next', fmt(math.max(nxt, last + base)))
+    end
+    refile(host)
+    return 1
+end
+local failures = redis.call('HINCRBY', hk, 'robots_failures', 1)
+local wait = math.min(tonumber(ARGV[13]), tonumber(ARGV[12]) * 2 ^ math.min(failures - 1, 64))
+wait = wait * tonumber(ARGV[11])
+local forced = 0
+if redis.call('HGET', hk, 'robots_policy') == 'ok' then  -- keep the cached policy, retry later
+    redis.call('HSET', hk, 'robots', 'known', 'robots_expires', fmt(now + wait))
+elseif failures >= tonumber(ARGV[10]) then
+    redis.call('HSET', hk, 'robots', 'known', 'robots_expires', fmt(now + ttl),
+               'robots_policy', 'gaveup', 'robots_status', ARGV[4], 'robots_body', '')
+    forced = 1
+else
+    redis.call('HSET', hk, 'robots', 'need')
+    local old = tonumber(redis.call('HGET', hk, 'backoff_until') or '0')
+    redis.call('HSET', hk, 'backoff_until', fmt(math.max(old, now + wait)))
+    redis.call('HINCRBY', P .. 'stats', 'backoffs', 1)
+end
+refile(host)
+return forced
 """
 )
