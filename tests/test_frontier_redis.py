@@ -438,7 +438,13 @@ async def test_robots_lease_reclaimed_and_policy_refetched_after_ttl(
     assert robots is not None and robots.kind is EntryKind.ROBOTS  # asked again, not lost
     await alive.set_robots(robots.url, policy_from_response(404, None, "sieve"))
     assert await alive.done(robots)
-    assert await dead.done(lost) is False
+    hk = PREFIX + "h:http://a.test:80"
+    before = await clients[0].hgetall(hk)
+    assert await dead.done(lost) is False  # late, and it never answered: no "unreachable"
+    late = policy_from_response(503, None, "sieve")
+    dead._robots_asked["http://a.test:80"] = "1"  # as if it answered its reclaimed lease late
+    await dead.set_robots("http://a.test/", late)
+    assert await clients[0].hgetall(hk) == before
     one = await claim_one(alive)
     assert one is not None and one.kind is EntryKind.PAGE
     await alive.done(one)

@@ -167,7 +167,7 @@ class RedisFrontier:
         self.robots_max_attempts = robots_max_attempts
         self.user_agent = user_agent
         self._policies: dict[str, tuple[str, RobotsPolicy]] = {}  # host -> (version, policy)
-        self._robots_asked: set[str] = set()  # hosts whose ROBOTS entry is leased here
+        self._robots_asked: dict[str, str] = {}  # host -> its ROBOTS lease held here
         self._closed = False
         self._dropped_closed = 0
         self._next_reclaim = float("-inf")
@@ -240,7 +240,7 @@ class RedisFrontier:
             if member[0] == "2":
                 url = robots_url(host)
                 entry = Entry(url=url, key=url, kind=EntryKind.ROBOTS)
-                self._robots_asked.add(host)
+                self._robots_asked[host] = lease
             else:
                 entry = _entry(host, member, -float(score))
                 if version and not (await self._policy(host, version)).allowed(entry.url):
@@ -336,15 +336,15 @@ class RedisFrontier:
         off and, after ``robots_max_attempts``, refuses its pages (``crawler.hosts.Politeness``
         rules). Call it before ``done()`` on the ROBOTS entry; it may also preload a host."""
         host = host_key(key)
-        self._robots_asked.discard(host)
+        lease = self._robots_asked.pop(host, "")  # a late answer changes nothing
         delay, conc = self._host_settings(host)
         crawl_delay = "" if policy.crawl_delay is None else repr(policy.crawl_delay)
         args = [self.prefix, self._now_arg(), host, "" if policy.status is None else policy.status,
                 body or b"", "1" if policy.temporary else "", crawl_delay, repr(self._max_delay),
                 repr(self.robots_ttl), self.robots_max_attempts,
                 repr(0.5 + 0.5 * self._rng.random()), repr(self.backoff_base),
-                repr(self.backoff_max), repr(delay), conc]  # fmt: skip
-        if await self._run("robots", args) and policy.temporary:
+                repr(self.backoff_max), repr(delay), conc, lease]  # fmt: skip
+        if await self._run("robots", args) == 1 and policy.temporary:
             logger.warning("robots.txt of %s unreachable %d times: refusing its pages",
                            host, self.robots_max_attempts)  # fmt: skip
 

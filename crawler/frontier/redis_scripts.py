@@ -347,15 +347,18 @@ return 1
 # A robots.txt answer (crawler.hosts.Politeness.robots, shared). ARGV: prefix, now, host,
 # status ('' none), body, temporary ('1'/''), Crawl-delay ('' none), max_delay, robots_ttl,
 # robots_max_attempts, jitter, backoff_base, backoff_max, delay, concurrency (for a host not
-# seen yet: preloading). Robots fields of the host hash: ``robots`` ('need', 'fetching',
+# seen yet: preloading), the id of the ROBOTS lease this answers ('' none: preloading).
+# Robots fields of the host hash: ``robots`` ('need', 'fetching',
 # 'known'), ``robots_expires``, ``robots_failures``, ``robots_policy`` ('ok': a policy from an
 # answer is cached; 'gaveup': unreachable too often, every page refused), ``robots_status``,
-# ``robots_body``. Returns 1 when a policy came into force.
+# ``robots_body``. Returns 1 when a policy came into force, -1 (nothing changed) when the
+# ROBOTS lease it answers is no longer current (a late finisher), else 0.
 SET_ROBOTS: Final = (
     _COMMON
     + r"""
 local now, host = clock(), ARGV[3]
 local hk = P .. 'h:' .. host
+if ARGV[16] ~= '' and redis.call('HEXISTS', P .. 'lease', ARGV[16]) == 0 then return -1 end
 if redis.call('SADD', P .. 'hosts', host) == 1 then
     redis.call('HSET', hk, 'delay', ARGV[14], 'base', ARGV[14], 'conc', ARGV[15], 'in_flight', 0,
                'next', 0, 'backoff_until', 0)
