@@ -452,3 +452,23 @@ async def test_robots_lease_reclaimed_and_policy_refetched_after_ttl(
     refetch = await claim_one(alive)
     assert refetch is not None and refetch.kind is EntryKind.ROBOTS
     assert (await alive.stats()).robots_fetches == 3
+
+
+async def test_done_many_in_one_round_trip(clients: list[Redis], clock: Clock) -> None:
+    a = await frontier(clients[0], clock, lease_ttl=10.0)
+    b = await frontier(clients[1], clock, lease_ttl=10.0)
+    await a.put_many([page(f"http://h{i}.test/1") for i in range(3)])
+    stale = await claim_one(a)
+    clock.now += 10.0
+    assert await b.reclaim() == 1  # a's first lease expired
+    held, _, _, _ = await a.claim(3)
+    assert stale is not None and len(held) == 3
+    calls = (await clients[0].info("commandstats"))["cmdstat_evalsha"]["calls"]
+    flags = await a.done_many([(stale, None, False), (held[0], None, True),
+                               (held[1], Outcome(status=503, retry_after="5"), False),
+                               (held[2], Outcome(status=200), False)])  # fmt: skip
+    assert (await clients[0].info("commandstats"))["cmdstat_evalsha"]["calls"] == calls + 1
+    assert flags == [False, True, True, True]
+    retried = await a.pending()
+    assert [(e.url, e.retries) for e in retried] == [(held[0].url, 1)]
+    assert (await a.stats()).backoffs == 1

@@ -48,8 +48,9 @@ Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
  11. kept: the batch is queued in one script, so no claim sees half of it.
 Differences: every method but ``close()`` is a coroutine; ``pending()`` and ``stats()`` are
 calls (no ``len()``/``in_flight``: ``stats()`` has both); ``done()`` returns whether the lease
-was current; no ``refusal()`` yet (rule 5); ``open()`` first; ``claim(count)`` and ``reclaim()``
-are extra (a non-waiting batch claim; the reclaim that ``get()`` runs on its timer).
+was current; no ``refusal()`` yet (rule 5); ``open()`` first; ``claim(count)``, ``done_many()``
+and ``reclaim()`` are extra (a non-waiting batch claim, a batch of completions in one round trip,
+the reclaim that ``get()`` runs on its timer).
 """
 
 from __future__ import annotations
@@ -287,27 +288,38 @@ class RedisFrontier:
         """Release an entry's lease: apply `outcome` to its host's backoff, re-queue it at the
         head of its priority when `retry`. False (and nothing changed) when the lease is no
         longer current: it expired and was reclaimed, or was released already."""
-        if entry.kind is EntryKind.REFUSED:
-            return False
-        flying = self._flying.pop(id(entry), None)
-        if flying is None or flying[0] is not entry:
-            raise ValueError(f"done() for an entry not handed out here: {entry!r}")
-        if entry.kind is EntryKind.ROBOTS:
-            host = host_key(entry.url)
-            if host in self._robots_asked:  # set_robots() was never called: unreachable
-                await self.set_robots(host, _UNREACHABLE)
-            outcome, retry = None, False
-        blame, wait = _blame(outcome)
-        attempt = outcome.attempt if outcome is not None else 0
-        tail = _tail(Entry(url=entry.url, key=entry.key, depth=entry.depth, parent=entry.parent,
-                           retries=entry.retries + 1, redirects=entry.redirects,
-                           sitemap=entry.sitemap))  # fmt: skip
-        jitter = 0.5 + 0.5 * self._rng.random()
-        args = [self.prefix, self._now_arg(), flying[1], "1" if retry else "", tail, blame,
-                attempt, "" if wait is None else repr(wait), repr(jitter),
-                repr(self.backoff_base), repr(self.backoff_max), repr(self.max_retry_after),
-                SUSPECT_STREAK]  # fmt: skip
-        return bool(await self._run("done", args))
+        return (await self.done_many([(entry, outcome, retry)]))[0]
+
+    async def done_many(self, items: Iterable[tuple[Entry, Outcome | None, bool]]) -> list[bool]:
+        """``done(entry, outcome, retry=retry)`` of each item, in one round trip (plus one per
+        ROBOTS entry whose ``set_robots()`` never came: its robots.txt counts as unreachable)."""
+        args: list[Any] = [self.prefix, self._now_arg(), repr(self.backoff_base),
+                           repr(self.backoff_max), repr(self.max_retry_after),
+                           SUSPECT_STREAK]  # fmt: skip
+        flags: list[bool | None] = []
+        for entry, outcome, retry in items:
+            if entry.kind is EntryKind.REFUSED:
+                flags.append(False)
+                continue
+            flying = self._flying.pop(id(entry), None)
+            if flying is None or flying[0] is not entry:
+                raise ValueError(f"done() for an entry not handed out here: {entry!r}")
+            if entry.kind is EntryKind.ROBOTS:
+                host = host_key(entry.url)
+                if host in self._robots_asked:  # set_robots() was never called: unreachable
+                    await self.set_robots(host, _UNREACHABLE)
+                outcome, retry = None, False
+            blame, wait = _blame(outcome)
+            tail = _tail(Entry(url=entry.url, key=entry.key, depth=entry.depth,
+                               parent=entry.parent, retries=entry.retries + 1,
+                               redirects=entry.redirects, sitemap=entry.sitemap))  # fmt: skip
+            args += (flying[1], "1" if retry else "", tail, blame,
+                     outcome.attempt if outcome is not None else 0,
+                     "" if wait is None else repr(wait),
+                     repr(0.5 + 0.5 * self._rng.random()))  # fmt: skip
+            flags.append(None)
+        replies = iter(await self._run("done", args) if len(args) > 6 else [])
+        return [bool(next(replies)) if flag is None else flag for flag in flags]
 
     async def reclaim(self, limit: int = 1000) -> int:
         """Put expired leases' entries back at the head of their hosts; how many."""

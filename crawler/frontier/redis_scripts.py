@@ -149,47 +149,52 @@ return head
 """
 )
 
-# ARGV: prefix, now, lease id, retry ('1'/''), retry tail (key\npayload with retries + 1),
-# blame ('host', 'suspect', 'url', ''), attempt, wait ('' or seconds, Retry-After), jitter,
-# backoff_base, backoff_max, max_retry_after, suspect streak.
-# Returns 1, or 0 when the lease is not current (expired and reclaimed, or done already).
+# ARGV: prefix, now, backoff_base, backoff_max, max_retry_after, suspect streak, then per
+# entry: lease id, retry ('1'/''), retry tail (key\npayload with retries + 1), blame ('host',
+# 'suspect', 'url', ''), attempt, wait ('' or seconds, Retry-After), jitter.
+# Returns per entry 1, or 0 when its lease is not current (expired and reclaimed, or done).
 DONE: Final = (
     _COMMON
     + r"""
-local host, score, member = take_lease(ARGV[3])
-if host == nil then return 0 end
 local now = clock()
-local hk = P .. 'h:' .. host
-local blame = ARGV[6]
-if string.sub(member, 1, 1) == '2' then  -- a ROBOTS entry: set_robots() applied its answer
+local bbase, bmax, maxra = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local streak = tonumber(ARGV[6])
+local function finish(at)
+    local host, score, member = take_lease(ARGV[at])
+    if host == nil then return 0 end
+    local hk = P .. 'h:' .. host
+    local blame = ARGV[at + 3]
+    if string.sub(member, 1, 1) == '2' then  -- a ROBOTS entry: set_robots() applied its answer
+        refile(host)
+        return 1
+    end
+    if blame == 'suspect' and tonumber(ARGV[at + 4]) == 0 then
+        if redis.call('HINCRBY', hk, 'suspects', 1) >= streak then blame = 'host' end
+    end
+    if blame == 'host' then
+        local failures = redis.call('HINCRBY', hk, 'failures', 1)
+        redis.call('HSET', hk, 'suspects', 0)
+        local wait = tonumber(ARGV[at + 5])
+        if wait == nil then
+            wait = math.min(bmax, bbase * 2 ^ math.min(failures - 1, 64)) * tonumber(ARGV[at + 6])
+        end
+        local untl = now + math.min(wait, maxra)
+        local old = tonumber(redis.call('HGET', hk, 'backoff_until') or '0')
+        redis.call('HSET', hk, 'backoff_until', fmt(math.max(old, untl)))
+        redis.call('HINCRBY', P .. 'stats', 'backoffs', 1)
+    elseif blame == 'url' then
+        redis.call('HSET', hk, 'failures', 0, 'suspects', 0)
+    end
+    if ARGV[at + 1] == '1' then
+        requeue(host, score, string.sub(member, 1, 16) .. ARGV[at + 2])
+        redis.call('HINCRBY', P .. 'stats', 'retries', 1)
+    end
     refile(host)
     return 1
 end
-if blame == 'suspect' and tonumber(ARGV[7]) == 0 then
-    if redis.call('HINCRBY', hk, 'suspects', 1) >= tonumber(ARGV[13]) then blame = 'host' end
-end
-if blame == 'host' then
-    local failures = redis.call('HINCRBY', hk, 'failures', 1)
-    redis.call('HSET', hk, 'suspects', 0)
-    local wait = tonumber(ARGV[8])
-    if wait == nil then
-        local cap = math.min(tonumber(ARGV[11]),
-                             tonumber(ARGV[10]) * 2 ^ math.min(failures - 1, 64))
-        wait = cap * tonumber(ARGV[9])
-    end
-    local untl = now + math.min(wait, tonumber(ARGV[12]))
-    local old = tonumber(redis.call('HGET', hk, 'backoff_until') or '0')
-    redis.call('HSET', hk, 'backoff_until', fmt(math.max(old, untl)))
-    redis.call('HINCRBY', P .. 'stats', 'backoffs', 1)
-elseif blame == 'url' then
-    redis.call('HSET', hk, 'failures', 0, 'suspects', 0)
-end
-if ARGV[4] == '1' then
-    requeue(host, score, string.sub(member, 1, 16) .. ARGV[5])
-    redis.call('HINCRBY', P .. 'stats', 'retries', 1)
-end
-refile(host)
-return 1
+local out = {}
+for at = 7, #ARGV, 7 do out[#out + 1] = finish(at) end
+return out
 """
 )
 
