@@ -320,6 +320,31 @@ class RedisSieve:
             )  # fmt: skip
         self._follow(newest + 2)
 
+    # -- for a caller that sets the bits itself (the Redis frontier's atomic admission) ------
+    def layout(self) -> list[tuple[int, int]]:
+        """(m, k) of each stage known here, oldest first (the newest is the one to set)."""
+        return [(stage.m, stage.k) for stage in self._stages]
+
+    def starts(self, h1: int, h2: int) -> list[int]:
+        """The Kirsch-Mitzenmacher (start, step) of a `hash_pair` in each known stage, flat:
+        stage *i*'s positions are ``(start + j*step) % m`` for j < k, as `add_many` sets them."""
+        out: list[int] = []
+        for stage in self._stages:
+            m = stage.m
+            out += (h1 % m, (h2 | 1) % m)
+        return out
+
+    async def shared_counts(self, newest_bits: int, count: int) -> None:
+        """Take the shared totals a caller's own test-and-set returned (set bits of the newest
+        stage, exact count), and open the next stage if that one is full."""
+        self._stages[-1].set_bits = newest_bits + self._unsent.get(len(self._stages) - 1, 0)
+        self.count = count + self._count_unsent
+        if self._stages[-1].set_bits >= self._stages[-1].grow_at:
+            try:
+                await self._maybe_grow()
+            except RedisError as exc:
+                raise SharedStateError(f"Redis: {exc}") from exc
+
     async def contains(self, key: str) -> bool:
         """True if `key` is (probably) in the shared Sieve. Read-only."""
         h1, h2 = hash_pair(key)

@@ -1,0 +1,495 @@
+"""The frontier in Redis: one crawl's queues, politeness and leases shared by several processes.
+
+:class:`RedisFrontier` keeps the ordering and politeness rules of
+:class:`crawler.frontier.base.FrontierBackend` across every process pointed at one Redis. Each
+state change is one Lua script (``crawler.frontier.redis_scripts``, where the keys are listed), so
+it is atomic across processes; ``now`` is the injected clock (tests) or Redis ``TIME`` (one clock
+for every process). Politeness is global because a *host* is claimed, not a URL: a claim takes the
+best entry of the best ready host, counts it in flight, moves the host's next start to ``now +
+delay`` and takes the host out of ``ready`` while its concurrency is used up; no process holds a
+host for a batch, so processes take turns on it.
+
+Leases: every entry handed out is leased (id, owner, expiry = now + ``lease_ttl``, default the
+fetch's total timeout 60 s + 30 s). ``done()`` takes the lease back: a finisher whose lease
+expired (and was reclaimed, maybe handed to another process) changes nothing and gets False.
+Every process runs the reclaim script from ``get()`` every ``reclaim_interval`` seconds: expired
+leases go back to the head of their host's queue (before new work of equal priority) and free
+their slot. Admission (``put_many``) is one Lua call doing the Sieve's test-and-set (the bits and
+counters of :class:`crawler.sieve.redis.RedisSieve`, same keys, same bits) and, for new keys
+only, the enqueue: a crash can never leave a URL seen but not queued.
+
+Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
+  1. kept: score ``-priority``; members ``{class}{seq}...`` pop FIFO on equal priorities.
+  2. kept among the first ``candidates`` ready hosts (earliest ready first): the best priority
+     wins, ties the earliest ready; hosts ready at the same time tie by name, not by filing.
+  3. kept: retries and reclaimed leases come back with class 0, before equal-priority new work.
+  4. delay between starts, ``per_host_concurrency`` (or ``host_rule``), backoff (HOST blame,
+     SUSPECT streaks, 429/503 Retry-After capped at ``max_retry_after``; the blame is computed
+     here as ``Politeness.response`` does, the counters live in the host hash) are kept across
+     processes. Not yet: the adaptive delay.
+  5. kept with ``respect_robots`` (off by default here; the engine passes its setting): a host
+     whose policy is unknown or expired hands out its ROBOTS entry first (leased like a page;
+     reclaimed, it is asked again) and nothing else until ``set_robots()``, which stores the
+     answer's status and body in the host hash (``robots()``; each process rebuilds and caches
+     the policy with ``policy_from_response``) and applies Crawl-delay, backoff and giving up as
+     ``Politeness.robots`` does. Differs: a disallowed page is found when it is claimed (the
+     policy is parsed in Python, not in Lua) and comes back REFUSED then, in its host's queue
+     order rather than at once, its lease released and the host's next start restored (no slot,
+     no delay spent: one extra round trip per refused page).
+  6. ``done()`` once per entry: a second (or a late) one returns False instead of raising, since
+     another process may legitimately hold the entry now.
+  7. kept (``max_queued``, ``max_queued_per_host``, closed); put_many returns False and counts.
+  8. ``get()`` waits (never busy-loops: it sleeps until the earliest ready time or
+     ``poll_interval``, whichever is sooner) and returns None once nothing is queued and nothing
+     is leased by any process, or after ``close()``.
+  9. ``pending()`` returns (not yields) every queued entry, host by host (by name), each host's
+     in hand-out order.
+ 10. kept: ``queued_priority``/``reprioritize`` read and raise through ``qk:{host}``.
+ 11. kept: the batch is queued in one script, so no claim sees half of it.
+Differences: every method but ``close()`` is a coroutine; ``pending()`` and ``stats()`` are
+calls (no ``len()``/``in_flight``: ``stats()`` has both); ``done()`` returns whether the lease
+was current; no ``refusal()`` yet (rule 5); ``open()`` first; ``claim(count)``, ``done_many()``
+and ``reclaim()`` are extra (a non-waiting batch claim, a batch of completions in one round trip,
+the reclaim that ``get()`` runs on its timer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import socket
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
+from typing import Any, Final
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from crawler.entries import Entry, EntryKind, Outcome
+from crawler.errors import Blame, failure_class
+from crawler.frontier.base import FrontierStats
+from crawler.frontier.redis_scripts import (
+    ADMIT,
+    CLAIM,
+    DONE,
+    RECLAIM,
+    REFUSE,
+    REPRIORITIZE,
+    SET_ROBOTS,
+)
+from crawler.hosts import SUSPECT_STREAK, HostRule, host_key, parse_retry_after, robots_url
+from crawler.robots import RobotsPolicy, policy_from_response
+from crawler.sieve.bloom import hash_pair
+from crawler.sieve.redis import RedisSieve, SharedStateError
+
+__all__ = ["RedisFrontier"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_LEASE_TTL: Final = 60.0 + 30.0  # the fetch's total_timeout + 30 s
+_UNREACHABLE: Final = RobotsPolicy(status=None, temporary=True, reason="its fetch did not finish")
+
+
+class RedisFrontier:
+    """A frontier whose state lives in Redis under `prefix`; `sieve` is the crawl's RedisSieve
+    (same client and prefix; opened here). ``await open()`` before use."""
+
+    __slots__ = ("_candidates", "_client", "_clock", "_closed", "_dropped_closed", "_flying",
+                 "_host_rule", "_max_delay", "_max_queued", "_max_queued_per_host",
+                 "_next_reclaim", "_policies", "_rng", "_robots_asked", "_scripts", "_sleep",
+                 "backoff_base", "backoff_max", "concurrency", "delay", "lease_ttl",
+                 "max_retry_after", "owner", "poll_interval", "prefix", "reclaim_interval",
+                 "respect_robots", "robots_max_attempts", "robots_ttl", "sieve",
+                 "user_agent")  # fmt: skip
+
+    def __init__(
+        self,
+        client: Redis,
+        prefix: str,
+        sieve: RedisSieve,
+        *,
+        delay: float = 0.0,
+        per_host_concurrency: int = 1,
+        max_delay: float = 60.0,
+        max_queued: int = 1_000_000,
+        max_queued_per_host: int = 100_000,
+        backoff_base: float = 1.0,
+        backoff_max: float = 300.0,
+        max_retry_after: float = 600.0,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        reclaim_interval: float | None = None,
+        poll_interval: float = 0.2,
+        candidates: int = 16,
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+        rng: random.Random | None = None,
+        host_rule: Callable[[str], HostRule | None] | None = None,
+        owner: str | None = None,
+        respect_robots: bool = False,
+        robots_ttl: float = 86400.0,
+        robots_max_attempts: int = 3,
+        user_agent: str = "sieve-crawler",
+    ) -> None:
+        if sieve.prefix != prefix:
+            raise ValueError(f"the sieve's prefix {sieve.prefix!r} is not {prefix!r}")
+        for name, value in dict(delay=delay, lease_ttl=lease_ttl, poll_interval=poll_interval,
+                                backoff_base=backoff_base, backoff_max=backoff_max,
+                                max_retry_after=max_retry_after).items():  # fmt: skip
+            if not 0.0 <= value < float("inf"):
+                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+        if per_host_concurrency < 1 or candidates < 1:
+            raise ValueError("per_host_concurrency and candidates must be >= 1")
+        self._client = client
+        self.prefix = prefix
+        self.sieve = sieve
+        self.delay = float(delay)
+        self.concurrency = per_host_concurrency
+        self._max_delay = max(float(max_delay), self.delay)
+        self._max_queued = max_queued
+        self._max_queued_per_host = max_queued_per_host
+        self.backoff_base, self.backoff_max = float(backoff_base), float(backoff_max)
+        self.max_retry_after = float(max_retry_after)
+        self.lease_ttl = float(lease_ttl)
+        self.reclaim_interval = (
+            min(5.0, self.lease_ttl / 4) if reclaim_interval is None else reclaim_interval
+        )
+        self.poll_interval = poll_interval
+        self._candidates = candidates
+        self._clock = clock
+        self._sleep = sleep if sleep is not None else asyncio.sleep
+        self._rng = rng if rng is not None else random.Random()
+        self._host_rule = host_rule
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{random.getrandbits(32):x}"
+        self.respect_robots = respect_robots
+        self.robots_ttl = float(robots_ttl)
+        self.robots_max_attempts = robots_max_attempts
+        self.user_agent = user_agent
+        self._policies: dict[str, tuple[str, RobotsPolicy]] = {}  # host -> (version, policy)
+        self._robots_asked: dict[str, str] = {}  # host -> its ROBOTS lease held here
+        self._closed = False
+        self._dropped_closed = 0
+        self._next_reclaim = float("-inf")
+        self._flying: dict[int, tuple[Entry, str]] = {}  # id(entry) -> (entry, lease id)
+        self._scripts = {name: client.register_script(src) for name, src in (
+            ("admit", ADMIT), ("claim", CLAIM), ("done", DONE), ("reclaim", RECLAIM),
+            ("raise", REPRIORITIZE), ("refuse", REFUSE), ("robots", SET_ROBOTS))}  # fmt: skip
+
+    async def open(self) -> None:
+        """Open (or join) the shared Sieve; SharedStateError if Redis is unreachable."""
+        await self.sieve.open()
+
+    # -- admission ----------------------------------------------------------------------------
+    async def put(self, entry: Entry) -> bool:
+        return (await self.put_many([entry]))[0]
+
+    async def put_many(self, entries: Iterable[Entry]) -> list[bool]:
+        """Test each entry's key against the shared Sieve and queue the new ones, all in one
+        atomic script (rule 11); True for each entry queued (new and within the bounds)."""
+        batch = list(entries)
+        if self._closed:
+            self._dropped_closed += len(batch)
+            return [False] * len(batch)
+        if not batch:
+            return []
+        rows: list[Any] = []
+        pairs = [hash_pair(entry.key) for entry in batch]
+        for entry in batch:
+            host = host_key(entry.url)
+            delay, conc = self._host_settings(host)
+            rows.append((host, _tail(entry), repr(-entry.priority), repr(delay), conc))
+        while True:
+            layout = self.sieve.layout()
+            args: list[Any] = [self.prefix, "", len(layout), self._max_queued,
+                               self._max_queued_per_host, len(batch),
+                               "1" if self.respect_robots else ""]  # fmt: skip
+            for m, k in layout:
+                args += (m, k)
+            for row, (h1, h2) in zip(rows, pairs, strict=True):
+                args += row
+                args += self.sieve.starts(h1, h2)
+            reply = await self._run("admit", args)
+            if int(reply[0]) >= 0:
+                break
+            await self._redis(self.sieve.refresh())  # another process opened a stage
+        await self.sieve.shared_counts(int(reply[0]), int(reply[1]))
+        return [int(flag) == 1 for flag in reply[2:]]
+
+    def _host_settings(self, host: str) -> tuple[float, int]:
+        rule = self._host_rule(host) if self._host_rule is not None else None
+        delay, conc = self.delay, self.concurrency
+        if rule is not None:
+            delay = self.delay if rule.delay is None else float(rule.delay)
+            conc = conc if rule.per_host_concurrency is None else rule.per_host_concurrency
+        return delay, conc
+
+    # -- hand-out -------------------------------------------------------------------------------
+    async def claim(self, count: int = 1) -> tuple[list[Entry], float | None, int, int]:
+        """Claim up to `count` entries now, without waiting: (entries, the earliest time a host
+        is ready or None, queued, leased). With ``respect_robots`` a page its host's robots.txt
+        disallows comes back as a REFUSED entry, its lease released at once (no slot, no
+        delay spent)."""
+        args = [self.prefix, self._now_arg(), count, self.lease_ttl, self.owner,
+                self._candidates, "1" if self.respect_robots else ""]  # fmt: skip
+        reply = await self._run("claim", args)
+        first = _text(reply[0])
+        entries = []
+        for i in range(3, len(reply), 5):
+            lease, host, score, member, version = (_text(x) for x in reply[i : i + 5])
+            if member[0] == "2":
+                url = robots_url(host)
+                entry = Entry(url=url, key=url, kind=EntryKind.ROBOTS)
+                self._robots_asked[host] = lease
+            else:
+                entry = _entry(host, member, -float(score))
+                if version and not (await self._policy(host, version)).allowed(entry.url):
+                    await self._run("refuse", [self.prefix, "", lease])
+                    entries.append(replace(entry, kind=EntryKind.REFUSED))
+                    continue
+            self._flying[id(entry)] = (entry, lease)
+            entries.append(entry)
+        return entries, (float(first) if first else None), int(reply[1]), int(reply[2])
+
+    async def _policy(self, host: str, version: str) -> RobotsPolicy:
+        """The host's robots.txt policy as stored (`version`: its expiry), cached per host."""
+        cached = self._policies.get(host)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        stored = await self.robots(host)
+        status, body = stored if stored is not None else (None, b"")
+        policy = policy_from_response(status, body, self.user_agent)
+        self._policies[host] = (version, policy)
+        return policy
+
+    async def get(self) -> Entry | None:
+        """The next entry that may be fetched now, waiting politely; None once nothing is
+        queued or leased anywhere, or after ``close()`` (rule 8)."""
+        while not self._closed:
+            now = self._now()
+            if now >= self._next_reclaim:
+                await self.reclaim()
+                self._next_reclaim = now + self.reclaim_interval
+            entries, ready_at, queued, leased = await self.claim()
+            if entries:
+                return entries[0]
+            if queued == 0 and leased == 0:
+                return None
+            wait = self.poll_interval
+            if ready_at is not None:
+                wait = min(wait, max(0.0, ready_at - self._now()))
+            await self._sleep(wait)
+        return None
+
+    async def done(
+        self, entry: Entry, outcome: Outcome | None = None, *, retry: bool = False
+    ) -> bool:
+        """Release an entry's lease: apply `outcome` to its host's backoff, re-queue it at the
+        head of its priority when `retry`. False (and nothing changed) when the lease is no
+        longer current: it expired and was reclaimed, or was released already."""
+        return (await self.done_many([(entry, outcome, retry)]))[0]
+
+    async def done_many(self, items: Iterable[tuple[Entry, Outcome | None, bool]]) -> list[bool]:
+        """``done(entry, outcome, retry=retry)`` of each item, in one round trip (plus one per
+        ROBOTS entry whose ``set_robots()`` never came: its robots.txt counts as unreachable)."""
+        args: list[Any] = [self.prefix, self._now_arg(), repr(self.backoff_base),
+                           repr(self.backoff_max), repr(self.max_retry_after),
+                           SUSPECT_STREAK]  # fmt: skip
+        flags: list[bool | None] = []
+        for entry, outcome, retry in items:
+            if entry.kind is EntryKind.REFUSED:
+                flags.append(False)
+                continue
+            flying = self._flying.pop(id(entry), None)
+            if flying is None or flying[0] is not entry:
+                raise ValueError(f"done() for an entry not handed out here: {entry!r}")
+            if entry.kind is EntryKind.ROBOTS:
+                host = host_key(entry.url)
+                if host in self._robots_asked:  # set_robots() was never called: unreachable
+                    await self.set_robots(host, _UNREACHABLE)
+                outcome, retry = None, False
+            blame, wait = _blame(outcome)
+            tail = _tail(Entry(url=entry.url, key=entry.key, depth=entry.depth,
+                               parent=entry.parent, retries=entry.retries + 1,
+                               redirects=entry.redirects, sitemap=entry.sitemap))  # fmt: skip
+            args += (flying[1], "1" if retry else "", tail, blame,
+                     outcome.attempt if outcome is not None else 0,
+                     "" if wait is None else repr(wait),
+                     repr(0.5 + 0.5 * self._rng.random()))  # fmt: skip
+            flags.append(None)
+        replies = iter(await self._run("done", args) if len(args) > 6 else [])
+        return [bool(next(replies)) if flag is None else flag for flag in flags]
+
+    async def reclaim(self, limit: int = 1000) -> int:
+        """Put expired leases' entries back at the head of their hosts; how many."""
+        return int(await self._run("reclaim", [self.prefix, self._now_arg(), limit]))
+
+    # -- priorities ---------------------------------------------------------------------------
+    async def queued_priority(self, url: str, key: str) -> float | None:
+        host = host_key(url)
+        member = await self._redis(self._client.hget(self._key(f"qk:{host}"), key))
+        if member is None:
+            return None
+        score = await self._redis(self._client.zscore(self._key(f"q:{host}"), member))
+        return None if score is None else -float(score)
+
+    async def reprioritize(self, url: str, key: str, priority: float) -> bool:
+        if priority != priority:
+            raise ValueError(f"priority must be a number, got {priority!r} for {url!r}")
+        args = [self.prefix, host_key(url), key, repr(-float(priority))]
+        return bool(await self._run("raise", args))
+
+    # -- robots.txt -----------------------------------------------------------------------------
+    async def set_robots(self, key: str, policy: RobotsPolicy, body: bytes | None = None) -> None:
+        """Give a host (its key, or any URL on it) its robots.txt answer, for every process:
+        the status and `body` are stored (``robots()`` gives them back to rebuild the policy),
+        the Crawl-delay raises the shared delay, a temporary policy (unreachable) backs the host
+        off and, after ``robots_max_attempts``, refuses its pages (``crawler.hosts.Politeness``
+        rules). Call it before ``done()`` on the ROBOTS entry; it may also preload a host."""
+        host = host_key(key)
+        lease = self._robots_asked.pop(host, "")  # a late answer changes nothing
+        delay, conc = self._host_settings(host)
+        crawl_delay = "" if policy.crawl_delay is None else repr(policy.crawl_delay)
+        args = [self.prefix, self._now_arg(), host, "" if policy.status is None else policy.status,
+                body or b"", "1" if policy.temporary else "", crawl_delay, repr(self._max_delay),
+                repr(self.robots_ttl), self.robots_max_attempts,
+                repr(0.5 + 0.5 * self._rng.random()), repr(self.backoff_base),
+                repr(self.backoff_max), repr(delay), conc, lease]  # fmt: skip
+        if await self._run("robots", args) == 1 and policy.temporary:
+            logger.warning("robots.txt of %s unreachable %d times: refusing its pages",
+                           host, self.robots_max_attempts)  # fmt: skip
+
+    async def refusal(self, entry: Entry) -> str:
+        """Why a REFUSED entry was refused: its host's robots.txt rules, or robots.txt being
+        unreachable (RFC 9309: then nothing may be fetched)."""
+        cached = self._policies.get(host_key(entry.url))
+        if cached is None or cached[1].temporary:
+            return "robots.txt unreachable (RFC 9309: complete disallow)"
+        return "disallowed by robots.txt"
+
+    async def robots(self, key: str) -> tuple[int | None, bytes] | None:
+        """The stored robots.txt answer (status, body) of a host, None if none was stored."""
+        status, body = await self._redis(
+            self._client.hmget(self._key(f"h:{host_key(key)}"), ["robots_status", "robots_body"])
+        )
+        if status is None:
+            return None
+        return (int(status) if status else None), bytes(body or b"")
+
+    # -- state ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop handing out work here (other processes go on)."""
+        self._closed = True
+
+    async def pending(self) -> list[Entry]:
+        """Every queued entry with its priority, host by host (by name), each in hand-out order
+        (rule 9)."""
+        out: list[Entry] = []
+        hosts = sorted(
+            _text(h) for h in await self._redis(self._client.smembers(self._key("hosts")))
+        )
+        for host in hosts:
+            items = await self._redis(self._client.zrange(self._key(f"q:{host}"), 0, -1,
+                                                          withscores=True))  # fmt: skip
+            out += [_entry(host, _text(member), -float(score)) for member, score in items]
+        return out
+
+    async def stats(self) -> FrontierStats:
+        now = self._now() if self._clock is not None else float(await self._redis_time())
+        pipe = self._client.pipeline(transaction=False)
+        pipe.hgetall(self._key("stats"))
+        pipe.scard(self._key("hosts"))
+        pipe.zcount(self._key("ready"), "-inf", now)
+        pipe.zcard(self._key("ready"))
+        pipe.zcard(self._key("leases"))
+        counts, hosts, ready, filed, leased = await self._redis(pipe.execute())
+        c = {_text(k): int(v) for k, v in counts.items()}
+        return FrontierStats(
+            hosts=hosts, ready_hosts=ready, waiting_hosts=filed - ready,
+            queued=c.get("queued", 0), in_flight=leased, dropped_full=c.get("dropped_full", 0),
+            dropped_host_full=c.get("dropped_host_full", 0), dropped_closed=self._dropped_closed,
+            refused_robots=c.get("refused_robots", 0), deferred_robots=0, deferred_backoff=0,
+            backoffs=c.get("backoffs", 0), retries=c.get("retries", 0),
+            robots_fetches=c.get("robots_fetches", 0),
+            handed_out=c.get("handed_out", 0), raised=c.get("raised", 0),
+        )  # fmt: skip
+
+    async def reclaimed(self) -> int:
+        """Leases reclaimed after they expired, by every process."""
+        return int(await self._redis(self._client.hget(self._key("stats"), "reclaimed")) or 0)
+
+    def __repr__(self) -> str:
+        return (
+            f"RedisFrontier(prefix={self.prefix!r}, owner={self.owner!r}, "
+            f"in_flight_here={len(self._flying)}, delay={self.delay}, "
+            f"per_host_concurrency={self.concurrency}, lease_ttl={self.lease_ttl}, "
+            f"closed={self._closed})"
+        )
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def _key(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    def _now(self) -> float:
+        if self._clock is not None:
+            return self._clock()
+        return asyncio.get_running_loop().time()
+
+    def _now_arg(self) -> str:
+        return "" if self._clock is None else repr(self._clock())
+
+    async def _redis_time(self) -> float:
+        secs, micros = await self._redis(self._client.time())
+        return float(secs) + float(micros) / 1e6
+
+    async def _run(self, name: str, args: list[Any]) -> Any:
+        return await self._redis(self._scripts[name](keys=[], args=args))
+
+    @staticmethod
+    async def _redis(call: Awaitable[Any]) -> Any:
+        try:
+            return await call
+        except (RedisError, OSError) as exc:
+            raise SharedStateError(f"Redis: {exc}") from exc
+
+
+def _tail(entry: Entry) -> str:
+    """The part of a queue member after its class and sequence: ``key\\npayload``.
+    ValueError for a key with a newline (normalized URLs have none)."""
+    if "\n" in entry.key:
+        raise ValueError(f"a frontier key cannot hold a newline: {entry.key!r}")
+    url = "" if entry.url == entry.key else entry.url
+    payload = [url, entry.depth, entry.parent, entry.retries, entry.redirects, entry.sitemap]
+    return entry.key + "\n" + json.dumps(payload, separators=(",", ":"))
+
+
+def _entry(host: str, member: str, priority: float) -> Entry:
+    """The Entry of a queue member."""
+    key, _, payload = member[16:].partition("\n")
+    url, depth, parent, retries, redirects, sitemap = json.loads(payload)
+    return Entry(url=url or key, key=key, depth=depth, parent=parent, retries=retries,
+                 redirects=redirects, sitemap=sitemap, priority=priority)  # fmt: skip
+
+
+def _blame(outcome: Outcome | None) -> tuple[str, float | None]:
+    """The blame of an outcome as ``Politeness.response`` decides it, and the Retry-After wait
+    (None: use the exponential backoff)."""
+    if outcome is None:
+        return "", None
+    blame = outcome.blame
+    status = outcome.status
+    if blame is None:
+        if outcome.failed:
+            blame = Blame.HOST
+        elif status is not None:
+            failure = failure_class(status)
+            blame = Blame.URL if failure is None else failure[0]
+    wait = None
+    if outcome.retry_after is not None and status is not None:
+        wait = parse_retry_after(outcome.retry_after)
+    return ("" if blame is None else blame.value), wait
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,405 @@
+"""The Lua sources of the Redis frontier (``crawler.frontier.redis``): each one atomic in Redis.
+
+Every script takes the crawl's key prefix as ``ARGV[1]`` and builds its keys from it (plain,
+non-cluster Redis allows keys not declared in KEYS; a sharded layout would put each host's keys
+under one hash tag). Times are seconds as floats: ``ARGV[2]`` is "now" from the caller's
+injected clock, or empty for Redis ``TIME`` (one clock for every process). Times written back are
+formatted ``%.6f`` (Lua's default number format keeps only 14 digits).
+
+Keys: ``q:{host}`` queue (sorted set: score ``-priority``, member ``{class}{seq:015d}{key}\\n
+{payload}``, class ``0`` for retried/reclaimed entries, ``1`` for new ones, so equal scores pop
+retries first, then FIFO by sequence), ``qk:{host}`` (key -> member, for re-prioritizing),
+``h:{host}`` (host hash: ``delay``, ``base``, ``conc``, ``in_flight``, ``next``, ``backoff_until``,
+``failures``, ``suspects``), ``hosts`` (set of hosts seen), ``ready`` (hosts with work and a free
+slot, scored by the time their next request may start), ``leases`` (lease id -> expiry),
+``lease`` (lease id -> ``host\\nscore\\nowner\\nmember``), ``lid`` and ``seq`` (counters),
+``stats`` (hash of counters; ``queued`` is the number of queued entries), ``sieve:*`` (the
+``crawler.sieve.redis.RedisSieve`` stages and counters).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["ADMIT", "CLAIM", "DONE", "RECLAIM", "REFUSE", "REPRIORITIZE", "SET_ROBOTS"]
+
+# Shared helpers, prepended to every script.
+_COMMON: Final = r"""
+local P = ARGV[1]
+local function fmt(x) return string.format('%.6f', x) end
+local function clock()
+    local now = tonumber(ARGV[2])
+    if now then return now end
+    local t = redis.call('TIME')
+    return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+-- the key of a queue member: after the class and sequence (16 chars), up to the newline
+local function key_of(member)
+    local nl = string.find(member, '\n', 17, true)
+    return string.sub(member, 17, nl - 1)
+end
+-- file the host in `ready` iff it has work and a free slot, at max(next start, backoff end)
+local function refile(host)
+    local st = redis.call('HMGET', P .. 'h:' .. host, 'in_flight', 'conc', 'next', 'backoff_until',
+                          'robots')
+    local busy, conc = tonumber(st[1] or '0'), tonumber(st[2] or '1')
+    if busy < conc and st[5] ~= 'fetching' and redis.call('ZCARD', P .. 'q:' .. host) > 0 then
+        local at = math.max(tonumber(st[3] or '0'), tonumber(st[4] or '0'))
+        redis.call('ZADD', P .. 'ready', fmt(at), host)
+    else
+        redis.call('ZREM', P .. 'ready', host)
+    end
+end
+-- put a lease's member back at the head of its priority (class 0, its old sequence)
+local function requeue(host, score, member)
+    local m = '0' .. string.sub(member, 2)
+    redis.call('ZADD', P .. 'q:' .. host, score, m)
+    redis.call('HSET', P .. 'qk:' .. host, key_of(m), m)
+    redis.call('HINCRBY', P .. 'stats', 'queued', 1)
+    return m
+end
+-- take a lease: returns host, score, member, the host's next start before the claim (nil when
+-- the lease is not current); a ROBOTS lease (class 2) still fetching puts its host back to 'need'
+local function take_lease(id)
+    local data = redis.call('HGET', P .. 'lease', id)
+    if not data then return nil end
+    redis.call('HDEL', P .. 'lease', id)
+    redis.call('ZREM', P .. 'leases', id)
+    local a = string.find(data, '\n', 1, true)
+    local b = string.find(data, '\n', a + 1, true)
+    local c = string.find(data, '\n', b + 1, true)
+    local d = string.find(data, '\n', c + 1, true)
+    local host = string.sub(data, 1, a - 1)
+    local hk = P .. 'h:' .. host
+    redis.call('HINCRBY', hk, 'in_flight', -1)
+    local member = string.sub(data, d + 1)
+    if string.sub(member, 1, 1) == '2' and redis.call('HGET', hk, 'robots') == 'fetching' then
+        redis.call('HSET', hk, 'robots', 'need')
+    end
+    return host, string.sub(data, a + 1, b - 1), member, string.sub(data, c + 1, d - 1)
+end
+"""
+
+# ARGV: prefix, now, count, lease_ttl, owner, candidates (ready hosts compared by their best
+# priority once any entry has one other than 0; else the earliest ready host goes), respect
+# robots.txt ('1'/''): a host whose policy is unknown or expired hands out its ROBOTS entry
+# (member class 2) first, and nothing else until ``set_robots``.
+# Returns {next ready time or '', queued, in flight, then per claim: id, host, score, member,
+# the host's robots.txt version (its ``robots_expires``, '' when not respected)}.
+CLAIM: Final = (
+    _COMMON
+    + r"""
+local now = clock()
+local want, ttl, owner, scan = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+-- with every priority 0 (nothing scored yet) the earliest ready host is the best: no scan
+if not redis.call('HGET', P .. 'stats', 'scored') then scan = 1 end
+local respect = ARGV[7] == '1'
+local out = {}
+local claimed = 0
+local function lease(host, score, member)
+    local hk = P .. 'h:' .. host
+    redis.call('HINCRBY', hk, 'in_flight', 1)
+    local st = redis.call('HMGET', hk, 'delay', 'next', 'robots_expires')
+    redis.call('HSET', hk, 'next', fmt(now + tonumber(st[1] or '0')), 'last', fmt(now))
+    local id = redis.call('INCR', P .. 'lid')
+    redis.call('ZADD', P .. 'leases', fmt(now + ttl), id)
+    redis.call('HSET', P .. 'lease', id, host .. '\n' .. score .. '\n' .. owner .. '\n' ..
+               (st[2] or '0') .. '\n' .. member)
+    refile(host)
+    out[#out + 1] = tostring(id)
+    out[#out + 1] = host
+    out[#out + 1] = score
+    out[#out + 1] = member
+    out[#out + 1] = respect and (st[3] or '') or ''
+    claimed = claimed + 1
+end
+while claimed < want do
+    local cands = redis.call('ZRANGEBYSCORE', P .. 'ready', '-inf', fmt(now), 'LIMIT', 0, scan)
+    if #cands == 0 then break end
+    local best, best_score, best_member, robots
+    for _, h in ipairs(cands) do
+        local top = redis.call('ZRANGE', P .. 'q:' .. h, 0, 0, 'WITHSCORES')
+        local rs = respect and redis.call('HMGET', P .. 'h:' .. h, 'robots', 'robots_expires')
+        if #top == 0 or (rs and rs[1] == 'fetching') then
+            redis.call('ZREM', P .. 'ready', h)
+        elseif rs and (rs[1] == 'need' or tonumber(rs[2] or '0') <= now) then
+            robots = h
+            break
+        elseif best == nil or tonumber(top[2]) < tonumber(best_score) then
+            best, best_member, best_score = h, top[1], top[2]
+        end
+    end
+    if robots ~= nil then
+        redis.call('HSET', P .. 'h:' .. robots, 'robots', 'fetching')
+        redis.call('HINCRBY', P .. 'stats', 'robots_fetches', 1)
+        lease(robots, '0', '2000000000000000robots\n[]')
+    elseif best ~= nil then
+        redis.call('ZREM', P .. 'q:' .. best, best_member)
+        redis.call('HDEL', P .. 'qk:' .. best, key_of(best_member))
+        redis.call('HINCRBY', P .. 'stats', 'queued', -1)
+        redis.call('HINCRBY', P .. 'stats', 'handed_out', 1)
+        lease(best, best_score, best_member)
+    end
+end
+local first = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
+local head = {first[2] or '', redis.call('HGET', P .. 'stats', 'queued') or '0',
+              redis.call('ZCARD', P .. 'leases')}
+for _, v in ipairs(out) do head[#head + 1] = v end
+return head
+"""
+)
+
+# ARGV: prefix, now, backoff_base, backoff_max, max_retry_after, suspect streak, then per
+# entry: lease id, retry ('1'/''), retry tail (key\npayload with retries + 1), blame ('host',
+# 'suspect', 'url', ''), attempt, wait ('' or seconds, Retry-After), jitter.
+# Returns per entry 1, or 0 when its lease is not current (expired and reclaimed, or done).
+DONE: Final = (
+    _COMMON
+    + r"""
+local now = clock()
+local bbase, bmax, maxra = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local streak = tonumber(ARGV[6])
+local function finish(at)
+    local host, score, member = take_lease(ARGV[at])
+    if host == nil then return 0 end
+    local hk = P .. 'h:' .. host
+    local blame = ARGV[at + 3]
+    if string.sub(member, 1, 1) == '2' then  -- a ROBOTS entry: set_robots() applied its answer
+        refile(host)
+        return 1
+    end
+    if blame == 'suspect' and tonumber(ARGV[at + 4]) == 0 then
+        if redis.call('HINCRBY', hk, 'suspects', 1) >= streak then blame = 'host' end
+    end
+    if blame == 'host' then
+        local failures = redis.call('HINCRBY', hk, 'failures', 1)
+        redis.call('HSET', hk, 'suspects', 0)
+        local wait = tonumber(ARGV[at + 5])
+        if wait == nil then
+            wait = math.min(bmax, bbase * 2 ^ math.min(failures - 1, 64)) * tonumber(ARGV[at + 6])
+        end
+        local untl = now + math.min(wait, maxra)
+        local old = tonumber(redis.call('HGET', hk, 'backoff_until') or '0')
+        redis.call('HSET', hk, 'backoff_until', fmt(math.max(old, untl)))
+        redis.call('HINCRBY', P .. 'stats', 'backoffs', 1)
+    elseif blame == 'url' then
+        redis.call('HSET', hk, 'failures', 0, 'suspects', 0)
+    end
+    if ARGV[at + 1] == '1' then
+        requeue(host, score, string.sub(member, 1, 16) .. ARGV[at + 2])
+        redis.call('HINCRBY', P .. 'stats', 'retries', 1)
+    end
+    refile(host)
+    return 1
+end
+local out = {}
+for at = 7, #ARGV, 7 do out[#out + 1] = finish(at) end
+return out
+"""
+)
+
+# ARGV: prefix, now, limit. Expired leases: entry back at the head of its host, slot freed.
+RECLAIM: Final = (
+    _COMMON
+    + r"""
+local now = clock()
+local ids = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', fmt(now), 'LIMIT', 0, ARGV[3])
+for _, id in ipairs(ids) do
+    local host, score, member = take_lease(id)
+    if host ~= nil and string.sub(member, 1, 1) ~= '2' then
+        requeue(host, score, member)
+    end
+    if host ~= nil then
+        redis.call('HINCRBY', P .. 'stats', 'reclaimed', 1)
+        refile(host)
+    end
+end
+return #ids
+"""
+)
+
+# ARGV: prefix, host, key, new score (-priority). 1 when raised, 0 otherwise (rule 10).
+REPRIORITIZE: Final = (
+    _COMMON
+    + r"""
+local host, key, score = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local member = redis.call('HGET', P .. 'qk:' .. host, key)
+if not member then return 0 end
+local q = P .. 'q:' .. host
+local old = tonumber(redis.call('ZSCORE', q, member))
+if old == nil or score >= old then return 0 end
+redis.call('ZREM', q, member)
+local m = '1' .. string.format('%015d', redis.call('INCR', P .. 'seq')) .. string.sub(member, 17)
+redis.call('ZADD', q, ARGV[4], m)
+redis.call('HSET', P .. 'qk:' .. host, key, m)
+redis.call('HINCRBY', P .. 'stats', 'raised', 1)
+redis.call('HSET', P .. 'stats', 'scored', 1)
+return 1
+"""
+)
+
+# The seen test and the enqueue in one atomic call (a crash never leaves a URL seen but not
+# queued). ARGV: prefix, '' (no clock), stages, max_queued, max_queued_per_host, keys, respect
+# robots.txt ('1': a new host starts in robots state 'need'), then (m, k) per stage, then per
+# key: host, tail (key\npayload), score, delay, concurrency, then
+# (start, step) per stage. Returns {-1, stages} when the Sieve grew meanwhile (call again), else
+# {set bits of the newest stage, count, flag per key}: 1 queued, 0 seen, 2 full, 3 host full.
+ADMIT: Final = (
+    _COMMON
+    + r"""
+local nst, maxq, maxh, n = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]),
+                           tonumber(ARGV[6])
+local cur = tonumber(redis.call('GET', P .. 'sieve:stages') or '1')
+if cur ~= nst then return {-1, cur} end
+local ms, ks = {}, {}
+for s = 1, nst do
+    ms[s], ks[s] = tonumber(ARGV[6 + 2 * s]), tonumber(ARGV[7 + 2 * s])
+end
+local robots_state = (ARGV[7] == '1') and 'need' or ''
+local base = 8 + 2 * nst
+local width = 5 + 2 * nst
+local queued = tonumber(redis.call('HGET', P .. 'stats', 'queued') or '0')
+local flags = {}
+local new, flips = 0, 0
+local scored = false
+local dropped_full, dropped_host = 0, 0
+for i = 0, n - 1 do
+    local at = base + i * width
+    local host = ARGV[at]
+    local q = P .. 'q:' .. host
+    local flag
+    if queued >= maxq then
+        flag = 2
+        dropped_full = dropped_full + 1
+    elseif redis.call('ZCARD', q) >= maxh then
+        flag = 3
+        dropped_host = dropped_host + 1
+    else
+        local seen = false
+        for s = 1, nst do
+            local a, b = tonumber(ARGV[at + 3 + 2 * s]), tonumber(ARGV[at + 4 + 2 * s])
+            local m, args = ms[s], {}
+            local op = (s < nst) and 'GET' or 'SET'
+            for j = 0, ks[s] - 1 do
+                args[#args + 1] = op
+                args[#args + 1] = 'u1'
+                args[#args + 1] = (a + j * b) % m
+                if op == 'SET' then args[#args + 1] = 1 end
+            end
+            local sk = P .. 'sieve:' .. (s - 1)
+            if s < nst then
+                local bits = redis.call('BITFIELD_RO', sk, unpack(args))
+                local all = true
+                for _, v in ipairs(bits) do if v == 0 then all = false break end end
+                if all then seen = true break end
+            else
+                local old = redis.call('BITFIELD', sk, unpack(args))
+                local f = 0
+                for _, v in ipairs(old) do if v == 0 then f = f + 1 end end
+                flips = flips + f
+                seen = (f == 0)
+            end
+        end
+        if seen then
+            flag = 0
+        else
+            flag = 1
+            if tonumber(ARGV[at + 2]) ~= 0 then scored = true end
+            local m = '1' .. string.format('%015d', redis.call('INCR', P .. 'seq')) .. ARGV[at + 1]
+            redis.call('ZADD', q, ARGV[at + 2], m)
+            redis.call('HSET', P .. 'qk:' .. host, key_of(m), m)
+            if redis.call('SADD', P .. 'hosts', host) == 1 then
+                redis.call('HSET', P .. 'h:' .. host, 'delay', ARGV[at + 3], 'base', ARGV[at + 3],
+                           'conc', ARGV[at + 4], 'in_flight', 0, 'next', 0, 'backoff_until', 0,
+                           'robots', robots_state)
+            end
+            refile(host)
+            queued = queued + 1
+            new = new + 1
+        end
+    end
+    flags[#flags + 1] = flag
+end
+local st = P .. 'stats'
+redis.call('HSET', st, 'queued', queued)
+if scored then redis.call('HSET', st, 'scored', 1) end
+if dropped_full > 0 then redis.call('HINCRBY', st, 'dropped_full', dropped_full) end
+if dropped_host > 0 then redis.call('HINCRBY', st, 'dropped_host_full', dropped_host) end
+local bits = redis.call('INCRBY', P .. 'sieve:bits:' .. (nst - 1), flips)
+local count = redis.call('INCRBY', P .. 'sieve:count', new)
+local out = {bits, count}
+for _, f in ipairs(flags) do out[#out + 1] = f end
+return out
+"""
+)
+
+# ARGV: prefix, now, lease id. A page its host's robots.txt disallows, found at claim time: the
+# lease is released and the host's next start restored (no slot, no delay spent). 1, or 0 when
+# the lease is not current.
+REFUSE: Final = (
+    _COMMON
+    + r"""
+local host, score, member, prev = take_lease(ARGV[3])
+if host == nil then return 0 end
+redis.call('HSET', P .. 'h:' .. host, 'next', prev)
+redis.call('HINCRBY', P .. 'stats', 'handed_out', -1)
+redis.call('HINCRBY', P .. 'stats', 'refused_robots', 1)
+refile(host)
+return 1
+"""
+)
+
+# A robots.txt answer (crawler.hosts.Politeness.robots, shared). ARGV: prefix, now, host,
+# status ('' none), body, temporary ('1'/''), Crawl-delay ('' none), max_delay, robots_ttl,
+# robots_max_attempts, jitter, backoff_base, backoff_max, delay, concurrency (for a host not
+# seen yet: preloading), the id of the ROBOTS lease this answers ('' none: preloading).
+# Robots fields of the host hash: ``robots`` ('need', 'fetching',
+# 'known'), ``robots_expires``, ``robots_failures``, ``robots_policy`` ('ok': a policy from an
+# answer is cached; 'gaveup': unreachable too often, every page refused), ``robots_status``,
+# ``robots_body``. Returns 1 when a policy came into force, -1 (nothing changed) when the
+# ROBOTS lease it answers is no longer current (a late finisher), else 0.
+SET_ROBOTS: Final = (
+    _COMMON
+    + r"""
+local now, host = clock(), ARGV[3]
+local hk = P .. 'h:' .. host
+if ARGV[16] ~= '' and redis.call('HEXISTS', P .. 'lease', ARGV[16]) == 0 then return -1 end
+if redis.call('SADD', P .. 'hosts', host) == 1 then
+    redis.call('HSET', hk, 'delay', ARGV[14], 'base', ARGV[14], 'conc', ARGV[15], 'in_flight', 0,
+               'next', 0, 'backoff_until', 0)
+end
+local ttl = tonumber(ARGV[9])
+if ARGV[6] ~= '1' then
+    local base = tonumber(redis.call('HGET', hk, 'base') or '0')
+    if ARGV[7] ~= '' then base = math.max(base, math.min(tonumber(ARGV[7]), tonumber(ARGV[8]))) end
+    redis.call('HSET', hk, 'robots', 'known', 'robots_expires', fmt(now + ttl),
+               'robots_failures', 0, 'robots_policy', 'ok', 'robots_status', ARGV[4],
+               'robots_body', ARGV[5], 'delay', fmt(base))
+    local last = tonumber(redis.call('HGET', hk, 'last') or '')
+    if last then
+        local nxt = tonumber(redis.call('HGET', hk, 'next') or '0')
+        redis.call('HSET', hk, 'next', fmt(math.max(nxt, last + base)))
+    end
+    refile(host)
+    return 1
+end
+local failures = redis.call('HINCRBY', hk, 'robots_failures', 1)
+local wait = math.min(tonumber(ARGV[13]), tonumber(ARGV[12]) * 2 ^ math.min(failures - 1, 64))
+wait = wait * tonumber(ARGV[11])
+local forced = 0
+if redis.call('HGET', hk, 'robots_policy') == 'ok' then  -- keep the cached policy, retry later
+    redis.call('HSET', hk, 'robots', 'known', 'robots_expires', fmt(now + wait))
+elseif failures >= tonumber(ARGV[10]) then
+    redis.call('HSET', hk, 'robots', 'known', 'robots_expires', fmt(now + ttl),
+               'robots_policy', 'gaveup', 'robots_status', ARGV[4], 'robots_body', '')
+    forced = 1
+else
+    redis.call('HSET', hk, 'robots', 'need')
+    local old = tonumber(redis.call('HGET', hk, 'backoff_until') or '0')
+    redis.call('HSET', hk, 'backoff_until', fmt(math.max(old, now + wait)))
+    redis.call('HINCRBY', P .. 'stats', 'backoffs', 1)
+end
+refile(host)
+return forced
+"""
+)
