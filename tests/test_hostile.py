@@ -246,7 +246,10 @@ async def test_a_page_stuck_in_the_parser_does_not_hold_up_the_others(
         ):
             order = [r.url async for r in c.crawl([slow, *others])]
     assert sorted(order) == sorted([slow, *others])
-    assert order[-1] == slow  # the others did not wait for it
+    # The others did not wait for it: without a spare thread the fillers fetched after it would
+    # all queue behind its ~0.5 s parse (only the ~3 fetched alongside it could go first). On a
+    # loaded machine one filler may still finish after it, so "last" would be flaky.
+    assert order.index(slow) >= len(others) - 2
     assert "stuck on a slow page" in caplog.text
 
 
