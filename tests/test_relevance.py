@@ -270,3 +270,38 @@ def test_learner_learns_from_anchor_words_too() -> None:
     assert learner.expect("http://t/a.html", anchor={"stream"}) > learner.expect(
         "http://t/b.html", anchor={"licens"}
     )
+
+
+def test_learner_needs_support_before_a_feature_counts() -> None:
+    learner = LinkLearner()
+    learner.expect("http://t/hooks/first.html")
+    learner.observe("http://t/hooks/first.html", 0.9)
+    # one rated page: its directory and words count for nothing yet
+    assert learner.expect("http://t/hooks/second.html") == pytest.approx(learner.mean)
+    learner.observe("http://t/hooks/second.html", 0.9)
+    assert learner.expect("http://t/hooks/third.html") > learner.mean
+
+
+def test_a_link_without_evidence_keeps_breadth_first_order() -> None:
+    scorer = TopicScorer(["write-ahead log"])
+    url = "http://t/c3ref/wal_write_log_hook.html"
+    scorer.link(link(url, parent_url="http://t/"))
+    scorer.page(page("write-ahead log " * 5, url=url))
+    # a deeper link sharing a directory and URL words with that one relevant page, from a page
+    # not rated, goes after a shallower link with no evidence at all
+    sibling = scorer.link(link("http://t/c3ref/commit_hook.html", depth=2, parent_url="http://t/x"))
+    shallow = scorer.link(link("http://t/about.html", depth=1, parent_url="http://t/y"))
+    assert shallow > sibling
+
+
+def test_supported_or_strong_evidence_still_beats_breadth_first_order() -> None:
+    scorer = TopicScorer(["foreign key"])
+    no_evidence = scorer.link(link("http://t/about.html", depth=1, parent_url="http://t/y"))
+    assert scorer.link(link("http://t/deep.html", anchor="foreign keys", depth=4)) > no_evidence
+    for i in range(10):
+        for directory, body in (("fk", "foreign key " * 5), ("misc", FILLER)):
+            url = f"http://t/{directory}/p{i}.html"
+            scorer.link(link(url, parent_url="http://t/"))
+            scorer.page(page(body, url=url))
+    learned = scorer.link(link("http://t/fk/new.html", depth=2, parent_url="http://t/z"))
+    assert learned > scorer.link(link("http://t/other.html", depth=1, parent_url="http://t/w"))

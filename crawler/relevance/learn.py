@@ -9,10 +9,14 @@ A link's features are its URL's directory ("library/", "c3ref/"), the words of i
 as a 64-bit hash. When a link is scored,
 its features are remembered under its URL; when that page is rated, each feature's count and
 relevance sum grow. A feature's rate is its mean relevance, smoothed toward the crawl's mean
-relevance ``g`` by ``SMOOTHING`` pseudo-pages; a link's expected relevance multiplies ``g`` by
-each feature's lift (rate / g), as naive Bayes would, and is capped at 1. Before anything is
-learned every link expects ``g`` (the learner then changes no order). Both tables are bounded
-(oldest forgotten first).
+relevance ``g`` by ``SMOOTHING`` (10) pseudo-pages; a link's expected relevance multiplies ``g``
+by each feature's lift (rate / g), as naive Bayes would, and is capped at 1. **Learned evidence
+needs support**: a feature counts only once ``MIN_SUPPORT`` (2) rated pages had it, and one page
+moves its rate by a tenth of the way at most, so one relevant page does not send the crawl after
+every URL sharing a word or a directory with it (on sqlite3-doc one relevant ``c3ref/wal_hook``
+page made every ``c3ref/*hook*`` link a favourite; a link's priority is fixed when it is queued,
+so a learned mistake outlives its correction). Before anything is learned every link expects
+``g`` (the learner then changes no order). Both tables are bounded (oldest forgotten first).
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ log = logging.getLogger(__name__)
 
 V = TypeVar("V")
 
-SMOOTHING = 3.0
+SMOOTHING = 10.0  # pseudo-pages at the crawl's mean relevance behind every feature's rate
+MIN_SUPPORT = 2  # rated pages a feature needs before it counts
 PRIOR_MEAN = 0.1  # the crawl's mean relevance before any page is rated (weighs one page)
 
 
@@ -87,7 +92,7 @@ class LinkLearner:
         stats = self._stats
         for f in feats:
             seen = stats.get(f)
-            if seen is not None:
+            if seen is not None and seen[0] >= MIN_SUPPORT:
                 rate = (seen[1] + SMOOTHING * mean) / (seen[0] + SMOOTHING)
                 lift += math.log(max(rate, 1e-3) / mean)
         return min(1.0, mean * math.exp(min(lift, 50.0)))

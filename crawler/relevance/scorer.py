@@ -44,7 +44,10 @@ evidence, less a depth penalty:
 - what the crawl has learned of URLs like it (0.3): the relevance expected of the page by
   :class:`crawler.relevance.learn.LinkLearner` (rates of URL directories and words, after
   Aggarwal et al., "Intelligent crawling on the World Wide Web with arbitrary predicates", 2001),
-  less the crawl's mean relevance, so that it is 0 until something is learned;
+  less the crawl's mean relevance, so that it is 0 until something is learned; a feature counts
+  only once two rated pages had it, and its rate is smoothed by 10 pseudo-pages, so one relevant
+  page does not outrank breadth-first order for every URL that shares a word with it (the
+  priority of a queued link is never lowered when the learner corrects itself);
 
 and a depth penalty (0.05 per level, at most 0.3): among links without evidence the shallower
 goes first, so a focused crawl falls back to breadth-first order (on documentation sites the
