@@ -48,6 +48,7 @@ __all__ = [
     "Host",
     "HostRule",
     "Politeness",
+    "blame_of",
     "host_key",
     "origin",
     "parse_retry_after",
@@ -107,6 +108,19 @@ def origin(key: str) -> str:
 def robots_url(key: str) -> str:
     """The robots.txt URL of a host key: ``http://a:80`` -> ``http://a/robots.txt``."""
     return origin(key) + "/robots.txt"
+
+
+def blame_of(outcome: Outcome) -> Blame | None:
+    """Whom a fetch outcome blames: its own `blame`, else the host for a failure without one,
+    else what the status says (`crawler.errors.failure_class`; None: nobody)."""
+    blame = outcome.blame
+    if blame is None:
+        if outcome.failed:
+            return Blame.HOST
+        if outcome.status is not None:
+            failure = failure_class(outcome.status)
+            return Blame.URL if failure is None else failure[0]
+    return blame
 
 
 def parse_retry_after(value: str, now: float | None = None) -> float | None:
@@ -269,13 +283,7 @@ class Politeness:
     def response(self, host: Host, outcome: Outcome, now: float) -> None:
         """Apply a fetch outcome: backoff by its blame (module docstring), adaptive delay."""
         status = outcome.status
-        blame = outcome.blame
-        if blame is None:
-            if outcome.failed:
-                blame = Blame.HOST
-            elif status is not None:
-                failure = failure_class(status)
-                blame = Blame.URL if failure is None else failure[0]
+        blame = blame_of(outcome)
         if blame is Blame.SUSPECT and outcome.attempt == 0:
             host.suspects += 1
             if host.suspects >= SUSPECT_STREAK:

@@ -69,7 +69,6 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from crawler.entries import Entry, EntryKind, Outcome
-from crawler.errors import Blame, failure_class
 from crawler.frontier.base import FrontierStats
 from crawler.frontier.redis_scripts import (
     ADMIT,
@@ -80,7 +79,14 @@ from crawler.frontier.redis_scripts import (
     REPRIORITIZE,
     SET_ROBOTS,
 )
-from crawler.hosts import SUSPECT_STREAK, HostRule, host_key, parse_retry_after, robots_url
+from crawler.hosts import (
+    SUSPECT_STREAK,
+    HostRule,
+    blame_of,
+    host_key,
+    parse_retry_after,
+    robots_url,
+)
 from crawler.robots import RobotsPolicy, policy_from_response
 from crawler.sieve.bloom import hash_pair
 from crawler.sieve.redis import RedisSieve, SharedStateError
@@ -477,16 +483,9 @@ def _blame(outcome: Outcome | None) -> tuple[str, float | None]:
     (None: use the exponential backoff)."""
     if outcome is None:
         return "", None
-    blame = outcome.blame
-    status = outcome.status
-    if blame is None:
-        if outcome.failed:
-            blame = Blame.HOST
-        elif status is not None:
-            failure = failure_class(status)
-            blame = Blame.URL if failure is None else failure[0]
+    blame = blame_of(outcome)
     wait = None
-    if outcome.retry_after is not None and status is not None:
+    if outcome.retry_after is not None and outcome.status is not None:
         wait = parse_retry_after(outcome.retry_after)
     return ("" if blame is None else blame.value), wait
 
