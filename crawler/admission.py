@@ -12,6 +12,11 @@ best of its links' scores), so a page first linked from an index with a bare anc
 keep that poor priority once a page about the topic links to it. Fetched and in-flight URLs
 cost one frontier look-up and no score call. The new links of a page go to the frontier in one
 batch (``put_many``): waiting workers get its best links, not its first.
+
+In a crawl shared through Redis (`shared`: a `crawler.cluster.ClusterNode`), the seen test and
+the enqueue are one atomic call per page for its in-scope keys (`ClusterNode.admit`), and
+``max_pages`` caps the URLs admitted by all processes together (the shared Sieve's count).
+The entry points are coroutines for that reason; in memory they never wait.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import inspect
 import math
 from collections import Counter
 from collections.abc import Awaitable, Mapping, Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from crawler.entries import Entry
 from crawler.errors import ScoreError
@@ -34,13 +39,16 @@ from crawler.state import CrawlState
 from crawler.urls import UrlNormalizer
 from crawler.urlsyntax import cut_fragment
 
+if TYPE_CHECKING:  # the cluster package imports redis-py: only a shared crawl loads it
+    from crawler.cluster import ClusterNode
+
 __all__ = ["Admission"]
 
 
 class Admission:
     __slots__ = (
-        "dedup", "fetch_canonical", "frontier", "max_pages", "max_redirects", "scope", "state",
-        "stats", "urls",
+        "dedup", "fetch_canonical", "frontier", "max_pages", "max_redirects", "scope", "shared",
+        "state", "stats", "urls",
     )  # fmt: skip
 
     def __init__(
@@ -49,12 +57,13 @@ class Admission:
         urls: UrlNormalizer,
         scope: Scope,
         dedup: Dedup,
-        frontier: Frontier,
+        frontier: Frontier | None,
         stats: CrawlStats,
         state: CrawlState | None = None,
         max_pages: int = 0,
         max_redirects: int = 5,
         fetch_canonical: bool = False,
+        shared: ClusterNode | None = None,
     ) -> None:
         self.urls = urls
         self.scope = scope
@@ -65,6 +74,7 @@ class Admission:
         self.max_pages = max_pages
         self.max_redirects = max_redirects
         self.fetch_canonical = fetch_canonical
+        self.shared = shared
 
     def room_for_more(self) -> bool:
         """False (and counted) once `max_pages` URLs have been admitted."""
@@ -86,7 +96,9 @@ class Admission:
 
     def admit(self, entry: Entry) -> bool:
         """Put a new (seen-test-approved, in-scope) entry in the frontier and the journal."""
-        return self._admitted(entry, self.frontier.put(entry))
+        frontier = self.frontier
+        assert frontier is not None  # in memory (a shared crawl admits through `shared`)
+        return self._admitted(entry, frontier.put(entry))
 
     def _admitted(self, entry: Entry, queued: bool) -> bool:
         """The bookkeeping of an entry the frontier took (`queued`) or refused."""
@@ -99,10 +111,31 @@ class Admission:
             self.state.admitted(entry)
         return True
 
-    def seed(self, entry: Entry) -> bool:
+    async def seed(self, entry: Entry) -> bool:
+        if self.shared is not None:
+            return await self._shared([entry]) == 1
         return self.room_for_more() and self.dedup.add(entry.key) and self.admit(entry)
 
-    def links(self, parent: Entry, hrefs: Sequence[str], base: str) -> int:
+    async def _shared(self, entries: list[Entry]) -> int:
+        """Admit `entries` through the shared crawl (seen test and enqueue in one atomic call);
+        how many were new and queued. Each refusal is counted like in memory."""
+        assert self.shared is not None
+        from crawler.frontier.redis import ADMITTED, OVER_LIMIT, SEEN
+
+        stats, new = self.stats, 0
+        flags = await self.shared.admit(entries, self.max_pages)
+        for entry, flag in zip(entries, flags, strict=True):
+            if flag == ADMITTED:
+                new += self._admitted(entry, True)
+            elif flag == SEEN:
+                stats.duplicates += 1
+            elif flag == OVER_LIMIT:
+                stats.over_limit += 1
+            else:  # a bound of the shared frontier (max_queued, max_queued_per_host)
+                self._admitted(entry, False)
+        return new
+
+    async def links(self, parent: Entry, hrefs: Sequence[str], base: str) -> int:
         """Admit the new in-scope links of one page; returns how many were admitted.
 
         A page repeats its links (navigation, ``page.html#anchor``): each distinct href is
@@ -113,6 +146,14 @@ class Admission:
         keys = list(in_scope)
         if not keys:
             return 0
+        if self.shared is not None:
+            fc = self.fetch_canonical
+            return await self._shared(
+                [
+                    Entry(url=key if fc else in_scope[key], key=key, depth=depth, parent=parent.url)
+                    for key in keys
+                ]
+            )
         stats = self.stats
         if self.max_pages and stats.admitted >= self.max_pages:
             self._over_limit(keys)
@@ -157,7 +198,9 @@ class Admission:
         links: list[Link] = []
         again: list[Link] = []  # links to URLs queued already
         current: list[float] = []  # their priorities as queued
-        seen, queued = self._seen, self.frontier.queued_priority
+        frontier = self.frontier
+        assert frontier is not None  # a shared crawl is not focused (crawler.cluster)
+        seen, queued = self._seen, frontier.queued_priority
         for key in keys:
             url = key if self.fetch_canonical else in_scope[key]
             if seen(key):
@@ -192,7 +235,7 @@ class Admission:
                 entries.append(Entry(link.url, link.key, depth, parent.url, priority=priority))
         if not entries:
             return 0
-        flags = self.frontier.put_many(entries)
+        flags = frontier.put_many(entries)
         return sum(self._admitted(e, ok) for e, ok in zip(entries, flags, strict=True))
 
     def _raise(
@@ -201,6 +244,7 @@ class Admission:
         """Raise the priority of the queued URLs that a link scored higher (`current`: their
         priorities when the page was read); journaled with a state."""
         frontier, state = self.frontier, self.state
+        assert frontier is not None
         for link, was, priority in zip(links, current, priorities, strict=True):
             raised = priority is not None and priority > was
             if raised and frontier.reprioritize(link.url, link.key, priority or 0.0) and state:
@@ -246,7 +290,7 @@ class Admission:
         stats.duplicates += repeats
         return in_scope
 
-    def redirect(self, entry: Entry, location: str) -> tuple[str | None, int, str | None]:
+    async def redirect(self, entry: Entry, location: str) -> tuple[str | None, int, str | None]:
         """Admit a redirect's target at the same depth: (target URL, admitted 0/1, error)."""
         resolved = self.urls.resolve(location, entry.url)
         if resolved is None:
@@ -258,11 +302,6 @@ class Admission:
         if reason is not None:
             self.stats.scope_refused[reason] += 1
             return fetch_url, 0, None
-        if not self.room_for_more():
-            return fetch_url, 0, None
-        if not self.dedup.add(key):
-            self.stats.duplicates += 1
-            return fetch_url, 0, None
         child = Entry(
             url=key if self.fetch_canonical else fetch_url,
             key=key,
@@ -272,9 +311,16 @@ class Admission:
             sitemap=entry.sitemap,
             priority=entry.priority,  # a redirect target keeps the priority of its link
         )
+        if self.shared is not None:
+            return fetch_url, await self._shared([child]), None
+        if not self.room_for_more():
+            return fetch_url, 0, None
+        if not self.dedup.add(key):
+            self.stats.duplicates += 1
+            return fetch_url, 0, None
         return fetch_url, int(self.admit(child)), None
 
-    def sitemap(self, loc: str, parent: str, depth: int) -> bool:
+    async def sitemap(self, loc: str, parent: str, depth: int) -> bool:
         """Admit a sitemap URL (from robots.txt or a sitemap index) like a seed of the crawl."""
         resolved = self.urls.resolve(loc, parent)
         if resolved is None:
@@ -284,9 +330,12 @@ class Admission:
         if reason is not None and reason != "extension":  # sitemaps are often .gz
             self.stats.scope_refused[reason] += 1
             return False
+        entry = Entry(url=url, key=key, depth=depth, parent=parent, sitemap=True)
+        if self.shared is not None:
+            return await self._shared([entry]) == 1
         if not (self.room_for_more() and self.dedup.add(key)):
             return False
-        return self.admit(Entry(url=url, key=key, depth=depth, parent=parent, sitemap=True))
+        return self.admit(entry)
 
     def __repr__(self) -> str:
         return f"<Admission admitted={self.stats.admitted} max_pages={self.max_pages}>"

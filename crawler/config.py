@@ -25,6 +25,7 @@ from crawler.steering import HostMatch, check_headers, check_proxy
 from crawler.urls import UrlNormalizer
 
 __all__ = [
+    "ClusterConfig",
     "Config",
     "CrawlConfig",
     "DedupConfig",
@@ -192,6 +193,17 @@ class FocusConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ClusterConfig:
+    redis: str = field(default="", repr=False)  # may hold a password
+    crawl_id: str = "default"
+    lease_ttl: float = 0.0  # 0: [fetch] total_timeout + 30 s
+    heartbeat: float = 5.0
+
+
+_CRAWL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     crawl: CrawlConfig = field(default_factory=CrawlConfig)
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
@@ -205,6 +217,7 @@ class Config:
     dedup: DedupConfig = field(default_factory=DedupConfig)
     hosts: tuple[HostConfig, ...] = ()
     focus: FocusConfig = field(default_factory=FocusConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
 
     def override(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section replaced (used for CLI flags); validated."""
@@ -349,7 +362,7 @@ _NON_NEGATIVE = {
     "max_pages", "max_depth", "delay", "max_delay", "robots_ttl", "backoff_base", "backoff_max",
     "max_retry_after", "retries", "max_redirects", "max_pages_per_host", "memo_size",
     "max_links_per_page", "progress_interval", "checkpoint_interval", "max_url_length",
-    "max_path_depth", "max_segment_repeats", "max_query_params", "min_rate",
+    "max_path_depth", "max_segment_repeats", "max_query_params", "min_rate", "lease_ttl",
 }  # fmt: skip
 _POSITIVE_FLOAT = {
     "connect_timeout",
@@ -358,6 +371,7 @@ _POSITIVE_FLOAT = {
     "max_body",
     "max_header_size",
     "min_rate_window",
+    "heartbeat",
 }
 
 
@@ -406,6 +420,13 @@ def _check_ranges(obj: Any, where: str) -> None:
             raise ConfigError(f"{where} keywords: blank keyword in {list(obj.keywords)!r}")
         if not 0 <= obj.threshold <= 1:
             raise ConfigError(f"{where} threshold: must be within 0..1, got {obj.threshold!r}")
+    if isinstance(obj, ClusterConfig):
+        if not _CRAWL_ID.fullmatch(obj.crawl_id):
+            raise ConfigError(f"{where} crawl_id: 1-64 letters, digits, '.', '_' or '-' "
+                              f"(not first), got {obj.crawl_id!r}")  # fmt: skip
+        if obj.redis and not obj.redis.startswith(("redis://", "rediss://", "unix://")):
+            raise ConfigError(f"{where} redis: a redis://HOST:PORT/DB URL (or rediss://, "
+                              "unix://), got one without that scheme")  # fmt: skip
     if isinstance(obj, ScopeConfig):
         for key in ("include", "exclude"):
             for pattern in getattr(obj, key):

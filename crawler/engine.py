@@ -9,6 +9,10 @@ fetch, extract links, then the per-link path (`crawler.admission`: ``urls.resolv
 scope.check -> Sieve -> frontier.put``); `frontier.done()` runs in `finally`. A failure while
 handling one URL becomes that URL's result (`error`), it never kills a worker; a worker that dies
 anyway ends the crawl with its exception instead of vanishing.
+
+With ``[cluster] redis`` (``crawl --redis URL``) the frontier and the seen test are shared with
+other processes (`crawler.cluster`): the same workers, a `SharedWork` frontier, and admission
+through the shared crawl. A Redis failure ends the crawl with `SharedStateError`.
 """
 
 from __future__ import annotations
@@ -20,14 +24,21 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crawler.admission import Admission
 from crawler.budget import FetchBudget
-from crawler.components import make_fetcher, make_frontier, make_scope, make_sieve, make_urls
+from crawler.components import (
+    make_fetcher,
+    make_frontier,
+    make_scope,
+    make_sieve,
+    make_urls,
+    settings,
+)
 from crawler.config import Config
 from crawler.content import ContentIndex, fingerprint
-from crawler.errors import FetchError, ScoreError, SeedError, failure_class
+from crawler.errors import FetchError, ScoreError, SeedError, SharedStateError, failure_class
 from crawler.fetcher import Response
 from crawler.focus import Focus
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
@@ -41,6 +52,9 @@ from crawler.scoring import ScoreFn
 from crawler.sieve import Dedup
 from crawler.sitemaps import SitemapError, parse_sitemap
 from crawler.state import CrawlState, SeenStore, Validators
+
+if TYPE_CHECKING:  # imports redis-py: loaded only for a shared crawl
+    from crawler.cluster import ClusterNode, SharedWork
 
 __all__ = ["Crawler"]
 
@@ -109,8 +123,13 @@ class Crawler:
         self.dedup = Dedup(self.sieve)
         self.urls = make_urls(config)
         self.fetcher = make_fetcher(config)
-        self.frontier: Frontier | None = None
+        self.frontier: Frontier | SharedWork | None = None
         self.scope: Scope | None = None
+        self.cluster: ClusterNode | None = None
+        if config.cluster.redis:
+            from crawler.cluster import check_cluster_config
+
+            check_cluster_config(config, state=state is not None, score=score is not None)
         self.stopped = False
         self._ran_out = False
         self._token = product_token(config.crawl.user_agent)
@@ -148,11 +167,22 @@ class Crawler:
             entries.append(Entry(url=fetch, key=key, depth=0))
         return entries
 
-    def _prepare(self, seeds: Iterable[str]) -> None:
+    async def _prepare(self, seeds: Iterable[str]) -> None:
         """Set up frontier, scope and the seen test; restore a saved state; admit the seeds."""
         entries = self.seed_entries(seeds)
-        self.frontier = make_frontier(self.config, self._clock, self.fetcher.rules.host_rule)
         self.scope = make_scope(self.config)
+        if self.config.cluster.redis:
+            from crawler.cluster import ClusterNode
+
+            self.cluster = node = ClusterNode(self.config, settings(self.config),
+                                              clock=self._clock,
+                                              host_rule=self.fetcher.rules.host_rule)  # fmt: skip
+            await node.open(self.stats.as_dict)
+            self.frontier = node.work
+            frontier = None
+        else:
+            self.frontier = frontier = make_frontier(self.config, self._clock,
+                                                     self.fetcher.rules.host_rule)  # fmt: skip
         confirm = self.config.sieve.confirm
         exact = confirm == "exact" or (confirm == "auto" and self.state is not None)
         state = self.state
@@ -171,19 +201,21 @@ class Crawler:
             urls=self.urls,
             scope=self.scope,
             dedup=self.dedup,
-            frontier=self.frontier,
+            frontier=frontier,
             stats=self.stats,
             state=state,
             max_pages=0 if self.budget is not None else self.config.crawl.max_pages,
             max_redirects=self.config.fetch.max_redirects,
             fetch_canonical=self.config.urls.fetch_canonical,
+            shared=self.cluster,
         )
         hosts = {split_host(e.key) for e in entries}
         if state is not None:
+            assert frontier is not None  # a shared crawl has no --state (crawler.cluster)
             hosts = state.seed_hosts(hosts)
             resumed = 0
             for entry in state.pending():
-                resumed += self.frontier.put(entry)
+                resumed += frontier.put(entry)
                 self.scope.admitted(entry.key)
             if resumed:
                 log.info("resuming: %d URLs still to fetch", resumed)
@@ -196,7 +228,7 @@ class Crawler:
             for host in hosts | {split_host(e.url) for e in entries}:
                 guard.allow_host(host)
         for entry in entries:
-            self.admission.seed(entry)
+            await self.admission.seed(entry)
 
     async def crawl(self, seeds: Iterable[str]) -> AsyncIterator[CrawlResult]:
         """Crawl from `seeds`, yielding one result per fetched, failed or refused URL.
@@ -208,10 +240,12 @@ class Crawler:
             raise RuntimeError("this Crawler has already crawled; make a new one")
         state, results, n = self.state, self._results, self.config.crawl.concurrency
         try:
-            self._prepare(seeds)
+            await self._prepare(seeds)
         except BaseException:
             if state is not None:
                 state.abandon()
+            if self.cluster is not None:
+                await self.cluster.close(self.stats.as_dict)
             raise
         self.stats.started = time.monotonic() - self.stats.elapsed
         checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
@@ -225,7 +259,7 @@ class Crawler:
                     item = await results.get()
                     if isinstance(item, _WorkerDone):
                         finished += 1
-                        if isinstance(item.error, ScoreError):
+                        if isinstance(item.error, ScoreError | SharedStateError):
                             raise item.error
                         if item.error is not None:
                             raise RuntimeError("a crawl worker died") from item.error
@@ -250,6 +284,8 @@ class Crawler:
                 self.abort()
                 await asyncio.gather(*self._workers, return_exceptions=True)
                 self.stats.elapsed = time.monotonic() - self.stats.started
+                if self.cluster is not None:  # completions sent, a last heartbeat
+                    await self.cluster.close(self.stats.as_dict)
                 if state is not None:
                     status = "finished" if self._ran_out else "interrupted"
                     state.close(self.sieve, self.stats.as_dict(), status)
@@ -341,9 +377,9 @@ class Crawler:
         if response.status == 304:  # Not Modified: nothing to read, no links to follow
             return outcome, False, CrawlResult(**self._base_result(entry, response), unchanged=True)
         if response.location is not None:
-            return outcome, False, self._redirect(entry, response, response.location)
+            return outcome, False, await self._redirect(entry, response, response.location)
         if entry.sitemap and response.status < 300:
-            return outcome, False, self._sitemap(entry, response)
+            return outcome, False, await self._sitemap(entry, response)
         return outcome, False, await self._page(entry, response)
 
     def _conditional(self, entry: Entry) -> dict[str, str] | None:
@@ -399,7 +435,7 @@ class Crawler:
             relevance, new = await focus.read(entry, page, self.admission, response.status)
         else:
             relevance = None
-            new = self.admission.links(entry, page.links, page.base) if page.is_html else 0
+            new = await self.admission.links(entry, page.links, page.base) if page.is_html else 0
         return CrawlResult(
             **self._base_result(entry, response),
             title=page.title,
@@ -425,8 +461,8 @@ class Crawler:
             "near_duplicate_of": None if near == entry.url else near,
         }
 
-    def _redirect(self, entry: Entry, response: Response, location: str) -> CrawlResult:
-        target, new, error = self.admission.redirect(entry, location)
+    async def _redirect(self, entry: Entry, response: Response, location: str) -> CrawlResult:
+        target, new, error = await self.admission.redirect(entry, location)
         return CrawlResult(
             **self._base_result(entry, response),
             location=target or location,
@@ -456,22 +492,23 @@ class Crawler:
 
         status, body, latency, error = await fetch_robots(fetch, join, entry.url)
         policy = policy_from_response(status, body, self.config.crawl.user_agent, error=error)
-        self.frontier.set_robots(host_key(entry.url), policy)
+        self.frontier.set_robots(host_key(entry.url), policy, body)
         if self.config.scope.use_sitemaps and not policy.temporary:
             for loc in policy.sitemaps:
-                self.admission.sitemap(loc, entry.url, 0)
+                await self.admission.sitemap(loc, entry.url, 0)
         return Outcome(status=status, latency=latency, failed=status is None)
 
-    def _sitemap(self, entry: Entry, response: Response) -> CrawlResult:
+    async def _sitemap(self, entry: Entry, response: Response) -> CrawlResult:
         base = self._base_result(entry, response)
         try:
             sitemap = parse_sitemap(response.body, max_bytes=self.config.fetch.max_body)
         except SitemapError as exc:
             return CrawlResult(**base, error=f"sitemap: {exc}")
         if sitemap.is_index:
-            new = sum(self.admission.sitemap(loc, entry.url, entry.depth) for loc in sitemap.locs)
+            sitemaps = self.admission.sitemap
+            new = sum([await sitemaps(loc, entry.url, entry.depth) for loc in sitemap.locs])
         else:
-            new = self.admission.links(entry, sitemap.locs, entry.url)
+            new = await self.admission.links(entry, sitemap.locs, entry.url)
         return CrawlResult(**base, links=len(sitemap.locs), new_links=new)
 
     def stats_dict(self) -> dict[str, Any]:
@@ -489,6 +526,8 @@ class Crawler:
             "rescued_false_positives": self.dedup.rescued,
             "measured_false_positive_rate": self.dedup.measured_false_positive_rate,
         }
+        if self.cluster is not None:  # the shared Sieve (this process's local one is unused)
+            out["sieve"] = self.cluster.sieve_stats()
         out["memo_hit_rate"] = round(self.urls.memo_hit_rate, 4)
         if self.content is not None:
             out["content_index"] = {"pages": len(self.content), "bytes": self.content.nbytes}

@@ -5,6 +5,8 @@
     ├── SeedError              a seed is not a crawlable URL (names the source and line)
     ├── ScoreError             a score function raised or returned a bad priority (names the
     │                          link; the crawl ends with it, the original as __cause__)
+    ├── SharedStateError       the shared crawl in Redis (``--redis``) is unreachable or was
+    │                          started with other settings (the crawl ends with it)
     └── FetchError             one fetch failed; `kind` is the short name used in results
         ├── DNSError           "dns"          the host name did not resolve
         ├── ConnectError       "connect"      refused, unreachable, connect timeout, TLS failure
@@ -46,6 +48,7 @@ __all__ = [
     "ProtocolError",
     "ScoreError",
     "SeedError",
+    "SharedStateError",
     "TooSlow",
     "Truncated",
     "failure_class",
@@ -76,6 +79,10 @@ class SeedError(CrawlerError, ValueError):
 class ScoreError(CrawlerError):
     """A score function (``Crawler(config, score=fn)``) or the focus scorer failed on a link
     or a page; `crawl()` raises it, with the original exception as ``__cause__``."""
+
+
+class SharedStateError(CrawlerError):
+    """The shared crawl state in Redis cannot be used: unreachable, or other settings."""
 
 
 class FetchError(CrawlerError):

@@ -42,15 +42,15 @@ def admission(max_pages: int = 0) -> tuple[Admission, CrawlStats]:
     return adm, stats
 
 
-def test_links_differing_only_by_fragment_are_one_link_counted_as_repeats() -> None:
+async def test_links_differing_only_by_fragment_are_one_link_counted_as_repeats() -> None:
     adm, stats = admission()
     parent = Entry(url="http://s.test/", key="http://s.test/", depth=0)
     hrefs = ["a.html#one", "a.html#two", "a.html", "#top", "http://x.test/#z", "http://x.test/"]
-    assert adm.links(parent, hrefs, "http://s.test/dir/") == 2  # a.html and the page itself
+    assert await adm.links(parent, hrefs, "http://s.test/dir/") == 2  # a.html and the page itself
     assert stats.links_seen == 6
     assert stats.scope_refused["domain"] == 2  # both x.test links, each occurrence counted
     assert stats.duplicates == 2  # a.html's two repeats
-    assert adm.links(parent, hrefs, "http://s.test/dir/") == 0  # a second page: all seen
+    assert await adm.links(parent, hrefs, "http://s.test/dir/") == 0  # a second page: all seen
     assert stats.duplicates == 2 + 4
 
 
@@ -73,14 +73,14 @@ def test_the_exact_tier_rescues_every_false_positive_of_a_saturated_sieve() -> N
     assert dedup.add_many(keys[:50]) == [False] * 50
 
 
-def test_links_refused_by_max_pages_are_counted_per_link_not_per_page() -> None:
+async def test_links_refused_by_max_pages_are_counted_per_link_not_per_page() -> None:
     adm, stats = admission(max_pages=2)
     root = Entry(url="http://s.test/", key="http://s.test/", depth=0)
-    assert adm.seed(root)
-    assert adm.links(root, ["/a", "/b", "/c", "/d"], root.url) == 1  # room for /a only
+    assert await adm.seed(root)
+    assert await adm.links(root, ["/a", "/b", "/c", "/d"], root.url) == 1  # room for /a only
     assert (stats.admitted, stats.over_limit, stats.duplicates) == (2, 3, 0)
     page_a = Entry(url="http://s.test/a", key="http://s.test/a", depth=1)
-    assert adm.links(page_a, ["/b", "/c", "/e", "/f"], page_a.url) == 0  # the limit was reached
+    assert await adm.links(page_a, ["/b", "/c", "/e", "/f"], page_a.url) == 0  # the limit was reached
     # /b and /c were refused on the first page already (and taken in): duplicates now; /e and
     # /f are new URLs refused: two more. (A full crawl used to count one refusal per page.)
     assert (stats.admitted, stats.over_limit, stats.duplicates) == (2, 5, 2)

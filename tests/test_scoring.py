@@ -22,6 +22,7 @@ from crawler.components import settings
 from crawler.config import Config, load_config
 from crawler.engine import Crawler
 from crawler.errors import ConfigError, ScoreError
+from crawler.frontier import Frontier
 from crawler.progress import progress_line, summary_table
 from crawler.results import CrawlResult
 from crawler.scoring import Link, PageText, ScoreFn
@@ -131,7 +132,7 @@ async def test_priorities_reach_the_frontier_and_the_budget_leaves_the_rest_queu
     crawler, results = await _crawl(_config(max_pages=1), origin, score)
     assert [r.url for r in results] == [origin + "/"]  # a fetch budget of one page
     assert crawler.stats.admitted == 21  # admitted freely: the budget counts fetches
-    assert crawler.frontier is not None
+    assert isinstance(crawler.frontier, Frontier)
     queued = {entry.key: entry.priority for entry in crawler.frontier.pending()}
     assert queued == {origin + p: 2.0 for p in TOPIC} | {origin + p: 0.5 for p in OTHER}
     assert not crawler.complete  # stopped by the budget with URLs left
@@ -147,7 +148,7 @@ async def test_without_scoring_max_pages_still_caps_admissions(origin: str) -> N
     crawler, results = await _crawl(_config(max_pages=5), origin)
     assert crawler.stats.admitted == 5 and len(results) == 5
     assert crawler.stats.over_limit > 0
-    assert crawler.frontier is not None and not list(crawler.frontier.pending())
+    assert isinstance(crawler.frontier, Frontier) and not list(crawler.frontier.pending())
 
 
 async def test_skipped_links_are_counted_and_not_fetched(origin: str) -> None:

@@ -113,8 +113,9 @@ class FrontierBackend(Protocol):
         adaptive delay; ``retry`` re-queues it (rule 3)."""
         ...
 
-    def set_robots(self, key: str, policy: RobotsPolicy) -> None:
-        """Give a host (its key, or any URL on it) its robots.txt policy (rule 5)."""
+    def set_robots(self, key: str, policy: RobotsPolicy, body: bytes | None = None) -> None:
+        """Give a host (its key, or any URL on it) its robots.txt policy (rule 5); `body` is the
+        robots.txt it was read from (a shared frontier stores it for the other processes)."""
         ...
 
     def refusal(self, entry: Entry) -> str:

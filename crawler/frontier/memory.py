@@ -245,9 +245,10 @@ class Frontier:
         if self._waiters:
             self._dispatch()
 
-    def set_robots(self, key: str, policy: RobotsPolicy) -> None:
+    def set_robots(self, key: str, policy: RobotsPolicy, body: bytes | None = None) -> None:
         """Give a host (its key, or any URL on it) its robots.txt policy. Call it before
-        ``done()`` on the ROBOTS entry; it may also preload policies before the crawl."""
+        ``done()`` on the ROBOTS entry; it may also preload policies before the crawl. (`body`,
+        the robots.txt as fetched, is for frontiers shared between processes: unused here.)"""
         host = self._host(host_key(key))
         self._set_policy(host, policy)
         self._schedule.file(host)

@@ -91,11 +91,13 @@ from crawler.robots import RobotsPolicy, policy_from_response
 from crawler.sieve.bloom import hash_pair
 from crawler.sieve.redis import RedisSieve, SharedStateError
 
-__all__ = ["RedisFrontier"]
+__all__ = ["ADMITTED", "FULL", "HOST_FULL", "OVER_LIMIT", "SEEN", "RedisFrontier"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_LEASE_TTL: Final = 60.0 + 30.0  # the fetch's total_timeout + 30 s
+# what `admit` says of each entry (the ADMIT script's flags)
+SEEN, ADMITTED, FULL, HOST_FULL, OVER_LIMIT = 0, 1, 2, 3, 4
 _UNREACHABLE: Final = RobotsPolicy(status=None, temporary=True, reason="its fetch did not finish")
 
 
@@ -194,10 +196,15 @@ class RedisFrontier:
     async def put_many(self, entries: Iterable[Entry]) -> list[bool]:
         """Test each entry's key against the shared Sieve and queue the new ones, all in one
         atomic script (rule 11); True for each entry queued (new and within the bounds)."""
-        batch = list(entries)
+        return [flag == ADMITTED for flag in await self.admit(list(entries))]
+
+    async def admit(self, batch: list[Entry], max_admitted: int = 0) -> list[int]:
+        """`put_many` telling why each entry was or was not queued: ADMITTED, SEEN, FULL,
+        HOST_FULL, or OVER_LIMIT once the shared Sieve counts `max_admitted` keys (0: no cap;
+        a refused key stays unseen)."""
         if self._closed:
             self._dropped_closed += len(batch)
-            return [False] * len(batch)
+            return [FULL] * len(batch)
         if not batch:
             return []
         rows: list[Any] = []
@@ -210,7 +217,7 @@ class RedisFrontier:
             layout = self.sieve.layout()
             args: list[Any] = [self.prefix, "", len(layout), self._max_queued,
                                self._max_queued_per_host, len(batch),
-                               "1" if self.respect_robots else ""]  # fmt: skip
+                               "1" if self.respect_robots else "", max_admitted]  # fmt: skip
             for m, k in layout:
                 args += (m, k)
             for row, (h1, h2) in zip(rows, pairs, strict=True):
@@ -221,7 +228,7 @@ class RedisFrontier:
                 break
             await self._redis(self.sieve.refresh())  # another process opened a stage
         await self.sieve.shared_counts(int(reply[0]), int(reply[1]))
-        return [int(flag) == 1 for flag in reply[2:]]
+        return [int(flag) for flag in reply[2:]]
 
     def _host_settings(self, host: str) -> tuple[float, int]:
         rule = self._host_rule(host) if self._host_rule is not None else None
@@ -233,8 +240,8 @@ class RedisFrontier:
 
     # -- hand-out -------------------------------------------------------------------------------
     async def claim(self, count: int = 1) -> tuple[list[Entry], float | None, int, int]:
-        """Claim up to `count` entries now, without waiting: (entries, the earliest time a host
-        is ready or None, queued, leased). With ``respect_robots`` a page its host's robots.txt
+        """Claim up to `count` entries now, without waiting: (entries, seconds until the next
+        host is ready or None, queued, leased). With ``respect_robots`` a page its host's robots.txt
         disallows comes back as a REFUSED entry, its lease released at once (no slot, no
         delay spent)."""
         args = [self.prefix, self._now_arg(), count, self.lease_ttl, self.owner,
@@ -273,19 +280,14 @@ class RedisFrontier:
         """The next entry that may be fetched now, waiting politely; None once nothing is
         queued or leased anywhere, or after ``close()`` (rule 8)."""
         while not self._closed:
-            now = self._now()
-            if now >= self._next_reclaim:
-                await self.reclaim()
-                self._next_reclaim = now + self.reclaim_interval
-            entries, ready_at, queued, leased = await self.claim()
+            await self.maybe_reclaim()
+            entries, ready_in, queued, leased = await self.claim()
             if entries:
                 return entries[0]
             if queued == 0 and leased == 0:
                 return None
-            wait = self.poll_interval
-            if ready_at is not None:
-                wait = min(wait, max(0.0, ready_at - self._now()))
-            await self._sleep(wait)
+            await self._sleep(self.poll_interval if ready_in is None else
+                              min(self.poll_interval, ready_in))  # fmt: skip
         return None
 
     async def done(
@@ -327,6 +329,13 @@ class RedisFrontier:
         replies = iter(await self._run("done", args) if len(args) > 6 else [])
         return [bool(next(replies)) if flag is None else flag for flag in flags]
 
+    async def maybe_reclaim(self) -> None:
+        """Run ``reclaim()`` when its timer (every ``reclaim_interval`` seconds) is due."""
+        now = self._now()
+        if now >= self._next_reclaim:
+            await self.reclaim()
+            self._next_reclaim = now + self.reclaim_interval
+
     async def reclaim(self, limit: int = 1000) -> int:
         """Put expired leases' entries back at the head of their hosts; how many."""
         return int(await self._run("reclaim", [self.prefix, self._now_arg(), limit]))
@@ -366,7 +375,7 @@ class RedisFrontier:
             logger.warning("robots.txt of %s unreachable %d times: refusing its pages",
                            host, self.robots_max_attempts)  # fmt: skip
 
-    async def refusal(self, entry: Entry) -> str:
+    def refusal(self, entry: Entry) -> str:
         """Why a REFUSED entry was refused: its host's robots.txt rules, or robots.txt being
         unreachable (RFC 9309: then nothing may be fetched)."""
         cached = self._policies.get(host_key(entry.url))

@@ -84,8 +84,8 @@ end
 # priority once any entry has one other than 0; else the earliest ready host goes), respect
 # robots.txt ('1'/''): a host whose policy is unknown or expired hands out its ROBOTS entry
 # (member class 2) first, and nothing else until ``set_robots``.
-# Returns {next ready time or '', queued, in flight, then per claim: id, host, score, member,
-# the host's robots.txt version (its ``robots_expires``, '' when not respected)}.
+# Returns {seconds until a host is ready or '', queued, in flight, then per claim: id, host,
+# score, member, the host's robots.txt version (its ``robots_expires``, '' when not respected)}.
 CLAIM: Final = (
     _COMMON
     + r"""
@@ -142,7 +142,8 @@ while claimed < want do
     end
 end
 local first = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
-local head = {first[2] or '', redis.call('HGET', P .. 'stats', 'queued') or '0',
+local wait = first[2] and fmt(math.max(0, tonumber(first[2]) - now)) or ''
+local head = {wait, redis.call('HGET', P .. 'stats', 'queued') or '0',
               redis.call('ZCARD', P .. 'leases')}
 for _, v in ipairs(out) do head[#head + 1] = v end
 return head
@@ -240,10 +241,12 @@ return 1
 
 # The seen test and the enqueue in one atomic call (a crash never leaves a URL seen but not
 # queued). ARGV: prefix, '' (no clock), stages, max_queued, max_queued_per_host, keys, respect
-# robots.txt ('1': a new host starts in robots state 'need'), then (m, k) per stage, then per
-# key: host, tail (key\npayload), score, delay, concurrency, then
-# (start, step) per stage. Returns {-1, stages} when the Sieve grew meanwhile (call again), else
-# {set bits of the newest stage, count, flag per key}: 1 queued, 0 seen, 2 full, 3 host full.
+# robots.txt ('1': a new host starts in robots state 'need'), max admitted (0: no cap; the
+# crawl's ``max_pages``: a key is refused, and stays unseen, once the Sieve's shared count has
+# reached it), then (m, k) per stage, then per key: host, tail (key\npayload), score, delay,
+# concurrency, then (start, step) per stage. Returns {-1, stages} when the Sieve grew meanwhile
+# (call again), else {set bits of the newest stage, count, flag per key}: 1 queued, 0 seen,
+# 2 full, 3 host full, 4 over max admitted.
 ADMIT: Final = (
     _COMMON
     + r"""
@@ -253,10 +256,13 @@ local cur = tonumber(redis.call('GET', P .. 'sieve:stages') or '1')
 if cur ~= nst then return {-1, cur} end
 local ms, ks = {}, {}
 for s = 1, nst do
-    ms[s], ks[s] = tonumber(ARGV[6 + 2 * s]), tonumber(ARGV[7 + 2 * s])
+    ms[s], ks[s] = tonumber(ARGV[7 + 2 * s]), tonumber(ARGV[8 + 2 * s])
 end
 local robots_state = (ARGV[7] == '1') and 'need' or ''
-local base = 8 + 2 * nst
+local cap = tonumber(ARGV[8])
+local admitted = (cap > 0) and tonumber(redis.call('GET', P .. 'sieve:count') or '0') or 0
+local over = 0
+local base = 9 + 2 * nst
 local width = 5 + 2 * nst
 local queued = tonumber(redis.call('HGET', P .. 'stats', 'queued') or '0')
 local flags = {}
@@ -268,7 +274,10 @@ for i = 0, n - 1 do
     local host = ARGV[at]
     local q = P .. 'q:' .. host
     local flag
-    if queued >= maxq then
+    if cap > 0 and admitted + new >= cap then
+        flag = 4
+        over = over + 1
+    elseif queued >= maxq then
         flag = 2
         dropped_full = dropped_full + 1
     elseif redis.call('ZCARD', q) >= maxh then
@@ -325,6 +334,7 @@ redis.call('HSET', st, 'queued', queued)
 if scored then redis.call('HSET', st, 'scored', 1) end
 if dropped_full > 0 then redis.call('HINCRBY', st, 'dropped_full', dropped_full) end
 if dropped_host > 0 then redis.call('HINCRBY', st, 'dropped_host_full', dropped_host) end
+if over > 0 then redis.call('HINCRBY', st, 'over_limit', over) end
 local bits = redis.call('INCRBY', P .. 'sieve:bits:' .. (nst - 1), flips)
 local count = redis.call('INCRBY', P .. 'sieve:count', new)
 local out = {bits, count}

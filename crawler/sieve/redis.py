@@ -32,7 +32,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from crawler.errors import CrawlerError
+from crawler.errors import SharedStateError
 from crawler.sieve.bloom import (
     check_params,
     estimate_items,
@@ -58,10 +58,6 @@ if n == tonumber(ARGV[1]) then
 end
 return 0
 """
-
-
-class SharedStateError(CrawlerError):
-    """The shared crawl state in Redis cannot be used: unreachable, or other settings."""
 
 
 class _Stage:

@@ -1,0 +1,259 @@
+"""One process's part in a shared crawl: `ClusterNode` (``crawl --redis URL``).
+
+It connects to Redis, joins the crawl named ``[cluster] crawl_id`` (every key under
+``crawl:{crawl_id}:``; the first process creates it), refuses to join one started with other
+settings (the scope, URL and Sieve settings that decide which URLs are admitted and how they
+are keyed, as ``--state`` does; named in the error), and builds the shared Sieve and frontier
+(`crawler.sieve.redis`, `crawler.frontier.redis`) and the engine's view of them
+(`crawler.cluster.work.SharedWork`).
+
+Admission (`admit`) sends a page's new keys in one atomic Lua call (Sieve test-and-set and
+enqueue). A process-local cache of keys already sent (`SentCache`, bounded) answers "seen" for
+a page's navigation links without a round trip, so Redis sees each URL about once per process.
+
+Every ``heartbeat`` seconds the process writes its stats under ``procs`` (field: its owner id)
+and its time under ``alive``: ``crawl --status`` (`crawler.cluster.status`) adds them up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from crawler.cluster.work import SharedWork
+from crawler.config import Config
+from crawler.entries import Entry
+from crawler.errors import ConfigError, SharedStateError
+from crawler.frontier.redis import SEEN, RedisFrontier
+from crawler.hosts import HostRule
+from crawler.sieve.redis import RedisSieve
+
+__all__ = ["ClusterNode", "SentCache", "check_cluster_config", "crawl_prefix", "redacted"]
+
+log = logging.getLogger(__name__)
+
+FORMAT = "1"
+
+
+def crawl_prefix(crawl_id: str) -> str:
+    return f"crawl:{crawl_id}:"
+
+
+def redacted(url: str) -> str:
+    """A Redis URL without its password (for messages)."""
+    head, at, tail = url.rpartition("@")
+    if not at:
+        return url
+    scheme, _, creds = head.partition("://")
+    user = creds.partition(":")[0]
+    return f"{scheme}://{user}:[redacted]@{tail}" if ":" in creds else url
+
+
+def check_cluster_config(config: Config, *, state: bool, score: bool) -> None:
+    """ConfigError for what a shared crawl does not do (yet), named; nothing otherwise."""
+    not_shared = [
+        ("--state (the shared crawl's state is Redis itself)", state),
+        ("--focus / [focus] keywords / a score function", score or bool(config.focus.keywords)),
+        ("[dedup] enabled (the content index is per process)", config.dedup.enabled),
+        ('[sieve] confirm = "exact"', config.sieve.confirm == "exact"),
+        ("[politeness] adaptive", config.politeness.adaptive),
+    ]
+    named = [name for name, on in not_shared if on]
+    if named:
+        raise ConfigError("not available with --redis (a crawl shared through Redis) yet: "
+                          + "; ".join(named))  # fmt: skip
+
+
+class SentCache:
+    """The keys this process already sent to the shared Sieve (bounded: two generations of
+    ``capacity / 2`` hashes; the older is dropped when the newer fills)."""
+
+    __slots__ = ("_new", "_old", "capacity", "hits")
+
+    def __init__(self, capacity: int = 200_000) -> None:
+        if capacity < 2:
+            raise ValueError(f"capacity must be >= 2, got {capacity}")
+        self.capacity = capacity
+        self._new: set[int] = set()
+        self._old: set[int] = set()
+        self.hits = 0
+
+    def __contains__(self, key: str) -> bool:
+        h = hash(key)
+        if h in self._new or h in self._old:
+            self.hits += 1
+            return True
+        return False
+
+    def add(self, key: str) -> None:
+        if len(self._new) >= self.capacity // 2:
+            self._old, self._new = self._new, set()
+        self._new.add(hash(key))
+
+    def __len__(self) -> int:
+        return len(self._new) + len(self._old)
+
+    def __repr__(self) -> str:
+        return f"SentCache(size={len(self)}, capacity={self.capacity}, hits={self.hits})"
+
+
+class ClusterNode:
+    """This process in the shared crawl (see the module docstring). ``await open()`` first,
+    ``await close()`` last."""
+
+    __slots__ = ("_beat", "_client", "_settings", "cache", "config", "frontier", "owner",
+                 "prefix", "sieve", "started", "url", "work")  # fmt: skip
+
+    def __init__(
+        self,
+        config: Config,
+        settings: dict[str, object],
+        *,
+        clock: Callable[[], float] | None = None,
+        host_rule: Callable[[str], HostRule | None] | None = None,
+    ) -> None:
+        c, p, s = config.cluster, config.politeness, config.sieve
+        self.config = config
+        self.url = c.redis
+        self.prefix = crawl_prefix(c.crawl_id)
+        self._settings = settings
+        self._client = Redis.from_url(c.redis, socket_connect_timeout=5.0)
+        self.sieve = RedisSieve(
+            self._client, self.prefix, capacity=s.capacity, error_rate=s.error_rate,
+            ratio=s.ratio, growth=s.growth,
+        )  # fmt: skip
+        self.frontier = RedisFrontier(
+            self._client, self.prefix, self.sieve, delay=p.delay,
+            per_host_concurrency=p.per_host_concurrency, max_delay=p.max_delay,
+            max_queued=config.crawl.max_queued,
+            max_queued_per_host=config.crawl.max_queued_per_host, backoff_base=p.backoff_base,
+            backoff_max=p.backoff_max, max_retry_after=p.max_retry_after,
+            lease_ttl=c.lease_ttl or config.fetch.total_timeout + 30.0, clock=clock,
+            host_rule=host_rule, respect_robots=p.respect_robots, robots_ttl=p.robots_ttl,
+            user_agent=config.crawl.user_agent,
+        )  # fmt: skip
+        self.owner = self.frontier.owner
+        self.work = SharedWork(self.frontier)
+        self.cache = SentCache()
+        self.started = time.time()
+        self._beat: asyncio.Task[None] | None = None
+
+    async def open(self, stats: Callable[[], dict[str, Any]]) -> None:
+        """Join (or create) the shared crawl; SharedStateError if Redis is unreachable or the
+        crawl was started with other settings. `stats` gives this process's stats for its
+        heartbeats."""
+        where = f"Redis at {redacted(self.url)}"
+        meta = self.prefix + "meta"
+        mine = json.dumps(self._settings, sort_keys=True)
+        try:
+            await self._client.hsetnx(meta, "format", FORMAT)
+            await self._client.hsetnx(meta, "settings", mine)
+            await self._client.hsetnx(meta, "created", _iso(time.time()))
+            stored = await self._client.hgetall(meta)
+        except (RedisError, OSError) as exc:
+            raise SharedStateError(f"cannot use {where}: {exc}") from exc
+        have = {_text(k): _text(v) for k, v in stored.items()}
+        if have.get("format") != FORMAT:
+            raise SharedStateError(f"the crawl {self.prefix!r} in {where} has format "
+                                   f"{have.get('format')!r}, expected {FORMAT}")  # fmt: skip
+        saved = json.loads(have.get("settings") or "{}")
+        changed = sorted(k for k in set(saved) | set(self._settings)
+                         if saved.get(k) != self._settings.get(k))  # fmt: skip
+        if changed:
+            raise SharedStateError(
+                f"the shared crawl {self.prefix!r} in {where} was started with other settings "
+                f"({', '.join(changed)}): join it with the same config, or use another "
+                "--crawl-id"
+            )
+        await self.frontier.open()
+        await self._heartbeat(stats)
+        self._beat = asyncio.create_task(self._beat_loop(stats), name="cluster-heartbeat")
+        log.info("joined the shared crawl %r in %s as %s", self.prefix, where, self.owner)
+
+    async def admit(self, entries: Sequence[Entry], max_admitted: int = 0) -> list[int]:
+        """What the shared frontier says of each entry (`crawler.frontier.redis`: ADMITTED,
+        SEEN, FULL, HOST_FULL, OVER_LIMIT); keys this process sent before are SEEN at once."""
+        cache = self.cache
+        flags = [SEEN if e.key in cache else -1 for e in entries]
+        todo = [e for e, f in zip(entries, flags, strict=True) if f < 0]
+        if not todo:
+            return flags
+        answers = iter(await self.frontier.admit(todo, max_admitted))
+        for i, flag in enumerate(flags):
+            if flag < 0:
+                flags[i] = answer = next(answers)
+                if answer <= 1:  # seen or admitted: the Sieve has it now
+                    cache.add(entries[i].key)
+        return flags
+
+    async def _beat_loop(self, stats: Callable[[], dict[str, Any]]) -> None:
+        interval = self.config.cluster.heartbeat
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self._heartbeat(stats)
+            except SharedStateError as exc:  # the workers see Redis fail too, and end the crawl
+                log.warning("heartbeat: %s", exc)
+
+    async def _heartbeat(self, stats: Callable[[], dict[str, Any]]) -> None:
+        now = time.time()
+        record = {"host": socket.gethostname(), "pid": os.getpid(), "started": self.started,
+                  "seen": now, "stats": stats()}  # fmt: skip
+        pipe = self._client.pipeline(transaction=False)
+        pipe.hset(self.prefix + "procs", self.owner, json.dumps(record))
+        pipe.zadd(self.prefix + "alive", {self.owner: now})
+        try:
+            await pipe.execute()
+            await self.work.refresh()
+        except (RedisError, OSError) as exc:
+            raise SharedStateError(f"Redis at {redacted(self.url)}: {exc}") from exc
+
+    def sieve_stats(self) -> dict[str, Any]:
+        sieve = self.sieve
+        return {
+            "count": sieve.count,
+            "approx_items": round(sieve.approx_items),
+            "stages": sieve.stages,
+            "size_in_bytes": sieve.size_in_bytes,
+            "false_positive_bound": sieve.false_positive_bound,
+            "shared": True,
+            "sent_cache_hits": self.cache.hits,
+        }
+
+    async def close(self, stats: Callable[[], dict[str, Any]]) -> None:
+        """Send what is pending, a last heartbeat, and disconnect (quietly if Redis is gone)."""
+        if self._beat is not None:
+            self._beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._beat
+        try:
+            await self.work.drain()
+            if self.work.error is None:
+                await self.sieve.refresh()
+                await self._heartbeat(stats)
+        except SharedStateError as exc:
+            log.warning("leaving the shared crawl: %s", exc)
+        finally:
+            with contextlib.suppress(RedisError, OSError):
+                await self._client.aclose()
+
+    def __repr__(self) -> str:
+        return f"ClusterNode(prefix={self.prefix!r}, owner={self.owner!r}, work={self.work!r})"
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

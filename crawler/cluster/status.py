@@ -1,0 +1,93 @@
+"""`crawl --redis URL --crawl-id NAME --status`: a shared crawl's progress, without crawling.
+
+Read-only: the shared frontier's figures (queued, leased, hosts), the Sieve's count, and each
+process's last heartbeat (`crawler.cluster.node`), summed over every process that ever joined.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import IO, Any
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from crawler.cluster.node import crawl_prefix, redacted
+from crawler.errors import SharedStateError
+
+__all__ = ["format_status", "read_status"]
+
+SUMMED = ("pages", "errors", "bytes", "admitted", "duplicates", "retries")
+
+
+async def read_status(url: str, crawl_id: str, *, recent: float = 30.0) -> dict[str, Any]:
+    """The shared crawl's progress as a dict; SharedStateError if Redis is unreachable or has
+    no crawl by that name. A process is "active" if it sent a heartbeat in the last `recent`
+    seconds."""
+    p = crawl_prefix(crawl_id)
+    client = Redis.from_url(url, socket_connect_timeout=5.0)
+    try:
+        pipe = client.pipeline(transaction=False)
+        pipe.hgetall(p + "meta")
+        pipe.hgetall(p + "stats")
+        pipe.scard(p + "hosts")
+        pipe.zcard(p + "leases")
+        pipe.hgetall(p + "procs")
+        pipe.get(p + "sieve:count")
+        meta, counts, hosts, leased, procs, seen = await pipe.execute()
+    except (RedisError, OSError) as exc:
+        raise SharedStateError(f"cannot read Redis at {redacted(url)}: {exc}") from exc
+    finally:
+        await client.aclose()
+    if not meta:
+        raise SharedStateError(f"no crawl {crawl_id!r} in Redis at {redacted(url)}")
+    c = {_text(k): int(v) for k, v in counts.items()}
+    now = time.time()
+    processes = []
+    totals = dict.fromkeys(SUMMED, 0)
+    for owner, raw in procs.items():
+        record = json.loads(raw)
+        stats = record.get("stats", {})
+        for name in SUMMED:
+            value = stats.get(name) or 0
+            totals[name] += sum(value.values()) if isinstance(value, dict) else int(value)
+        processes.append({"owner": _text(owner), "host": record.get("host"),
+                          "pid": record.get("pid"), "seen_ago": round(now - record["seen"], 1),
+                          "active": now - record["seen"] <= recent,
+                          "pages": stats.get("pages", 0)})  # fmt: skip
+    processes.sort(key=lambda r: r["seen_ago"])
+    return {
+        "crawl_id": crawl_id,
+        "created": _text(meta.get(b"created", b"")),
+        "queued": c.get("queued", 0),
+        "leased": int(leased),
+        "hosts": int(hosts),
+        "seen_urls": int(seen or 0),
+        "handed_out": c.get("handed_out", 0),
+        "reclaimed": c.get("reclaimed", 0),
+        "finished": c.get("queued", 0) == 0 and int(leased) == 0,
+        **totals,
+        "processes": processes,
+        "active_processes": sum(r["active"] for r in processes),
+    }
+
+
+def format_status(status: dict[str, Any], out: IO[str]) -> None:
+    s = status
+    state = "finished (nothing queued or leased)" if s["finished"] else "running"
+    print(f"crawl {s['crawl_id']!r} (created {s['created']}): {state}", file=out)
+    print(f"  queued {s['queued']:,}  leased {s['leased']:,}  hosts {s['hosts']:,}  "
+          f"URLs seen {s['seen_urls']:,}", file=out)  # fmt: skip
+    print(f"  fetched {s['pages']:,} pages ({s['errors']:,} errors, {s['bytes']:,} bytes), "
+          f"{s['retries']:,} retries, {s['reclaimed']:,} leases reclaimed", file=out)  # fmt: skip
+    print(f"  processes: {s['active_processes']} active of {len(s['processes'])} seen",
+          file=out)  # fmt: skip
+    for r in s["processes"]:
+        mark = "active" if r["active"] else "gone  "
+        print(f"    {mark} {r['owner']}  last seen {r['seen_ago']:g} s ago, "
+              f"{r['pages']:,} pages", file=out)  # fmt: skip
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
