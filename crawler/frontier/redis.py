@@ -7,7 +7,10 @@ it is atomic across processes; ``now`` is the injected clock (tests) or Redis ``
 for every process). Politeness is global because a *host* is claimed, not a URL: a claim takes the
 best entry of the best ready host, counts it in flight, moves the host's next start to ``now +
 delay`` and takes the host out of ``ready`` while its concurrency is used up; no process holds a
-host for a batch, so processes take turns on it.
+host for a batch, so processes take turns on it. With ``turn`` > 0 they also take turns when
+they race for a host that frees up: while another process's claim came back empty in the last
+``turn`` seconds, a host this process claimed last is left to the others for ``turn`` seconds
+after it becomes ready (the engine's `crawler.cluster.SharedWork` polls more often than that).
 
 Leases: every entry handed out is leased (id, owner, expiry = now + ``lease_ttl``, default the
 fetch's total timeout 60 s + 30 s). ``done()`` takes the lease back: a finisher whose lease
@@ -110,7 +113,7 @@ class RedisFrontier:
                  "_next_reclaim", "_policies", "_rng", "_robots_asked", "_scripts", "_sleep",
                  "backoff_base", "backoff_max", "concurrency", "delay", "lease_ttl",
                  "max_retry_after", "owner", "poll_interval", "prefix", "reclaim_interval",
-                 "respect_robots", "robots_max_attempts", "robots_ttl", "sieve",
+                 "respect_robots", "robots_max_attempts", "robots_ttl", "sieve", "turn",
                  "user_agent")  # fmt: skip
 
     def __init__(
@@ -131,6 +134,7 @@ class RedisFrontier:
         reclaim_interval: float | None = None,
         poll_interval: float = 0.2,
         candidates: int = 16,
+        turn: float = 0.0,
         clock: Callable[[], float] | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
         rng: random.Random | None = None,
@@ -166,6 +170,7 @@ class RedisFrontier:
         )
         self.poll_interval = poll_interval
         self._candidates = candidates
+        self.turn = float(turn)
         self._clock = clock
         self._sleep = sleep if sleep is not None else asyncio.sleep
         self._rng = rng if rng is not None else random.Random()
@@ -245,7 +250,7 @@ class RedisFrontier:
         disallows comes back as a REFUSED entry, its lease released at once (no slot, no
         delay spent)."""
         args = [self.prefix, self._now_arg(), count, self.lease_ttl, self.owner,
-                self._candidates, "1" if self.respect_robots else ""]  # fmt: skip
+                self._candidates, "1" if self.respect_robots else "", repr(self.turn)]  # fmt: skip
         reply = await self._run("claim", args)
         first = _text(reply[0])
         entries = []

@@ -83,8 +83,9 @@ end
 # ARGV: prefix, now, count, lease_ttl, owner, candidates (ready hosts compared by their best
 # priority once any entry has one other than 0; else the earliest ready host goes), respect
 # robots.txt ('1'/''): a host whose policy is unknown or expired hands out its ROBOTS entry
-# (member class 2) first, and nothing else until ``set_robots``.
-# Returns {seconds until a host is ready or '', queued, in flight, then per claim: id, host,
+# (member class 2) first, and nothing else until ``set_robots``; turn (seconds, 0: off): taking
+# turns on a host, below. Returns {seconds until a host is ready or '', queued, in flight, then
+# per claim: id, host,
 # score, member, the host's robots.txt version (its ``robots_expires``, '' when not respected)}.
 CLAIM: Final = (
     _COMMON
@@ -94,11 +95,25 @@ local want, ttl, owner, scan = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], to
 -- with every priority 0 (nothing scored yet) the earliest ready host is the best: no scan
 if not redis.call('HGET', P .. 'stats', 'scored') then scan = 1 end
 local respect = ARGV[7] == '1'
+-- Turns: a process whose claim found nothing is "hungry" for `turn` seconds. While another
+-- process is hungry, a host this process was the last to claim is left to the others for
+-- `turn` seconds after it becomes ready (then anyone may take it: a host never stalls), so
+-- processes take turns on a host instead of its last claimer always winning the race.
+local turn = tonumber(ARGV[8] or '0')
+local others = 0
+if turn > 0 then
+    redis.call('ZREMRANGEBYSCORE', P .. 'hungry', '-inf', fmt(now - turn))
+    others = redis.call('ZCARD', P .. 'hungry')
+    if redis.call('ZSCORE', P .. 'hungry', owner) then others = others - 1 end
+    if others > 0 and scan < 16 then scan = 16 end
+end
+local skip_until
 local out = {}
 local claimed = 0
 local function lease(host, score, member)
     local hk = P .. 'h:' .. host
     redis.call('HINCRBY', hk, 'in_flight', 1)
+    if turn > 0 then redis.call('HSET', hk, 'claimer', owner) end
     local st = redis.call('HMGET', hk, 'delay', 'next', 'robots_expires')
     redis.call('HSET', hk, 'next', fmt(now + tonumber(st[1] or '0')), 'last', fmt(now))
     local id = redis.call('INCR', P .. 'lid')
@@ -114,14 +129,23 @@ local function lease(host, score, member)
     claimed = claimed + 1
 end
 while claimed < want do
-    local cands = redis.call('ZRANGEBYSCORE', P .. 'ready', '-inf', fmt(now), 'LIMIT', 0, scan)
+    local cands = redis.call('ZRANGEBYSCORE', P .. 'ready', '-inf', fmt(now), 'WITHSCORES',
+                             'LIMIT', 0, scan)
     if #cands == 0 then break end
-    local best, best_score, best_member, robots
-    for _, h in ipairs(cands) do
-        local top = redis.call('ZRANGE', P .. 'q:' .. h, 0, 0, 'WITHSCORES')
-        local rs = respect and redis.call('HMGET', P .. 'h:' .. h, 'robots', 'robots_expires')
-        if #top == 0 or (rs and rs[1] == 'fetching') then
+    local best, best_score, best_member, robots, removed
+    for i = 1, #cands, 2 do
+        local h = cands[i]
+        local mine = others > 0 and redis.call('HGET', P .. 'h:' .. h, 'claimer') == owner
+        local left_until = mine and (tonumber(cands[i + 1]) + turn) or nil
+        if left_until and left_until <= now then left_until = nil end
+        local top = left_until and {} or redis.call('ZRANGE', P .. 'q:' .. h, 0, 0, 'WITHSCORES')
+        local rs = (not left_until) and respect and
+                   redis.call('HMGET', P .. 'h:' .. h, 'robots', 'robots_expires')
+        if left_until then
+            skip_until = math.min(skip_until or left_until, left_until)
+        elseif #top == 0 or (rs and rs[1] == 'fetching') then
             redis.call('ZREM', P .. 'ready', h)
+            removed = true
         elseif rs and (rs[1] == 'need' or tonumber(rs[2] or '0') <= now) then
             robots = h
             break
@@ -139,10 +163,20 @@ while claimed < want do
         redis.call('HINCRBY', P .. 'stats', 'queued', -1)
         redis.call('HINCRBY', P .. 'stats', 'handed_out', 1)
         lease(best, best_score, best_member)
+    elseif not removed then
+        break  -- every candidate was left to a hungry process
+    end
+end
+if turn > 0 then
+    if claimed < want then
+        redis.call('ZADD', P .. 'hungry', fmt(now), owner)
+    else
+        redis.call('ZREM', P .. 'hungry', owner)
     end
 end
 local first = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
 local wait = first[2] and fmt(math.max(0, tonumber(first[2]) - now)) or ''
+if skip_until and claimed == 0 then wait = fmt(math.max(0, skip_until - now)) end
 local head = {wait, redis.call('HGET', P .. 'stats', 'queued') or '0',
               redis.call('ZCARD', P .. 'leases')}
 for _, v in ipairs(out) do head[#head + 1] = v end

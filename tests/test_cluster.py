@@ -1,0 +1,185 @@
+"""A crawl shared through Redis (crawler.cluster), several crawlers in one test process.
+
+Each Crawler has its own Redis connection and owner id, as separate processes would; the
+multi-process tests (real `crawl` processes, kill -9) are in test_cluster_procs.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from redis.asyncio import Redis
+
+from crawler.cluster import SentCache, format_status, read_status
+from crawler.config import Config
+from crawler.engine import Crawler
+from crawler.errors import ConfigError, SharedStateError
+from crawler.fixture import FixtureSite
+from crawler.results import CrawlResult
+from tests.conftest import site_config
+from tests.redis_server import RedisServer
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RedisServer]:
+    with RedisServer() as s:
+        yield s
+
+
+@pytest.fixture
+async def redis_url(server: RedisServer) -> AsyncIterator[str]:
+    client = Redis.from_url(server.url)
+    await client.flushall()
+    await client.aclose()
+    yield server.url
+
+
+def shared(config: Config, url: str, crawl_id: str = "t", **cluster: object) -> Config:
+    return config.override("cluster", redis=url, crawl_id=crawl_id, **cluster)
+
+
+async def crawl_all(crawler: Crawler, seeds: list[str]) -> list[CrawlResult]:
+    async with crawler:
+        return [r async for r in crawler.crawl(seeds)]
+
+
+async def test_one_shared_crawler_finds_the_fixture_ground_truth(
+    site: FixtureSite, redis_url: str
+) -> None:
+    crawler = Crawler(shared(site_config(site), redis_url))
+    results = await crawl_all(crawler, site.seeds)
+    keys = [r.key for r in results]
+    assert len(keys) == len(set(keys))
+    assert set(keys) == site.expected() | site.refused()
+    stats = crawler.stats_dict()
+    assert stats["sieve"]["shared"] and stats["sieve"]["count"] == stats["admitted"]
+    assert crawler.complete
+
+
+async def test_two_crawlers_share_one_crawl_without_repeats(
+    site: FixtureSite, redis_url: str
+) -> None:
+    config = shared(site_config(site, concurrency=4), redis_url)
+    a, b = Crawler(config), Crawler(config)
+    ra, rb = await asyncio.gather(crawl_all(a, site.seeds), crawl_all(b, site.seeds))
+    keys = [r.key for r in ra + rb]
+    assert len(keys) == len(set(keys)), "a URL was fetched by both"
+    assert set(keys) == site.expected() | site.refused()
+    assert ra and rb, "both took part"
+    assert a.stats.admitted + b.stats.admitted == len(site.expected() | site.refused())
+
+
+async def test_politeness_holds_across_crawlers(site: FixtureSite, redis_url: str) -> None:
+    delay = 0.1
+    config = shared(site_config(site, concurrency=4), redis_url)
+    config = config.override("politeness", delay=delay, respect_robots=False)
+    crawlers = [Crawler(config) for _ in range(3)]
+    shares = await asyncio.gather(*(crawl_all(c, site.seeds) for c in crawlers))
+    total = sum(len(r) for r in shares)
+    # they take turns on the hosts: each has a fair part, none holds a host while others idle
+    assert all(len(r) >= total / 6 for r in shares), [len(r) for r in shares]
+    starts: dict[str, list[float]] = {}
+    for request in site.requests:
+        starts.setdefault(request.host, []).append(request.time)
+    assert len(starts) >= 2
+    for host, times in starts.items():
+        times.sort()
+        gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+        assert min(gaps) >= delay - 0.01, f"{host}: two starts {min(gaps):.3f} s apart"
+
+
+async def test_max_pages_caps_the_shared_crawl(site: FixtureSite, redis_url: str) -> None:
+    config = shared(site_config(site, max_pages=10, concurrency=2), redis_url)
+    a, b = Crawler(config), Crawler(config)
+    ra, rb = await asyncio.gather(crawl_all(a, site.seeds), crawl_all(b, site.seeds))
+    assert len({r.key for r in ra + rb}) == 10
+    assert a.stats.over_limit + b.stats.over_limit > 0
+
+
+async def test_a_crawler_with_other_scope_settings_is_refused_by_name(
+    site: FixtureSite, redis_url: str
+) -> None:
+    await crawl_all(Crawler(shared(site_config(site), redis_url)), site.seeds)
+    other = site_config(site, max_depth=2).override("scope", max_query_params=3)
+    with pytest.raises(SharedStateError, match=r"crawl\.max_depth, scope\.max_query_params"):
+        await crawl_all(Crawler(shared(other, redis_url)), site.seeds)
+    # another crawl id is another crawl: accepted
+    results = await crawl_all(Crawler(shared(other, redis_url, crawl_id="t2")), site.seeds)
+    assert results
+
+
+async def test_status_reports_the_shared_crawl(site: FixtureSite, redis_url: str) -> None:
+    crawler = Crawler(shared(site_config(site), redis_url, crawl_id="st"))
+    results = await crawl_all(crawler, site.seeds)
+    status = await read_status(redis_url, "st")
+    assert status["finished"] and status["queued"] == 0 and status["leased"] == 0
+    assert status["pages"] == crawler.stats.pages == len(results)
+    assert status["hosts"] == 2 and status["seen_urls"] == crawler.stats.admitted
+    assert len(status["processes"]) == 1 and status["active_processes"] == 1
+    lines: list[str] = []
+
+    class Out:
+        def write(self, text: str) -> None:
+            lines.append(text)
+
+    format_status(status, Out())  # type: ignore[arg-type]
+    assert "finished" in "".join(lines)
+    with pytest.raises(SharedStateError, match="no crawl 'nope'"):
+        await read_status(redis_url, "nope")
+
+
+async def test_redis_down_is_a_clear_error_not_a_local_fallback(site: FixtureSite) -> None:
+    with RedisServer() as server:
+        url = server.url
+    config = shared(site_config(site), url)
+    with pytest.raises(SharedStateError, match="cannot use Redis at redis://127.0.0.1"):
+        await crawl_all(Crawler(config), site.seeds)
+
+
+async def test_redis_lost_mid_crawl_ends_the_crawl_and_a_rerun_resumes(site: FixtureSite) -> None:
+    with RedisServer(appendonly=True) as server:
+        config = shared(site_config(site, concurrency=2), server.url, lease_ttl=1.0)
+        config = config.override("politeness", delay=0.05)
+        seen: list[CrawlResult] = []
+        crawler = Crawler(config)
+        with pytest.raises(SharedStateError, match="Redis"):
+            async with crawler:
+                async for result in crawler.crawl(site.seeds):
+                    seen.append(result)
+                    if len(seen) == 5:
+                        server.stop()
+        server.start()
+        again = await crawl_all(Crawler(config), site.seeds)
+        keys = {r.key for r in seen + again}
+        assert keys == site.expected() | site.refused()
+
+
+def test_what_a_shared_crawl_does_not_do_yet_is_refused_by_name() -> None:
+    config = shared(Config(), "redis://127.0.0.1:1/0").override("dedup", enabled=True)
+    with pytest.raises(ConfigError, match=r"--redis.*\[dedup\] enabled"):
+        Crawler(config)
+    with pytest.raises(ConfigError, match="score function"):
+        Crawler(shared(Config(), "redis://127.0.0.1:1/0"), score=lambda link: 1.0)
+
+
+def test_the_sent_cache_is_bounded_and_remembers_recent_keys() -> None:
+    cache = SentCache(capacity=100)
+    for i in range(1000):
+        cache.add(f"http://s.test/{i}")
+    assert len(cache) <= 100
+    assert "http://s.test/999" in cache and "http://s.test/950" in cache
+    assert "http://s.test/0" not in cache
+    assert cache.hits == 2
+
+
+def test_cluster_config_is_validated() -> None:
+    with pytest.raises(ConfigError, match="crawl_id"):
+        Config().override("cluster", crawl_id="a b")
+    with pytest.raises(ConfigError, match="redis"):
+        Config().override("cluster", redis="http://localhost:6379")
+    assert json.dumps(repr(Config().override("cluster", redis="redis://:pw@h:1/0"))).count(
+        "pw"
+    ) == 0
