@@ -80,7 +80,8 @@ async def test_links_refused_by_max_pages_are_counted_per_link_not_per_page() ->
     assert await adm.links(root, ["/a", "/b", "/c", "/d"], root.url) == 1  # room for /a only
     assert (stats.admitted, stats.over_limit, stats.duplicates) == (2, 3, 0)
     page_a = Entry(url="http://s.test/a", key="http://s.test/a", depth=1)
-    assert await adm.links(page_a, ["/b", "/c", "/e", "/f"], page_a.url) == 0  # the limit was reached
+    # the limit was reached
+    assert await adm.links(page_a, ["/b", "/c", "/e", "/f"], page_a.url) == 0
     # /b and /c were refused on the first page already (and taken in): duplicates now; /e and
     # /f are new URLs refused: two more. (A full crawl used to count one refusal per page.)
     assert (stats.admitted, stats.over_limit, stats.duplicates) == (2, 5, 2)

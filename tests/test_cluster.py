@@ -7,8 +7,9 @@ multi-process tests (real `crawl` processes, kill -9) are in test_cluster_procs.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import pytest
 from redis.asyncio import Redis
@@ -30,11 +31,11 @@ def server() -> Iterator[RedisServer]:
 
 
 @pytest.fixture
-async def redis_url(server: RedisServer) -> AsyncIterator[str]:
+async def redis_url(server: RedisServer) -> str:
     client = Redis.from_url(server.url)
     await client.flushall()
     await client.aclose()
-    yield server.url
+    return server.url
 
 
 def shared(config: Config, url: str, crawl_id: str = "t", **cluster: object) -> Config:
@@ -87,7 +88,7 @@ async def test_politeness_holds_across_crawlers(site: FixtureSite, redis_url: st
     assert len(starts) >= 2
     for host, times in starts.items():
         times.sort()
-        gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+        gaps = [b - a for a, b in itertools.pairwise(times)]
         assert min(gaps) >= delay - 0.01, f"{host}: two starts {min(gaps):.3f} s apart"
 
 
@@ -135,7 +136,7 @@ async def test_redis_down_is_a_clear_error_not_a_local_fallback(site: FixtureSit
     with RedisServer() as server:
         url = server.url
     config = shared(site_config(site), url)
-    with pytest.raises(SharedStateError, match="cannot use Redis at redis://127.0.0.1"):
+    with pytest.raises(SharedStateError, match=r"cannot use Redis at redis://127\.0\.0\.1"):
         await crawl_all(Crawler(config), site.seeds)
 
 
@@ -144,13 +145,16 @@ async def test_redis_lost_mid_crawl_ends_the_crawl_and_a_rerun_resumes(site: Fix
         config = shared(site_config(site, concurrency=2), server.url, lease_ttl=1.0)
         config = config.override("politeness", delay=0.05)
         seen: list[CrawlResult] = []
-        crawler = Crawler(config)
-        with pytest.raises(SharedStateError, match="Redis"):
-            async with crawler:
+
+        async def until_redis_stops() -> None:
+            async with Crawler(config) as crawler:
                 async for result in crawler.crawl(site.seeds):
                     seen.append(result)
                     if len(seen) == 5:
                         server.stop()
+
+        with pytest.raises(SharedStateError, match="Redis"):
+            await until_redis_stops()
         server.start()
         again = await crawl_all(Crawler(config), site.seeds)
         keys = {r.key for r in seen + again}
@@ -180,6 +184,6 @@ def test_cluster_config_is_validated() -> None:
         Config().override("cluster", crawl_id="a b")
     with pytest.raises(ConfigError, match="redis"):
         Config().override("cluster", redis="http://localhost:6379")
-    assert json.dumps(repr(Config().override("cluster", redis="redis://:pw@h:1/0"))).count(
-        "pw"
-    ) == 0
+    assert (
+        json.dumps(repr(Config().override("cluster", redis="redis://:pw@h:1/0"))).count("pw") == 0
+    )
