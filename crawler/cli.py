@@ -2,12 +2,13 @@
 
     crawl [SEEDS_FILE_OR_URL ...] [--config PATH] [-o PATH|-] [--max-pages N] [--max-depth N]
           [--concurrency N] [--delay SECONDS] [--stats PATH] [--warc PATH] [--state DIR]
-          [--fresh] [--recrawl] [--demo] [-v|-q]
+          [--fresh] [--recrawl] [--redis URL [--crawl-id NAME] [--status]] [--demo] [-v|-q]
 
 Results go to stdout (or `-o PATH`) as JSON Lines; logs, progress and the summary go to stderr.
 Seeds are read by `crawler.seeds`, outputs checked and written by `crawler.output`.
 Exit status: 0 for a completed crawl, 1 when the demo's crawl differs from the fixture's ground
-truth, 2 for usage, config, seed, output path or state errors, 3 when not one seed got an HTTP
+truth, 2 for usage, config, seed, output path or state errors (a shared crawl's Redis
+unreachable or started with other settings included), 3 when not one seed got an HTTP
 response (see `crawler.seeds`), 130/143 when stopped by SIGINT/SIGTERM, 141 when stdout was
 closed.
 """
@@ -31,7 +32,7 @@ from typing import IO, Any, TypeVar
 from crawler.components import settings
 from crawler.config import Config, load_config
 from crawler.engine import Crawler
-from crawler.errors import ConfigError, ScoreError, SeedError
+from crawler.errors import ConfigError, ScoreError, SeedError, SharedStateError
 from crawler.fixture import FixtureSite
 from crawler.output import JsonlWriter, check_output_paths, open_output, repair_jsonl
 from crawler.progress import ProgressReporter, print_summary
@@ -64,8 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="crawl",
         description="Crawl from seed URLs (or seed files, one URL per line) and write JSON Lines.",
         epilog="exit status: 0 done; 1 the demo differed from its ground truth; 2 usage, config, "
-        "seed, output path or state error; 3 not one seed got an HTTP response; 130/143 "
-        "stopped by SIGINT/SIGTERM; 141 stdout closed",
+        "seed, output path or state error (Redis included); 3 not one seed got an HTTP "
+        "response; 130/143 stopped by SIGINT/SIGTERM; 141 stdout closed",
     )
     parser.add_argument(
         "targets",
@@ -111,6 +112,19 @@ def build_parser() -> argparse.ArgumentParser:
         "requests (If-None-Match / If-Modified-Since); run again to resume it",
     )
     parser.add_argument(
+        "--redis",
+        metavar="URL",
+        help="share the crawl with other crawl processes through Redis (redis://HOST:PORT/DB)",
+    )
+    parser.add_argument(
+        "--crawl-id", metavar="NAME", help="the shared crawl's name in Redis (default: default)"
+    )
+    parser.add_argument(
+        "--status",
+        action="store_true",
+        help="print the shared crawl's progress (with --redis) and exit, without crawling",
+    )
+    parser.add_argument(
         "--demo",
         action="store_true",
         help="crawl the bundled fixture site on loopback (no network needed)",
@@ -145,6 +159,9 @@ def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
         config = config.override("state", dir=args.state)
     if args.focus is not None:
         config = config.override("focus", keywords=tuple(args.focus.split()))
+    cluster = {k: v for k, v in (("redis", args.redis), ("crawl_id", args.crawl_id)) if v}
+    if cluster:
+        config = config.override("cluster", **cluster)
     return config
 
 
@@ -226,7 +243,8 @@ async def run(
     warc = WarcOutput(o.warc, max_size=o.warc_max_size) if o.warc else None
     crawler = Crawler(config, recorder=warc.write if warc is not None else None, state=state)
     reporter = ProgressReporter(crawler, sys.stderr, interval=o.progress_interval)
-    writer = JsonlWriter(out, sync=state is not None, on_error=crawler.stop)
+    shared = bool(config.cluster.redis)  # a result is written before its lease is released
+    writer = JsonlWriter(out, sync=state is not None or shared, on_error=crawler.stop)
     report = SeedReport()
     stopped_by: list[int] = []
     loop = asyncio.get_running_loop()
@@ -265,6 +283,9 @@ async def run(
         hint = (
             f"resume with: {command_line(without_fresh(args))}"
             if state is not None
+            else f"the shared crawl {config.cluster.crawl_id!r} goes on in Redis; rejoin it "
+            f"with: {command_line(args)}"
+            if config.cluster.redis
             else "it cannot be resumed: run with --state DIR to make crawls resumable"
         )
         print(f"crawl: interrupted{where}; {hint}", file=sys.stderr)
@@ -345,6 +366,12 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.verbose, args.quiet)
     try:
         config = apply_overrides(load_config(args.config), args)
+        if args.status:
+            if not config.cluster.redis:
+                raise ConfigError("--status reads a shared crawl: give --redis URL (or [cluster])")
+            from crawler.cluster import status_command  # imports redis-py
+
+            return status_command(config.cluster.redis, config.cluster.crawl_id)
         if args.demo and args.targets:
             raise ConfigError("--demo crawls the bundled fixture site; give no seeds with it")
         if args.fresh and not config.state.dir:
@@ -372,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
                           recrawl=args.recrawl,
                           args=sys.argv[1:] if argv is None else argv)  # fmt: skip
                 outcome = run_loop(job)
-    except (StateError, ConfigError) as exc:  # ConfigError: e.g. [focus] keywords without words
+    except (StateError, ConfigError, SharedStateError) as exc:  # e.g. [focus] without words
         print(f"crawl: error: {exc}", file=sys.stderr)
         return 2
     except ScoreError as exc:  # the focus scorer failed: the results so far are written

@@ -269,6 +269,8 @@ class Crawler:
                     yield item
                     # The consumer has taken the result: only now is the URL done for good.
                     self._room.release()
+                    if self.cluster is not None:
+                        self.cluster.work.consumed(item.key)
                     if state is not None:
                         state.completed(item.key, *_validators(item))
                         if time.monotonic() >= checkpoint_at:
@@ -310,6 +312,8 @@ class Crawler:
 
     async def _emit(self, result: CrawlResult) -> None:
         await self._room.acquire()  # back-pressure: at most 2 x concurrency results waiting
+        if self.cluster is not None:  # its lease is released once the consumer took it
+            self.cluster.work.emitted(result.key)
         self._results.put_nowait(result)
 
     async def _worker(self) -> None:

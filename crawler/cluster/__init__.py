@@ -9,7 +9,7 @@ does.
 from __future__ import annotations
 
 from crawler.cluster.node import ClusterNode, SentCache, check_cluster_config, crawl_prefix
-from crawler.cluster.status import format_status, read_status
+from crawler.cluster.status import format_status, read_status, status_command
 from crawler.cluster.work import SharedWork
 
 __all__ = [
@@ -20,4 +20,5 @@ __all__ = [
     "crawl_prefix",
     "format_status",
     "read_status",
+    "status_command",
 ]

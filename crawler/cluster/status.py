@@ -6,7 +6,9 @@ process's last heartbeat (`crawler.cluster.node`), summed over every process tha
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 import time
 from typing import IO, Any
 
@@ -16,7 +18,7 @@ from redis.exceptions import RedisError
 from crawler.cluster.node import crawl_prefix, redacted
 from crawler.errors import SharedStateError
 
-__all__ = ["format_status", "read_status"]
+__all__ = ["format_status", "read_status", "status_command"]
 
 SUMMED = ("pages", "errors", "bytes", "admitted", "duplicates", "retries")
 
@@ -91,3 +93,15 @@ def format_status(status: dict[str, Any], out: IO[str]) -> None:
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def status_command(url: str, crawl_id: str) -> int:
+    """``crawl --status``: print the shared crawl's progress; the exit status (2: unreachable
+    Redis or no such crawl)."""
+    try:
+        status = asyncio.run(read_status(url, crawl_id))
+    except SharedStateError as exc:
+        print(f"crawl: error: {exc}", file=sys.stderr)
+        return 2
+    format_status(status, sys.stdout)
+    return 0

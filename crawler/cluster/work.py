@@ -10,6 +10,10 @@ and ``refusal()`` without awaiting, as with the in-memory frontier. Here:
   once when a completion of this process frees a host. It answers None, to every waiting
   worker, once nothing is queued and nothing is leased by any process (the shared crawl is
   over), or after ``close()``.
+- The completion of a URL whose result the engine emitted (``emitted(key)``) is held until the
+  crawl's consumer has taken that result (``consumed(key)``; the CLI writes it first): the
+  lease is released only once the result is out of the process, so a process killed with
+  results in its buffers leaves their URLs leased, and they are fetched again, not lost.
 - ``done()`` and ``set_robots()`` go to an outbox that one flush task sends in order: runs of
   completions in one ``done_many`` round trip, a robots.txt answer before the completion of its
   ROBOTS entry. A completion is thus sent a round trip after the fetch ends; if the process dies
@@ -52,9 +56,9 @@ _Done = tuple[Entry, Outcome | None, bool]
 class SharedWork:
     """The engine's frontier interface over a `RedisFrontier` (see the module docstring)."""
 
-    __slots__ = ("_claimer", "_closed", "_error", "_flusher", "_frontier", "_kick", "_leased",
-                 "_outbox", "_queued", "_spare", "_waiters", "_wake", "poll_interval",
-                 "stats")  # fmt: skip
+    __slots__ = ("_claimer", "_closed", "_error", "_flusher", "_frontier", "_held", "_kick",
+                 "_leased", "_outbox", "_queued", "_spare", "_unconsumed", "_waiters", "_wake",
+                 "poll_interval", "stats")  # fmt: skip
 
     def __init__(self, frontier: RedisFrontier, *, poll_interval: float = 0.2) -> None:
         self._frontier = frontier
@@ -62,6 +66,8 @@ class SharedWork:
         self._waiters: deque[asyncio.Future[Entry | None]] = deque()
         self._spare: deque[Entry] = deque()  # claimed for a worker that stopped waiting
         self._outbox: list[_Done | _Robots] = []
+        self._unconsumed: set[str] = set()  # keys whose result is emitted, not yet consumed
+        self._held: dict[str, _Done] = {}  # their completions, if done() came first
         self._wake = asyncio.Event()  # the outbox has something
         self._kick = asyncio.Event()  # a completion was sent: a host may be ready
         self._claimer: asyncio.Task[None] | None = None
@@ -138,7 +144,21 @@ class SharedWork:
 
     # -- completions ---------------------------------------------------------------------------
     def done(self, entry: Entry, outcome: Outcome | None = None, *, retry: bool = False) -> None:
-        self._send((entry, outcome, retry))
+        if entry.key in self._unconsumed:
+            self._held[entry.key] = (entry, outcome, retry)
+        else:
+            self._send((entry, outcome, retry))
+
+    def emitted(self, key: str) -> None:
+        """A result for `key` is on its way to the consumer: hold its completion until then."""
+        self._unconsumed.add(key)
+
+    def consumed(self, key: str) -> None:
+        """The consumer took the result for `key`: its completion may go."""
+        self._unconsumed.discard(key)
+        held = self._held.pop(key, None)
+        if held is not None:
+            self._send(held)
 
     def set_robots(self, key: str, policy: RobotsPolicy, body: bytes | None = None) -> None:
         self._send(_Robots(key, policy, body))

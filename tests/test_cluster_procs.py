@@ -1,0 +1,111 @@
+"""Real `crawl --redis` processes sharing one crawl of the fixture site (and one kill -9).
+
+The fixture site is served by this test's event loop and logs every request with its start time
+(server side), so politeness is measured across processes; each process writes its own -o file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import signal
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from crawler.cluster import read_status
+from crawler.fixture import FixtureSite
+from crawler.urls import UrlNormalizer
+from tests.redis_server import RedisServer
+
+DELAY = 0.15
+# The delay is kept between claims (Redis's clock); the server sees it give or take how long each
+# process took from its claim to its request (scheduling on a shared 2-core machine).
+JITTER = 0.02
+URLS = UrlNormalizer()
+
+
+@pytest.fixture
+def redis() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+def write_config(site: FixtureSite, path: Path, *, lease_ttl: float = 0.0) -> Path:
+    resolve = ", ".join(f'"{h}" = "{a}"' for h, a in site.resolve.items())
+    path.write_text(
+        f"[crawl]\nconcurrency = 4\n[politeness]\ndelay = {DELAY}\nbackoff_base = 0.05\n"
+        f"[fetch]\nresolve = {{ {resolve} }}\n"
+        f"[cluster]\nlease_ttl = {lease_ttl}\nheartbeat = 0.5\n"
+    )
+    return path
+
+
+async def start(site: FixtureSite, config: Path, url: str, out: Path) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "crawler.cli", *site.seeds, "--config", str(config),
+        "--redis", url, "--crawl-id", "procs", "-o", str(out), "-q",
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+
+
+def keys_of(path: Path) -> list[str]:
+    """The canonical keys of the results in a JSON Lines file (a cut last line is left out)."""
+    lines = path.read_text().splitlines() if path.exists() else []
+    keys = [URLS.canonicalize(json.loads(line)["url"]) for line in lines if line.endswith("}")]
+    return [k for k in keys if k is not None]
+
+
+async def test_three_processes_crawl_the_site_once_politely(
+    site: FixtureSite, redis: RedisServer, tmp_path: Path
+) -> None:
+    config = write_config(site, tmp_path / "c.toml")
+    outs = [tmp_path / f"out{i}.jsonl" for i in range(3)]
+    procs = [await start(site, config, redis.url, out) for out in outs]
+    async with asyncio.timeout(120):
+        errs = [(await p.communicate())[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errs
+    per_process = [keys_of(out) for out in outs]
+    every = [k for keys in per_process for k in keys]
+    assert [k for k, n in Counter(every).items() if n > 1] == []  # no URL fetched twice
+    assert set(every) == site.expected() | site.refused()  # the union is the ground truth
+    assert sum(bool(keys) for keys in per_process) >= 2  # the work was shared
+    starts: dict[str, list[float]] = {}
+    for request in site.requests:
+        starts.setdefault(request.host, []).append(request.time)
+    for host, times in starts.items():  # one politeness per host across processes
+        gaps = [b - a for a, b in itertools.pairwise(sorted(times))]
+        assert min(gaps) >= DELAY - JITTER, f"{host}: requests {min(gaps):.3f} s apart"
+    status = await read_status(redis.url, "procs")
+    assert status["finished"] and status["pages"] == len(every)
+    assert len(status["processes"]) == 3
+
+
+async def test_a_process_killed_mid_crawl_loses_nothing(
+    site: FixtureSite, redis: RedisServer, tmp_path: Path
+) -> None:
+    config = write_config(site, tmp_path / "c.toml", lease_ttl=2.0)
+    victim_out, other_out = tmp_path / "victim.jsonl", tmp_path / "other.jsonl"
+    victim = await start(site, config, redis.url, victim_out)
+    other = await start(site, config, redis.url, other_out)
+    async with asyncio.timeout(60):
+        while len(keys_of(victim_out)) < 5:
+            assert victim.returncode is None, "the victim finished before the kill"
+            await asyncio.sleep(0.02)
+    os.kill(victim.pid, signal.SIGKILL)
+    await victim.wait()
+    async with asyncio.timeout(120):
+        _, err = await other.communicate()
+    assert other.returncode == 0, err.decode()
+    victim_keys, other_keys = keys_of(victim_out), keys_of(other_out)
+    assert set(victim_keys) | set(other_keys) == site.expected() | site.refused()
+    repeats = [k for k, n in Counter(victim_keys + other_keys).items() if n > 1]
+    # a repeat is a URL the victim held leased when it died (fetched, not yet released)
+    assert len(repeats) <= 4 + 2 * 4  # its workers + results waiting (2 x concurrency)
+    status = await read_status(redis.url, "procs")
+    assert status["finished"] and status["reclaimed"] >= len(repeats)
