@@ -40,7 +40,7 @@ $(BENCH_STAMP): $(STAMP)
 	rm -f $(VENV)/.bench-*
 	touch $@
 
-bench: $(BENCH_STAMP)
+bench: $(BENCH_STAMP) redis-server
 	$(BIN)/python -m bench
 
 clean:

@@ -38,7 +38,14 @@ from crawler.components import (
 )
 from crawler.config import Config
 from crawler.content import ContentIndex, fingerprint
-from crawler.errors import FetchError, ScoreError, SeedError, SharedStateError, failure_class
+from crawler.errors import (
+    ConfigError,
+    FetchError,
+    ScoreError,
+    SeedError,
+    SharedStateError,
+    failure_class,
+)
 from crawler.fetcher import Response
 from crawler.focus import Focus
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
@@ -127,8 +134,11 @@ class Crawler:
         self.scope: Scope | None = None
         self.cluster: ClusterNode | None = None
         if config.cluster.redis:
-            from crawler.cluster import check_cluster_config
-
+            try:
+                from crawler.cluster import check_cluster_config
+            except ImportError as exc:  # redis-py is an extra
+                raise ConfigError(f"--redis needs redis-py: pip install "
+                                  f"'sieve-crawler[redis]' ({exc})") from None  # fmt: skip
             check_cluster_config(config, state=state is not None, score=score is not None)
         self.stopped = False
         self._ran_out = False

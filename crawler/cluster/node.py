@@ -156,11 +156,13 @@ class ClusterNode:
         where = f"Redis at {redacted(self.url)}"
         meta = self.prefix + "meta"
         mine = json.dumps(self._settings, sort_keys=True)
-        try:
-            await self._client.hsetnx(meta, "format", FORMAT)
-            await self._client.hsetnx(meta, "settings", mine)
-            await self._client.hsetnx(meta, "created", _iso(time.time()))
-            stored = await self._client.hgetall(meta)
+        try:  # the first process's fields win, in one transaction
+            pipe = self._client.pipeline(transaction=True)
+            pipe.hsetnx(meta, "format", FORMAT)
+            pipe.hsetnx(meta, "settings", mine)
+            pipe.hsetnx(meta, "created", _iso(time.time()))
+            pipe.hgetall(meta)
+            *_, stored = await pipe.execute()
         except (RedisError, OSError) as exc:
             raise SharedStateError(f"cannot use {where}: {exc}") from exc
         have = {_text(k): _text(v) for k, v in stored.items()}

@@ -8,9 +8,10 @@ for every process). Politeness is global because a *host* is claimed, not a URL:
 best entry of the best ready host, counts it in flight, moves the host's next start to ``now +
 delay`` and takes the host out of ``ready`` while its concurrency is used up; no process holds a
 host for a batch, so processes take turns on it. With ``turn`` > 0 they also take turns when
-they race for a host that frees up: while another process's claim came back empty in the last
-``turn`` seconds, a host this process claimed last is left to the others for ``turn`` seconds
-after it becomes ready (the engine's `crawler.cluster.SharedWork` polls more often than that).
+they race for a host of one slot that frees up: while another process's claim came back empty
+in the last ``turn`` seconds, such a host that this process claimed last is left to the others
+for ``turn`` seconds after it becomes ready (the engine's `crawler.cluster.SharedWork` polls
+more often than that); a host of several slots is shared slot by slot.
 
 Leases: every entry handed out is leased (id, owner, expiry = now + ``lease_ttl``, default the
 fetch's total timeout 60 s + 30 s). ``done()`` takes the lease back: a finisher whose lease

@@ -95,10 +95,11 @@ local want, ttl, owner, scan = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], to
 -- with every priority 0 (nothing scored yet) the earliest ready host is the best: no scan
 if not redis.call('HGET', P .. 'stats', 'scored') then scan = 1 end
 local respect = ARGV[7] == '1'
--- Turns: a process whose claim found nothing is "hungry" for `turn` seconds. While another
--- process is hungry, a host this process was the last to claim is left to the others for
--- `turn` seconds after it becomes ready (then anyone may take it: a host never stalls), so
--- processes take turns on a host instead of its last claimer always winning the race.
+-- Turns: a process whose claim found nothing at all (and left nothing to others) is "hungry"
+-- for `turn` seconds. While another process is hungry, a host of one slot that this process
+-- was the last to claim is left to the others for `turn` seconds after it becomes ready (then
+-- anyone may take it: a host never stalls), so processes take turns on a host instead of its
+-- last claimer always winning the race (a host of several slots is shared by its slots).
 local turn = tonumber(ARGV[8] or '0')
 local others = 0
 if turn > 0 then
@@ -135,7 +136,11 @@ while claimed < want do
     local best, best_score, best_member, robots, removed
     for i = 1, #cands, 2 do
         local h = cands[i]
-        local mine = others > 0 and redis.call('HGET', P .. 'h:' .. h, 'claimer') == owner
+        local mine = false
+        if others > 0 then
+            local hc = redis.call('HMGET', P .. 'h:' .. h, 'claimer', 'conc')
+            mine = hc[1] == owner and hc[2] == '1'
+        end
         local left_until = mine and (tonumber(cands[i + 1]) + turn) or nil
         if left_until and left_until <= now then left_until = nil end
         local top = left_until and {} or redis.call('ZRANGE', P .. 'q:' .. h, 0, 0, 'WITHSCORES')
@@ -168,7 +173,7 @@ while claimed < want do
     end
 end
 if turn > 0 then
-    if claimed < want then
+    if claimed == 0 and want > 0 and not skip_until then
         redis.call('ZADD', P .. 'hungry', fmt(now), owner)
     else
         redis.call('ZREM', P .. 'hungry', owner)

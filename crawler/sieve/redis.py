@@ -129,13 +129,12 @@ class RedisSieve:
     async def open(self) -> None:
         """Create the shared Sieve, or join it; SharedStateError if its settings differ."""
         meta = self._key("meta")
-        try:
-            await self._redis.hsetnx(meta, "format", _FORMAT)  # claim it if new...
-            stored = await self._redis.hgetall(meta)
-            if len(stored) == 1:  # ...and write the rest once (HSETNX per field: idempotent)
-                for name, value in self._params.items():
-                    await self._redis.hsetnx(meta, name, value)
-                stored = await self._redis.hgetall(meta)
+        try:  # first writer wins, field by field, in one transaction: no half-written meta
+            pipe = self._redis.pipeline(transaction=True)
+            for name, value in self._params.items():
+                pipe.hsetnx(meta, name, value)
+            pipe.hgetall(meta)
+            *_, stored = await pipe.execute()
         except RedisError as exc:
             raise SharedStateError(f"Redis: {exc}") from exc
         have = {_text(k): _text(v) for k, v in stored.items()}

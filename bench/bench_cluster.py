@@ -1,0 +1,178 @@
+"""One crawl shared by 1, 2 and 4 `crawl --redis` processes, beside the in-memory crawler.
+
+The site: Debian's python3.11-doc served by nginx on loopback (`make bench` installs both);
+Redis: a throwaway Debian redis-server (``tests.redis_server``). Every crawl is the real
+`crawl` command in its own process (startup included), concurrency 32 (per host too: the site
+is one host), no delay, robots off, no depth limit, results to a file per process. Per run:
+
+  pages/s = results of all processes / wall time from the first start to the last exit;
+  steady/s = results / the time from the first result to the last (of any process: startup and
+  exit left out; the site is small, so startup weighs on the wall-clock rate);
+  CPU ms/page = the crawl processes' CPU (user + sys, ``os.wait4``) per page;
+  Redis CPU us/page = ``INFO cpu`` (user + sys) delta of the server per page;
+  trips/page = round trips to Redis per page: script calls (``INFO commandstats`` EVALSHA; the
+  hot path is all scripts: claim, done, admit, reclaim) per page, heartbeats not counted (two
+  round trips per process every 5 s);
+  memory/queued URL = ``used_memory`` delta per URL of 20,000 queued on 50 hosts (apart from
+  the crawls), the Sieve's preallocated stage excluded.
+
+Run: `python -m bench cluster` (BENCH_QUICK=1: a smaller site subset).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from redis.asyncio import Redis
+
+from bench.corpus import ensure_docs
+from bench.nginx import Nginx
+from crawler.entries import Entry
+from crawler.frontier.redis import RedisFrontier
+from crawler.sieve.redis import RedisSieve
+from tests.redis_server import RedisServer
+
+QUICK = bool(os.environ.get("BENCH_QUICK"))
+PROCESSES = (1, 2, 4)
+CONFIG = """[crawl]
+concurrency = 32
+max_depth = 0
+max_pages = {max_pages}
+[politeness]
+delay = 0.0
+per_host_concurrency = 32
+respect_robots = false
+"""
+
+
+def redis_figures(url: str) -> dict[str, float]:
+    async def read() -> dict[str, float]:
+        client = Redis.from_url(url)
+        cpu: dict[str, Any] = await client.info("cpu")
+        stats: dict[str, Any] = await client.info("commandstats")
+        mem: dict[str, Any] = await client.info("memory")
+        await client.aclose()
+        return {
+            "cpu": float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"]),
+            "commands": float(stats.get("cmdstat_evalsha", {"calls": 0})["calls"]),
+            "memory": float(mem["used_memory"]),
+        }
+
+    return asyncio.run(read())
+
+
+def run(
+    n: int, seed: str, config: Path, tmp: Path, redis: str | None, crawl_id: str
+) -> dict[str, float]:
+    """`n` crawl processes (n = 1 and no `redis`: the in-memory crawler); figures of the run."""
+    outs = [tmp / f"{crawl_id}-{i}.jsonl" for i in range(n)]
+    shared = ["--redis", redis, "--crawl-id", crawl_id] if redis else []
+    before = redis_figures(redis) if redis else {}
+    started = time.perf_counter()
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "crawler.cli",
+                seed,
+                "--config",
+                str(config),
+                "-q",
+                "-o",
+                str(out),
+                *shared,
+            ]
+        )
+        for out in outs
+    ]
+    cpu = 0.0
+    for proc in procs:
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            raise SystemExit(f"a crawl process failed with exit status {proc.returncode}")
+        cpu += usage.ru_utime + usage.ru_stime
+    wall = time.perf_counter() - started
+    records = [json.loads(line) for out in outs for line in out.read_text().splitlines()]
+    pages = len(records)
+    distinct = len({r["url"] for r in records})
+    times = sorted(datetime.fromisoformat(r["fetched_at"]).timestamp() for r in records)
+    row = {"procs": n, "pages": pages, "distinct": distinct, "wall": wall, "cpu": cpu,
+           "rate": pages / wall, "steady": pages / max(times[-1] - times[0], 1e-3)}  # fmt: skip
+    if redis:
+        after = redis_figures(redis)
+        row["redis_cpu"] = after["cpu"] - before["cpu"]
+        row["commands"] = after["commands"] - before["commands"]
+    return row
+
+
+async def memory_per_queued_url(url: str, count: int = 20_000) -> tuple[float, int]:
+    client = Redis.from_url(url)
+    sieve = RedisSieve(client, "mem:", capacity=1_000_000, error_rate=1e-4)
+    frontier = RedisFrontier(client, "mem:", sieve)
+    await frontier.open()
+    await frontier.put_many([Entry(url="http://h0.test/", key="http://h0.test/", depth=0)])
+    before = int((await client.info("memory"))["used_memory"])
+    rng = random.Random(7)
+    urls = [f"http://h{rng.randrange(50)}.test/doc/{rng.getrandbits(40):x}.html"
+            for _ in range(count)]  # fmt: skip
+    for i in range(0, count, 100):
+        await frontier.put_many([Entry(url=u, key=u, depth=1, parent="http://h0.test/")
+                                 for u in urls[i : i + 100]])  # fmt: skip
+    after = int((await client.info("memory"))["used_memory"])
+    await client.aclose()
+    return (after - before) / count, sieve.size_in_bytes
+
+
+def main() -> None:
+    root = ensure_docs()
+    max_pages = 300 if QUICK else 0
+    with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp_name, Nginx(root) as site:
+        tmp = Path(tmp_name)
+        config = tmp / "config.toml"
+        config.write_text(CONFIG.format(max_pages=max_pages))
+        seed = f"{site.base_url}index.html"
+        with RedisServer() as server:
+            memory = run(1, seed, config, tmp, None, "memory")
+            rows = [run(n, seed, config, tmp, server.url, f"c{n}") for n in PROCESSES]
+            per_url, sieve_bytes = asyncio.run(memory_per_queued_url(server.url))
+    print(f"site: {root} via nginx on loopback; concurrency 32 per process (per host too), "
+          f"delay 0, robots off{', max 300 pages' if QUICK else ''}; 2 cores shared")  # fmt: skip
+    head = (f"{'crawl':<22} {'pages':>6} {'distinct':>8} {'wall s':>7} {'pages/s':>8} "
+            f"{'vs 1 proc':>9} {'steady/s':>8} {'vs 1 proc':>9} {'CPU ms/page':>11} "
+            f"{'Redis CPU us/page':>17} {'trips/page':>10}")  # fmt: skip
+    print(head)
+    one, one_steady = rows[0]["rate"], rows[0]["steady"]
+    for name, r in [("in memory (1 process)", memory)] + [
+        (f"Redis, {r['procs']} process{'es' if r['procs'] > 1 else ''}", r) for r in rows
+    ]:
+        redis_cpu = (
+            f"{r['redis_cpu'] / r['pages'] * 1e6:>17.0f}" if "redis_cpu" in r else f"{'-':>17}"
+        )
+        commands = f"{r['commands'] / r['pages']:>10.2f}" if "commands" in r else f"{'-':>10}"
+        print(f"{name:<22} {r['pages']:>6.0f} {r['distinct']:>8.0f} {r['wall']:>7.2f} "
+              f"{r['rate']:>8.0f} {r['rate'] / one:>8.2f}x {r['steady']:>8.0f} "
+              f"{r['steady'] / one_steady:>8.2f}x {r['cpu'] / r['pages'] * 1e3:>11.2f} "
+              f"{redis_cpu} {commands}")  # fmt: skip
+    mib = sieve_bytes / 2**20
+    print(f"\nRedis memory per queued URL: {per_url:.0f} bytes (20,000 URLs on 50 hosts), beside"
+          f" the Sieve's first stage: {mib:.1f} MiB for 1M URLs at 1e-4")  # fmt: skip
+    busiest = max(rows, key=lambda r: r["rate"])
+    us = busiest["redis_cpu"] / busiest["pages"] * 1e6
+    print(f"saturation: {us:.0f} us of Redis CPU per page -> one Redis core serves about "
+          f"{1e6 / us:,.0f} pages/s in all (machines x pages/s each)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
