@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 from redis.asyncio import Redis
 
+from crawler.cli import main
 from crawler.cluster import SentCache, format_status, read_status
 from crawler.config import Config
 from crawler.engine import Crawler
@@ -187,3 +188,17 @@ def test_cluster_config_is_validated() -> None:
     assert (
         json.dumps(repr(Config().override("cluster", redis="redis://:pw@h:1/0"))).count("pw") == 0
     )
+
+
+async def test_crawl_status_command(
+    site: FixtureSite, redis_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await crawl_all(Crawler(shared(site_config(site), redis_url, crawl_id="cli")), site.seeds)
+    args = ["--redis", redis_url, "--crawl-id", "cli", "--status"]
+    assert await asyncio.to_thread(main, args) == 0
+    out = capsys.readouterr().out
+    assert "crawl 'cli'" in out and "finished" in out and "1 active of 1 seen" in out
+    assert await asyncio.to_thread(main, ["--redis", redis_url, "--crawl-id", "x", "--status"]) == 2
+    assert "no crawl 'x'" in capsys.readouterr().err
+    assert main(["--status"]) == 2
+    assert "--status reads a shared crawl" in capsys.readouterr().err
