@@ -18,9 +18,12 @@ from crawler.cli import main
 from crawler.cluster import SentCache, format_status, read_status
 from crawler.config import Config
 from crawler.engine import Crawler
+from crawler.entries import Entry
 from crawler.errors import ConfigError, SharedStateError
 from crawler.fixture import FixtureSite
+from crawler.frontier.redis import RedisFrontier
 from crawler.results import CrawlResult
+from crawler.sieve.redis import RedisSieve
 from tests.conftest import site_config
 from tests.redis_server import RedisServer
 
@@ -202,3 +205,25 @@ async def test_crawl_status_command(
     assert "no crawl 'x'" in capsys.readouterr().err
     assert main(["--status"]) == 2
     assert "--status reads a shared crawl" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("exact", [False, True], ids=["bloom-only", "exact-tier"])
+async def test_the_exact_tier_in_redis_rescues_every_false_positive(
+    redis_url: str, exact: bool
+) -> None:
+    client = Redis.from_url(redis_url)
+    sieve = RedisSieve(client, "x:", capacity=10, error_rate=0.5)  # saturates at once
+    frontier = RedisFrontier(client, "x:", sieve, exact=exact, max_queued_per_host=10**6)
+    await frontier.open()
+    urls = [f"http://s.test/{i}" for i in range(2000)]
+    flags: list[bool] = []
+    for i in range(0, len(urls), 100):
+        flags += await frontier.put_many([Entry(url=u, key=u, depth=1) for u in urls[i : i + 100]])
+    rescued = int(await client.hget("x:stats", "rescued") or 0)
+    again = await frontier.put_many([Entry(url=u, key=u, depth=1) for u in urls[:100]])
+    await client.aclose()
+    assert not any(again)  # a key admitted is seen, exact tier or not
+    if exact:
+        assert all(flags) and rescued > 0  # the filter alone would have dropped these
+    else:
+        assert not all(flags) and rescued == 0

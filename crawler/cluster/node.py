@@ -10,6 +10,9 @@ are keyed, as ``--state`` does; named in the error), and builds the shared Sieve
 Admission (`admit`) sends a page's new keys in one atomic Lua call (Sieve test-and-set and
 enqueue). A process-local cache of keys already sent (`SentCache`, bounded) answers "seen" for
 a page's navigation links without a round trip, so Redis sees each URL about once per process.
+The exact tier (``[sieve] confirm``: on unless "none", since Redis is the crawl's state as
+``--state`` is) lives in the same script: fingerprints in Redis intsets confirm every "seen" of
+the Bloom filter, so no URL is lost to a false positive.
 
 Every ``heartbeat`` seconds the process writes its stats under ``procs`` (field: its owner id)
 and its time under ``alive``: ``crawl --status`` (`crawler.cluster.status`) adds them up.
@@ -66,7 +69,6 @@ def check_cluster_config(config: Config, *, state: bool, score: bool) -> None:
         ("--state (the shared crawl's state is Redis itself)", state),
         ("--focus / [focus] keywords / a score function", score or bool(config.focus.keywords)),
         ("[dedup] enabled (the content index is per process)", config.dedup.enabled),
-        ('[sieve] confirm = "exact"', config.sieve.confirm == "exact"),
         ("[politeness] adaptive", config.politeness.adaptive),
     ]
     named = [name for name, on in not_shared if on]
@@ -112,8 +114,8 @@ class ClusterNode:
     """This process in the shared crawl (see the module docstring). ``await open()`` first,
     ``await close()`` last."""
 
-    __slots__ = ("_beat", "_client", "_settings", "cache", "config", "frontier", "owner",
-                 "prefix", "sieve", "started", "url", "work")  # fmt: skip
+    __slots__ = ("_beat", "_client", "_settings", "cache", "config", "exact", "frontier",
+                 "owner", "prefix", "rescued", "sieve", "started", "url", "work")  # fmt: skip
 
     def __init__(
         self,
@@ -127,7 +129,11 @@ class ClusterNode:
         self.config = config
         self.url = c.redis
         self.prefix = crawl_prefix(c.crawl_id)
-        self._settings = settings
+        # the exact tier is on unless "none" (Redis is the crawl's state, as --state is); every
+        # process must agree on it
+        self.exact = config.sieve.confirm != "none"
+        self._settings = {**settings, "sieve.confirm": "exact" if self.exact else "none"}
+        self.rescued = 0
         self._client = Redis.from_url(c.redis, socket_connect_timeout=5.0)
         self.sieve = RedisSieve(
             self._client, self.prefix, capacity=s.capacity, error_rate=s.error_rate,
@@ -141,7 +147,7 @@ class ClusterNode:
             backoff_max=p.backoff_max, max_retry_after=p.max_retry_after,
             lease_ttl=c.lease_ttl or config.fetch.total_timeout + 30.0, clock=clock,
             host_rule=host_rule, respect_robots=p.respect_robots, robots_ttl=p.robots_ttl,
-            user_agent=config.crawl.user_agent, turn=2.5 * POLL_INTERVAL,
+            user_agent=config.crawl.user_agent, turn=2.5 * POLL_INTERVAL, exact=self.exact,
         )  # fmt: skip
         self.owner = self.frontier.owner
         self.work = SharedWork(self.frontier, poll_interval=POLL_INTERVAL)
@@ -215,8 +221,10 @@ class ClusterNode:
         pipe = self._client.pipeline(transaction=False)
         pipe.hset(self.prefix + "procs", self.owner, json.dumps(record))
         pipe.zadd(self.prefix + "alive", {self.owner: now})
+        pipe.hget(self.prefix + "stats", "rescued")
         try:
-            await pipe.execute()
+            *_, rescued = await pipe.execute()
+            self.rescued = int(rescued or 0)
             await self.work.refresh()
         except (RedisError, OSError) as exc:
             raise SharedStateError(f"Redis at {redacted(self.url)}: {exc}") from exc
@@ -230,6 +238,8 @@ class ClusterNode:
             "size_in_bytes": sieve.size_in_bytes,
             "false_positive_bound": sieve.false_positive_bound,
             "shared": True,
+            "confirm": "exact" if self.exact else "none",
+            "rescued_false_positives": self.rescued,  # by every process
             "sent_cache_hits": self.cache.hits,
         }
 

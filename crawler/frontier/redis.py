@@ -112,7 +112,7 @@ class RedisFrontier:
     __slots__ = ("_candidates", "_client", "_clock", "_closed", "_dropped_closed", "_flying",
                  "_host_rule", "_max_delay", "_max_queued", "_max_queued_per_host",
                  "_next_reclaim", "_policies", "_rng", "_robots_asked", "_scripts", "_sleep",
-                 "backoff_base", "backoff_max", "concurrency", "delay", "lease_ttl",
+                 "backoff_base", "backoff_max", "concurrency", "delay", "exact", "lease_ttl",
                  "max_retry_after", "owner", "poll_interval", "prefix", "reclaim_interval",
                  "respect_robots", "robots_max_attempts", "robots_ttl", "sieve", "turn",
                  "user_agent")  # fmt: skip
@@ -136,6 +136,7 @@ class RedisFrontier:
         poll_interval: float = 0.2,
         candidates: int = 16,
         turn: float = 0.0,
+        exact: bool = False,
         clock: Callable[[], float] | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
         rng: random.Random | None = None,
@@ -172,6 +173,7 @@ class RedisFrontier:
         self.poll_interval = poll_interval
         self._candidates = candidates
         self.turn = float(turn)
+        self.exact = exact
         self._clock = clock
         self._sleep = sleep if sleep is not None else asyncio.sleep
         self._rng = rng if rng is not None else random.Random()
@@ -223,12 +225,14 @@ class RedisFrontier:
             layout = self.sieve.layout()
             args: list[Any] = [self.prefix, "", len(layout), self._max_queued,
                                self._max_queued_per_host, len(batch),
-                               "1" if self.respect_robots else "", max_admitted]  # fmt: skip
+                               "1" if self.respect_robots else "", max_admitted,
+                               "1" if self.exact else ""]  # fmt: skip
             for m, k in layout:
                 args += (m, k)
             for row, (h1, h2) in zip(rows, pairs, strict=True):
                 args += row
                 args += self.sieve.starts(h1, h2)
+                args += (format((h1 >> 48) & 0xFFFF, "x"), h1)
             reply = await self._run("admit", args)
             if int(reply[0]) >= 0:
                 break

@@ -282,10 +282,15 @@ return 1
 # queued). ARGV: prefix, '' (no clock), stages, max_queued, max_queued_per_host, keys, respect
 # robots.txt ('1': a new host starts in robots state 'need'), max admitted (0: no cap; the
 # crawl's ``max_pages``: a key is refused, and stays unseen, once the Sieve's shared count has
-# reached it), then (m, k) per stage, then per key: host, tail (key\npayload), score, delay,
-# concurrency, then (start, step) per stage. Returns {-1, stages} when the Sieve grew meanwhile
-# (call again), else {set bits of the newest stage, count, flag per key}: 1 queued, 0 seen,
-# 2 full, 3 host full, 4 over max admitted.
+# reached it), exact tier ('1'/''), then (m, k) per stage, then per key: host, tail
+# (key\npayload), score, delay, concurrency, then (start, step) per stage, then its fingerprint's
+# bucket and the fingerprint (the Sieve's h1, signed 64-bit, decimal). The exact tier confirms
+# a key the Bloom filter takes as seen against ``exact:{bucket}`` (sets of fingerprints: 65,536
+# buckets by their top 16 bits, kept as Redis intsets of 8 bytes per key up to 512 keys a
+# bucket, ~33M keys); a key not there is a false positive, rescued (counted in ``stats``
+# ``rescued``) and admitted. Returns {-1, stages} when the Sieve grew meanwhile (call again),
+# else {set bits of the newest stage, count, flag per key}: 1 queued, 0 seen, 2 full, 3 host
+# full, 4 over max admitted.
 ADMIT: Final = (
     _COMMON
     + r"""
@@ -295,14 +300,16 @@ local cur = tonumber(redis.call('GET', P .. 'sieve:stages') or '1')
 if cur ~= nst then return {-1, cur} end
 local ms, ks = {}, {}
 for s = 1, nst do
-    ms[s], ks[s] = tonumber(ARGV[7 + 2 * s]), tonumber(ARGV[8 + 2 * s])
+    ms[s], ks[s] = tonumber(ARGV[8 + 2 * s]), tonumber(ARGV[9 + 2 * s])
 end
+local exact = ARGV[9] == '1'
+local rescued = 0
 local robots_state = (ARGV[7] == '1') and 'need' or ''
 local cap = tonumber(ARGV[8])
 local admitted = (cap > 0) and tonumber(redis.call('GET', P .. 'sieve:count') or '0') or 0
 local over = 0
-local base = 9 + 2 * nst
-local width = 5 + 2 * nst
+local base = 10 + 2 * nst
+local width = 7 + 2 * nst
 local queued = tonumber(redis.call('HGET', P .. 'stats', 'queued') or '0')
 local flags = {}
 local new, flips = 0, 0
@@ -348,10 +355,17 @@ for i = 0, n - 1 do
                 seen = (f == 0)
             end
         end
+        local fp_set = exact and (P .. 'exact:' .. ARGV[at + 5 + 2 * nst])
+        local fp = exact and ARGV[at + 6 + 2 * nst]
+        if seen and exact and redis.call('SISMEMBER', fp_set, fp) == 0 then
+            seen = false  -- a false positive of the Bloom filter, rescued
+            rescued = rescued + 1
+        end
         if seen then
             flag = 0
         else
             flag = 1
+            if exact then redis.call('SADD', fp_set, fp) end
             if tonumber(ARGV[at + 2]) ~= 0 then scored = true end
             local m = '1' .. string.format('%015d', redis.call('INCR', P .. 'seq')) .. ARGV[at + 1]
             redis.call('ZADD', q, ARGV[at + 2], m)
@@ -374,6 +388,7 @@ if scored then redis.call('HSET', st, 'scored', 1) end
 if dropped_full > 0 then redis.call('HINCRBY', st, 'dropped_full', dropped_full) end
 if dropped_host > 0 then redis.call('HINCRBY', st, 'dropped_host_full', dropped_host) end
 if over > 0 then redis.call('HINCRBY', st, 'over_limit', over) end
+if rescued > 0 then redis.call('HINCRBY', st, 'rescued', rescued) end
 local bits = redis.call('INCRBY', P .. 'sieve:bits:' .. (nst - 1), flips)
 local count = redis.call('INCRBY', P .. 'sieve:count', new)
 local out = {bits, count}
