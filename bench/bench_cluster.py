@@ -117,10 +117,11 @@ def run(
     return row
 
 
-async def memory_per_queued_url(url: str, count: int = 20_000) -> tuple[float, int]:
+async def memory_per_queued_url(url: str, exact: bool, count: int = 20_000) -> tuple[float, int]:
     client = Redis.from_url(url)
-    sieve = RedisSieve(client, "mem:", capacity=1_000_000, error_rate=1e-4)
-    frontier = RedisFrontier(client, "mem:", sieve)
+    prefix = f"mem{int(exact)}:"
+    sieve = RedisSieve(client, prefix, capacity=1_000_000, error_rate=1e-4)
+    frontier = RedisFrontier(client, prefix, sieve, exact=exact)
     await frontier.open()
     await frontier.put_many([Entry(url="http://h0.test/", key="http://h0.test/", depth=0)])
     before = int((await client.info("memory"))["used_memory"])
@@ -146,7 +147,8 @@ def main() -> None:
         with RedisServer() as server:
             memory = run(1, seed, config, tmp, None, "memory")
             rows = [run(n, seed, config, tmp, server.url, f"c{n}") for n in PROCESSES]
-            per_url, sieve_bytes = asyncio.run(memory_per_queued_url(server.url))
+            per_url, sieve_bytes = asyncio.run(memory_per_queued_url(server.url, False))
+            per_url_exact, _ = asyncio.run(memory_per_queued_url(server.url, True))
     print(f"site: {root} via nginx on loopback; concurrency 32 per process (per host too), "
           f"delay 0, robots off{', max 300 pages' if QUICK else ''}; 2 cores shared")  # fmt: skip
     head = (f"{'crawl':<22} {'pages':>6} {'distinct':>8} {'wall s':>7} {'pages/s':>8} "
@@ -167,7 +169,8 @@ def main() -> None:
               f"{redis_cpu} {commands}")  # fmt: skip
     mib = sieve_bytes / 2**20
     print(f"\nRedis memory per queued URL: {per_url:.0f} bytes (20,000 URLs on 50 hosts), beside"
-          f" the Sieve's first stage: {mib:.1f} MiB for 1M URLs at 1e-4")  # fmt: skip
+          f" the Sieve's first stage: {mib:.1f} MiB for 1M URLs at 1e-4; with the exact tier"
+          f" (the default): {per_url_exact:.0f} bytes")  # fmt: skip
     busiest = max(rows, key=lambda r: r["rate"])
     us = busiest["redis_cpu"] / busiest["pages"] * 1e6
     print(f"saturation: {us:.0f} us of Redis CPU per page -> one Redis core serves about "
