@@ -15,7 +15,7 @@ import pytest
 from redis.asyncio import Redis
 
 from crawler.cli import main
-from crawler.cluster import SentCache, format_status, read_status
+from crawler.cluster import ClusterNode, SentCache, format_status, read_status
 from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.entries import Entry
@@ -227,3 +227,18 @@ async def test_the_exact_tier_in_redis_rescues_every_false_positive(
         assert all(flags) and rescued > 0  # the filter alone would have dropped these
     else:
         assert not all(flags) and rescued == 0
+
+
+async def test_a_redis_restart_during_the_crawl_ends_it(redis_url: str) -> None:
+    # A restarted Redis may have lost its last writes, which this process's cache of sent keys
+    # would not know: its run id is checked at every heartbeat.
+    node = ClusterNode(shared(Config(), redis_url), {})
+    await node.open(dict)
+    assert node.work.error is None
+    node._run_id = "another server"  # as if it had restarted since the last heartbeat
+    await node._heartbeat(dict)
+    assert isinstance(node.work.error, SharedStateError)
+    assert "restarted during the crawl" in str(node.work.error)
+    with pytest.raises(SharedStateError, match="restarted"):
+        await node.work.get()
+    await node.close(dict)

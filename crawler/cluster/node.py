@@ -114,8 +114,9 @@ class ClusterNode:
     """This process in the shared crawl (see the module docstring). ``await open()`` first,
     ``await close()`` last."""
 
-    __slots__ = ("_beat", "_client", "_settings", "cache", "config", "exact", "frontier",
-                 "owner", "prefix", "rescued", "sieve", "started", "url", "work")  # fmt: skip
+    __slots__ = ("_beat", "_client", "_run_id", "_settings", "cache", "config", "exact",
+                 "frontier", "owner", "prefix", "rescued", "sieve", "started", "url",
+                 "work")  # fmt: skip
 
     def __init__(
         self,
@@ -154,6 +155,7 @@ class ClusterNode:
         self.cache = SentCache()
         self.started = time.time()
         self._beat: asyncio.Task[None] | None = None
+        self._run_id = ""  # the Redis server's run id: a restart changes it
 
     async def open(self, stats: Callable[[], dict[str, Any]]) -> None:
         """Join (or create) the shared crawl; SharedStateError if Redis is unreachable or the
@@ -222,12 +224,20 @@ class ClusterNode:
         pipe.hset(self.prefix + "procs", self.owner, json.dumps(record))
         pipe.zadd(self.prefix + "alive", {self.owner: now})
         pipe.hget(self.prefix + "stats", "rescued")
+        pipe.info("server")
         try:
-            *_, rescued = await pipe.execute()
+            *_, rescued, server = await pipe.execute()
             self.rescued = int(rescued or 0)
             await self.work.refresh()
         except (RedisError, OSError) as exc:
             raise SharedStateError(f"Redis at {redacted(self.url)}: {exc}") from exc
+        run_id = str(server.get("run_id", ""))
+        if self._run_id and run_id != self._run_id:
+            # It may have lost its last writes: this process's cache of sent keys may be wrong.
+            where = redacted(self.url)
+            self.work.fail(SharedStateError(f"Redis at {where} restarted during the crawl: run "
+                                            "the same command again to go on"))  # fmt: skip
+        self._run_id = run_id
 
     def sieve_stats(self) -> dict[str, Any]:
         sieve = self.sieve

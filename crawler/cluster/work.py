@@ -131,6 +131,10 @@ class SharedWork:
             if not waiter.done():
                 waiter.set_result(value)
 
+    def fail(self, exc: BaseException) -> None:
+        """End the crawl here with `exc` (a SharedStateError): every get() raises it."""
+        self._fail(exc)
+
     def _fail(self, exc: BaseException) -> None:
         if not isinstance(exc, SharedStateError):
             exc = SharedStateError(f"the shared frontier failed: {type(exc).__name__}: {exc}")
