@@ -298,7 +298,11 @@ async def run(
                    f"to crawl again from scratch: {again} (outputs are appended to: "
                    "point -o/--warc at new files)")  # fmt: skip
         return Outcome(crawler, 0, summary=False)
-    if report.nothing_fetched:
+    if shared and writer.lines == 0:
+        say(quiet, f"the shared crawl {config.cluster.crawl_id!r} has nothing left to do "
+                   "(crawl --status shows it)")  # fmt: skip
+    # a process of a shared crawl sees the seeds it fetched, maybe not all of them
+    if report.nothing_fetched and (not shared or report.tried >= len(set(seeds))):
         return Outcome(crawler, NOTHING_FETCHED, error=report.message())
     return Outcome(crawler, 0)
 

@@ -46,10 +46,12 @@ def write_config(site: FixtureSite, path: Path, *, lease_ttl: float = 0.0) -> Pa
     return path
 
 
-async def start(site: FixtureSite, config: Path, url: str, out: Path) -> asyncio.subprocess.Process:
+async def start(
+    site: FixtureSite, config: Path, url: str, out: Path, *extra: str
+) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable, "-m", "crawler.cli", *site.seeds, "--config", str(config),
-        "--redis", url, "--crawl-id", "procs", "-o", str(out), "-q",
+        "--redis", url, "--crawl-id", "procs", "-o", str(out), *(extra or ["-q"]),
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
 
@@ -84,6 +86,11 @@ async def test_three_processes_crawl_the_site_once_politely(
     status = await read_status(redis.url, "procs")
     assert status["finished"] and status["pages"] == len(every)
     assert len(status["processes"]) == 3
+    # a process joining the finished crawl has nothing to do, and says so
+    late = await start(site, config, redis.url, tmp_path / "late.jsonl", "-v")
+    _, err = await late.communicate()
+    assert late.returncode == 0 and keys_of(tmp_path / "late.jsonl") == []
+    assert "has nothing left to do" in err.decode()
 
 
 async def test_a_process_killed_mid_crawl_loses_nothing(
