@@ -52,13 +52,15 @@ from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
 from crawler.links import read_page
 from crawler.markup import Markup
 from crawler.parsing import Parser, switch_interval
+from crawler.recrawl import conditional_headers, stored_validators
+from crawler.report import crawl_stats
 from crawler.results import CrawlResult, CrawlStats
 from crawler.robots import fetch_robots, policy_from_response, product_token
 from crawler.scope import Scope, split_host
 from crawler.scoring import ScoreFn
 from crawler.sieve import Dedup
 from crawler.sitemaps import SitemapError, parse_sitemap
-from crawler.state import CrawlState, SeenStore, Validators
+from crawler.state import CrawlState, SeenStore
 
 if TYPE_CHECKING:  # imports redis-py: loaded only for a shared crawl
     from crawler.cluster import ClusterNode, SharedWork
@@ -72,25 +74,6 @@ ROBOTS_MAX_BYTES = 500 * 1024
 
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _validators(result: CrawlResult) -> tuple[Validators | None, bool]:
-    """What the state keeps of a result's validators: (validators, keep the stored ones?).
-    A 2xx stores its ETag and Last-Modified, a 304 or a failure keeps the stored ones, any
-    other status clears them (a page gone or moved is fetched unconditionally next time)."""
-    status = result.status
-    if status is None or status == 304:
-        return None, True
-    if status >= 300:
-        return None, False
-    etag = modified = None
-    for name, value in result.headers:
-        lname = name.lower()
-        if lname == "etag" and etag is None:
-            etag = value
-        elif lname == "last-modified" and modified is None:
-            modified = value
-    return (etag, modified), False
 
 
 class _WorkerDone:
@@ -282,7 +265,7 @@ class Crawler:
                     if self.cluster is not None:
                         self.cluster.work.consumed(item.key)
                     if state is not None:
-                        state.completed(item.key, *_validators(item))
+                        state.completed(item.key, *stored_validators(item))
                         if time.monotonic() >= checkpoint_at:
                             state.checkpoint(self.sieve, self.stats.as_dict())
                             checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
@@ -369,7 +352,8 @@ class Crawler:
         What is retried and what backs off the host: `crawler.errors` (the README's table)."""
         retries_left = entry.retries < self.config.fetch.retries
         try:
-            response = await self.fetcher.fetch(entry.url, conditional=self._conditional(entry))
+            conditional = conditional_headers(self.state, entry.key) if self.recrawl else None
+            response = await self.fetcher.fetch(entry.url, conditional=conditional)
         except FetchError as exc:
             outcome = Outcome(blame=exc.blame, attempt=entry.retries)
             if retries_left and exc.retry:
@@ -395,20 +379,6 @@ class Crawler:
         if entry.sitemap and response.status < 300:
             return outcome, False, await self._sitemap(entry, response)
         return outcome, False, await self._page(entry, response)
-
-    def _conditional(self, entry: Entry) -> dict[str, str] | None:
-        """A recrawl's If-None-Match / If-Modified-Since for a URL with stored validators."""
-        if not self.recrawl:
-            return None
-        assert self.state is not None
-        stored = self.state.validators(entry.key)
-        if stored is None:
-            return None
-        etag, modified = stored
-        headers = {"If-None-Match": etag} if etag else {}
-        if modified:
-            headers["If-Modified-Since"] = modified
-        return headers
 
     def _base_result(self, entry: Entry, response: Response) -> dict[str, Any]:
         return {
@@ -527,29 +497,4 @@ class Crawler:
 
     def stats_dict(self) -> dict[str, Any]:
         """Crawl, frontier, Sieve and canonicalizer figures in one JSON-ready dict."""
-        out = self.stats.as_dict()
-        sieve = self.sieve
-        out["sieve"] = {
-            "count": sieve.count,
-            "approx_items": round(sieve.approx_items),
-            "stages": len(sieve.stages),
-            "size_in_bytes": sieve.size_in_bytes,
-            "false_positive_bound": sieve.false_positive_bound,
-            "false_positive_estimate": sieve.false_positive_estimate,
-            "confirm": "exact" if self.dedup.exact is not None else "none",
-            "rescued_false_positives": self.dedup.rescued,
-            "measured_false_positive_rate": self.dedup.measured_false_positive_rate,
-        }
-        if self.cluster is not None:  # the shared Sieve (this process's local one is unused)
-            out["sieve"] = self.cluster.sieve_stats()
-        out["memo_hit_rate"] = round(self.urls.memo_hit_rate, 4)
-        if self.content is not None:
-            out["content_index"] = {"pages": len(self.content), "bytes": self.content.nbytes}
-        guard = self.fetcher.guard
-        out["ssrf_blocked"] = guard.blocked if guard is not None else 0
-        if self.frontier is not None:
-            fs = self.frontier.stats
-            out["frontier"] = {
-                name: getattr(fs, name) for name in getattr(fs, "__dataclass_fields__", {})
-            }
-        return out
+        return crawl_stats(self)

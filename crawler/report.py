@@ -1,0 +1,45 @@
+"""A crawl's figures in one JSON-ready dict (``Crawler.stats_dict()``, ``--stats``).
+
+The crawl's own counters (`crawler.results.CrawlStats`), then the Sieve (the shared one in a
+crawl through Redis), the canonicalizer's memo, the content index, the SSRF guard and the
+frontier.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from crawler.engine import Crawler
+
+__all__ = ["crawl_stats"]
+
+
+def crawl_stats(crawler: Crawler) -> dict[str, Any]:
+    out = crawler.stats.as_dict()
+    if crawler.cluster is not None:  # the shared Sieve (this process's local one is unused)
+        out["sieve"] = crawler.cluster.sieve_stats()
+    else:
+        sieve, dedup = crawler.sieve, crawler.dedup
+        out["sieve"] = {
+            "count": sieve.count,
+            "approx_items": round(sieve.approx_items),
+            "stages": len(sieve.stages),
+            "size_in_bytes": sieve.size_in_bytes,
+            "false_positive_bound": sieve.false_positive_bound,
+            "false_positive_estimate": sieve.false_positive_estimate,
+            "confirm": "exact" if dedup.exact is not None else "none",
+            "rescued_false_positives": dedup.rescued,
+            "measured_false_positive_rate": dedup.measured_false_positive_rate,
+        }
+    out["memo_hit_rate"] = round(crawler.urls.memo_hit_rate, 4)
+    if crawler.content is not None:
+        out["content_index"] = {"pages": len(crawler.content), "bytes": crawler.content.nbytes}
+    guard = crawler.fetcher.guard
+    out["ssrf_blocked"] = guard.blocked if guard is not None else 0
+    if crawler.frontier is not None:
+        fs = crawler.frontier.stats
+        out["frontier"] = {
+            name: getattr(fs, name) for name in getattr(fs, "__dataclass_fields__", {})
+        }
+    return out
