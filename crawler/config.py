@@ -196,7 +196,7 @@ class FocusConfig:
 class ClusterConfig:
     redis: str = field(default="", repr=False)  # may hold a password
     crawl_id: str = "default"
-    lease_ttl: float = 0.0  # 0: [fetch] total_timeout + 30 s
+    lease_ttl: float = 0.0  # 0: crawler.cluster.node.LEASE_TTL (30 s)
     heartbeat: float = 5.0
 
 

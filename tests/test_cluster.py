@@ -78,14 +78,16 @@ async def test_two_crawlers_share_one_crawl_without_repeats(
 
 
 async def test_politeness_holds_across_crawlers(site: FixtureSite, redis_url: str) -> None:
-    delay = 0.1
+    delay = 0.2
     config = shared(site_config(site, concurrency=4), redis_url)
     config = config.override("politeness", delay=delay, respect_robots=False)
     crawlers = [Crawler(config) for _ in range(3)]
     shares = await asyncio.gather(*(crawl_all(c, site.seeds) for c in crawlers))
     total = sum(len(r) for r in shares)
-    # they take turns on the hosts: each has a fair part, none holds a host while others idle
-    assert all(len(r) >= total / 6 for r in shares), [len(r) for r in shares]
+    # they take turns on the hosts: none holds a host while the others idle (without turns
+    # one took 33 of 43 pages, the others 5 each)
+    counts = [len(r) for r in shares]
+    assert max(counts) <= 0.6 * total and min(counts) >= 0.1 * total, counts
     starts: dict[str, list[float]] = {}
     for request in site.requests:
         starts.setdefault(request.host, []).append(request.time)
@@ -93,7 +95,9 @@ async def test_politeness_holds_across_crawlers(site: FixtureSite, redis_url: st
     for host, times in starts.items():
         times.sort()
         gaps = [b - a for a, b in itertools.pairwise(times)]
-        assert min(gaps) >= delay - 0.01, f"{host}: two starts {min(gaps):.3f} s apart"
+        # kept between claims; the server sees it give or take the loop's time from a claim
+        # to its request (three crawlers and the site share this test's loop)
+        assert min(gaps) >= delay - 0.05, f"{host}: two starts {min(gaps):.3f} s apart"
 
 
 async def test_max_pages_caps_the_shared_crawl(site: FixtureSite, redis_url: str) -> None:

@@ -26,7 +26,7 @@ from tests.redis_server import RedisServer
 DELAY = 0.15
 # The delay is kept between claims (Redis's clock); the server sees it give or take how long each
 # process took from its claim to its request (scheduling on a shared 2-core machine).
-JITTER = 0.02
+JITTER = 0.03
 URLS = UrlNormalizer()
 
 
@@ -56,6 +56,19 @@ async def start(
     )  # fmt: skip
 
 
+async def finish(procs: list[asyncio.subprocess.Process], seconds: float) -> list[str]:
+    """Wait for the processes; their stderr. On a timeout, kill them and fail with their logs."""
+    try:
+        async with asyncio.timeout(seconds):
+            return [(await p.communicate())[1].decode() for p in procs]
+    except TimeoutError:
+        for p in procs:
+            if p.returncode is None:
+                p.kill()
+        logs = [(await p.communicate())[1].decode()[-3000:] for p in procs]
+        pytest.fail(f"crawl processes still running after {seconds} s:\n" + "\n---\n".join(logs))
+
+
 def keys_of(path: Path) -> list[str]:
     """The canonical keys of the results in a JSON Lines file (a cut last line is left out)."""
     lines = path.read_text().splitlines() if path.exists() else []
@@ -68,9 +81,8 @@ async def test_three_processes_crawl_the_site_once_politely(
 ) -> None:
     config = write_config(site, tmp_path / "c.toml")
     outs = [tmp_path / f"out{i}.jsonl" for i in range(3)]
-    procs = [await start(site, config, redis.url, out) for out in outs]
-    async with asyncio.timeout(120):
-        errs = [(await p.communicate())[1].decode() for p in procs]
+    procs = [await start(site, config, redis.url, out, "-v") for out in outs]
+    errs = await finish(procs, 120)
     assert [p.returncode for p in procs] == [0, 0, 0], errs
     per_process = [keys_of(out) for out in outs]
     every = [k for keys in per_process for k in keys]
@@ -99,16 +111,15 @@ async def test_a_process_killed_mid_crawl_loses_nothing(
     config = write_config(site, tmp_path / "c.toml", lease_ttl=2.0)
     victim_out, other_out = tmp_path / "victim.jsonl", tmp_path / "other.jsonl"
     victim = await start(site, config, redis.url, victim_out)
-    other = await start(site, config, redis.url, other_out)
+    other = await start(site, config, redis.url, other_out, "-v")
     async with asyncio.timeout(60):
         while len(keys_of(victim_out)) < 5:
             assert victim.returncode is None, "the victim finished before the kill"
             await asyncio.sleep(0.02)
     os.kill(victim.pid, signal.SIGKILL)
     await victim.wait()
-    async with asyncio.timeout(120):
-        _, err = await other.communicate()
-    assert other.returncode == 0, err.decode()
+    (err,) = await finish([other], 120)
+    assert other.returncode == 0, err
     victim_keys, other_keys = keys_of(victim_out), keys_of(other_out)
     assert set(victim_keys) | set(other_keys) == site.expected() | site.refused()
     repeats = [k for k, n in Counter(victim_keys + other_keys).items() if n > 1]

@@ -180,6 +180,28 @@ async def test_dead_instance_lease_reclaimed_and_handed_to_the_other(
     assert (await alive.stats()).queued == 0
 
 
+async def test_a_renewed_lease_outlives_its_ttl_and_a_reclaimed_one_stays_gone(
+    clients: list[Redis], clock: Clock
+) -> None:
+    a = await frontier(clients[0], clock, lease_ttl=10.0)
+    b = await frontier(clients[1], clock, lease_ttl=10.0)
+    await a.put_many([page("http://a.test/1"), page("http://b.test/1")])
+    slow = await claim_one(a)  # a slow fetch: its process renews the lease while it lasts
+    assert slow is not None
+    for _ in range(5):
+        clock.now += 8.0
+        assert await a.renew() == 1
+        assert await b.reclaim() == 0
+    assert await a.done(slow)  # 40 s later, still its own
+    other = await claim_one(a)
+    assert other is not None
+    clock.now += 10.0  # not renewed: the process died, or stalled
+    assert await b.reclaim() == 1
+    assert await a.renew() == 0  # too late: the reclaimed lease is not brought back
+    assert await claim_one(b) == other
+    assert (await b.stats()).in_flight == 1
+
+
 async def test_stale_finisher_cannot_clobber_a_reassigned_lease(
     clients: list[Redis], clock: Clock
 ) -> None:

@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 
 FORMAT = "1"
 POLL_INTERVAL = 0.1  # seconds between the claims of a process that found nothing to do
+LEASE_TTL = 30.0  # default [cluster] lease_ttl: renewed every third of it while the process lives
 
 
 def crawl_prefix(crawl_id: str) -> str:
@@ -146,7 +147,7 @@ class ClusterNode:
             max_queued=config.crawl.max_queued,
             max_queued_per_host=config.crawl.max_queued_per_host, backoff_base=p.backoff_base,
             backoff_max=p.backoff_max, max_retry_after=p.max_retry_after,
-            lease_ttl=c.lease_ttl or config.fetch.total_timeout + 30.0, clock=clock,
+            lease_ttl=c.lease_ttl or LEASE_TTL, clock=clock,
             host_rule=host_rule, respect_robots=p.respect_robots, robots_ttl=p.robots_ttl,
             user_agent=config.crawl.user_agent, turn=2.5 * POLL_INTERVAL, exact=self.exact,
         )  # fmt: skip
@@ -188,7 +189,7 @@ class ClusterNode:
             )
         await self.frontier.open()
         await self._heartbeat(stats)
-        self._beat = asyncio.create_task(self._beat_loop(stats), name="cluster-heartbeat")
+        self._beat = asyncio.create_task(self._upkeep(stats), name="cluster-upkeep")
         log.info("joined the shared crawl %r in %s as %s", self.prefix, where, self.owner)
 
     async def admit(self, entries: Sequence[Entry], max_admitted: int = 0) -> list[int]:
@@ -207,12 +208,19 @@ class ClusterNode:
                     cache.add(entries[i].key)
         return flags
 
-    async def _beat_loop(self, stats: Callable[[], dict[str, Any]]) -> None:
-        interval = self.config.cluster.heartbeat
+    async def _upkeep(self, stats: Callable[[], dict[str, Any]]) -> None:
+        """Renew this process's leases every third of their time; a heartbeat when due."""
+        beat = self.config.cluster.heartbeat
+        tick = min(beat, self.frontier.lease_ttl / 3)
+        loop = asyncio.get_running_loop()
+        next_beat = loop.time() + beat
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(tick)
             try:
-                await self._heartbeat(stats)
+                await self.frontier.renew()
+                if loop.time() >= next_beat:
+                    next_beat = loop.time() + beat
+                    await self._heartbeat(stats)
             except SharedStateError as exc:  # the workers see Redis fail too, and end the crawl
                 log.warning("heartbeat: %s", exc)
 

@@ -80,6 +80,7 @@ from crawler.frontier.redis_scripts import (
     DONE,
     RECLAIM,
     REFUSE,
+    RENEW,
     REPRIORITIZE,
     SET_ROBOTS,
 )
@@ -191,7 +192,8 @@ class RedisFrontier:
         self._flying: dict[int, tuple[Entry, str]] = {}  # id(entry) -> (entry, lease id)
         self._scripts = {name: client.register_script(src) for name, src in (
             ("admit", ADMIT), ("claim", CLAIM), ("done", DONE), ("reclaim", RECLAIM),
-            ("raise", REPRIORITIZE), ("refuse", REFUSE), ("robots", SET_ROBOTS))}  # fmt: skip
+            ("raise", REPRIORITIZE), ("refuse", REFUSE), ("robots", SET_ROBOTS),
+            ("renew", RENEW))}  # fmt: skip
 
     async def open(self) -> None:
         """Open (or join) the shared Sieve; SharedStateError if Redis is unreachable."""
@@ -345,6 +347,16 @@ class RedisFrontier:
         if now >= self._next_reclaim:
             await self.reclaim()
             self._next_reclaim = now + self.reclaim_interval
+
+    async def renew(self) -> int:
+        """Extend the leases this process holds by ``lease_ttl`` from now (those not reclaimed
+        meanwhile); how many. A process that renews them every ``lease_ttl / 3`` keeps URLs
+        whose fetch (or result) takes long, and loses them ``lease_ttl`` after it dies."""
+        leases = [lease for _, lease in self._flying.values()]
+        if not leases:
+            return 0
+        return int(await self._run("renew", [self.prefix, self._now_arg(), self.lease_ttl,
+                                             *leases]))  # fmt: skip
 
     async def reclaim(self, limit: int = 1000) -> int:
         """Put expired leases' entries back at the head of their hosts; how many."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ADMIT", "CLAIM", "DONE", "RECLAIM", "REFUSE", "REPRIORITIZE", "SET_ROBOTS"]
+__all__ = ["ADMIT", "CLAIM", "DONE", "RECLAIM", "REFUSE", "RENEW", "REPRIORITIZE", "SET_ROBOTS"]
 
 # Shared helpers, prepended to every script.
 _COMMON: Final = r"""
@@ -255,6 +255,20 @@ for _, id in ipairs(ids) do
     end
 end
 return #ids
+"""
+)
+
+# ARGV: prefix, now, lease_ttl, then lease ids. Each lease still current (not reclaimed) expires
+# lease_ttl from now again; a reclaimed one stays gone. Returns how many were renewed.
+RENEW: Final = (
+    _COMMON
+    + r"""
+local expiry = fmt(clock() + tonumber(ARGV[3]))
+local renewed = 0
+for i = 4, #ARGV do
+    renewed = renewed + redis.call('ZADD', P .. 'leases', 'XX', 'CH', expiry, ARGV[i])
+end
+return renewed
 """
 )
 
