@@ -67,6 +67,7 @@ import logging
 import math
 from collections.abc import Sequence
 
+from crawler.relevance.evidence import EvidenceTable
 from crawler.relevance.learn import LinkLearner
 from crawler.relevance.text import STOPWORDS, Stems, prefix_pattern, term_counts, url_words, words
 from crawler.scoring import Link, PageText
@@ -99,6 +100,7 @@ class TopicScorer:
 
     __slots__ = (
         "_df",
+        "_evidence",
         "_fanout",
         "_inherited",
         "_learner",
@@ -143,6 +145,7 @@ class TopicScorer:
         self._inherited: dict[int, float] = {}  # hash(link URL) -> its parent's potential
         self._learner = LinkLearner(memory)
         self._fanout: dict[int, int] = {}  # hash(page URL) -> its links scored so far
+        self._evidence = EvidenceTable(memory)  # linked URLs not rated yet -> their evidence
 
     def _idf(self) -> dict[str, float]:
         """Each term's IDF weight, normalized to sum to 1."""
@@ -182,6 +185,7 @@ class TopicScorer:
         self._length_sum += length
         self._weights = self._idf()
         self._learner.observe(text.url, relevance)
+        self._evidence.pop(text.url)
         key = hash(text.url)
         inherited = self._inherited.pop(key, 0.0)
         self._remember(self._potential, key, max(relevance, DECAY * inherited))
@@ -215,15 +219,26 @@ class TopicScorer:
             if n > WIDTH:
                 parent *= WIDTH / n
         penalty = min(MAX_DEPTH_PENALTY, DEPTH_PENALTY * link.depth)
-        learned = self._learner.expect(link.url, in_url, anchor_stems) - self._learner.mean
-        return (
-            W_ANCHOR * anchor
-            + W_URL * url
-            + W_CONTEXT * context
-            + W_PARENT * parent
-            + W_LEARNED * learned
-            - penalty
-        )
+        fixed = W_ANCHOR * anchor + W_URL * url + W_CONTEXT * context + W_PARENT * parent - penalty
+        best = self._evidence.add(link.url, link.key, fixed)  # of the URL's links so far
+        return self._priority(best, self._learner.expect(link.url, in_url, anchor_stems))
+
+    def _priority(self, fixed: float, expected: float | None) -> float:
+        """A link's priority: its fixed evidence and what is learned of its URL now."""
+        learned = 0.0 if expected is None else expected - self._learner.mean
+        return fixed + W_LEARNED * learned
+
+    def rescore(self, size: int) -> list[tuple[str, str, float]]:
+        """(url, key, priority now) of up to `size` URLs linked and not rated yet, round robin
+        over them (see :mod:`crawler.relevance.evidence`): their priorities with what the crawl
+        has learned since their links were scored. The caller re-prioritizes the ones still
+        queued and passes the others to `forget`."""
+        expected, priority = self._learner.expected, self._priority
+        return [(u, k, priority(f, expected(u))) for u, k, f in self._evidence.batch(size)]
+
+    def forget(self, url: str) -> None:
+        """Stop rescoring a URL (no longer queued: in flight, refused, or dropped)."""
+        self._evidence.pop(url)
 
     def _remember(self, table: dict[int, float], key: int, value: float) -> None:
         if key in table:
