@@ -142,8 +142,13 @@ def scorer_speed() -> str:
         for link in links:
             scorer.link(link)
         link_us.append((time.perf_counter() - started) / len(links) * 1e6)
+    started = time.perf_counter()
+    for _ in range(rounds):
+        scorer.rescore(focus.RESCORE_SIZE)
+    rescore_ms = (time.perf_counter() - started) / rounds * 1e3
     return (f"scorer cost: page() {page_ms:.2f} ms on a 100 KB text, link() {link_us[0]:.1f} µs "
-            f"cold / {link_us[1]:.1f} µs warm (mean of {len(links)} real links)")  # fmt: skip
+            f"cold / {link_us[1]:.1f} µs warm (mean of {len(links)} real links), rescore() of "
+            f"{focus.RESCORE_SIZE:,} URLs {rescore_ms:.2f} ms")  # fmt: skip
 
 
 def table(
