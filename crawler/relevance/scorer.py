@@ -46,8 +46,8 @@ evidence, less a depth penalty:
   Aggarwal et al., "Intelligent crawling on the World Wide Web with arbitrary predicates", 2001),
   less the crawl's mean relevance, so that it is 0 until something is learned; a feature counts
   only once two rated pages had it, and its rate is smoothed by 10 pseudo-pages, so one relevant
-  page does not outrank breadth-first order for every URL that shares a word with it (the
-  priority of a queued link is never lowered when the learner corrects itself);
+  page does not outrank breadth-first order for every URL that shares a word with it (a queued
+  link's learned evidence is only brought up to date a slice at a time, see below);
 
 and a depth penalty (0.05 per level, at most 0.3): among links without evidence the shallower
 goes first, so a focused crawl falls back to breadth-first order (on documentation sites the
@@ -55,10 +55,15 @@ shallow index pages are rich in every topic). Potentials and the learner's featu
 remembered per URL (64-bit hashes, not strings) in tables capped at `memory` entries (oldest
 forgotten first).
 
-A link to a URL still queued is scored too (``crawler.admission``): a better link found later
-raises the queued URL's priority to its score (the best of its links; an in-link bonus on top,
-tried on the focus benchmark, lowered the tuned topics' harvest and did not raise the held-out
-ones'), so ``link()`` may see several links to one URL.
+A link to a URL still queued is scored too (``crawler.admission``), so ``link()`` may see several
+links to one URL: the URL's *fixed evidence* (the weighted sum of all but the learned piece) is
+that of its best link so far (:mod:`crawler.relevance.evidence`; an in-link bonus on top, or the
+best of each piece over its links, tried on the focus benchmark, did not raise the held-out
+topics' harvest), and its priority that evidence plus what is learned now. **Re-scoring:**
+``rescore(n)`` gives the priorities now of n URLs linked and not yet rated, round robin; the
+crawl (``crawler.focus``) raises or lowers the queued ones to match every 10 pages, so a URL
+queued before the learner knew better moves up or down; ``forget(url)`` drops one no longer
+queued.
 """
 
 from __future__ import annotations
