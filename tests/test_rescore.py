@@ -7,9 +7,13 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+from aiohttp import web
+
 from crawler.admission import Admission
 from crawler.components import make_frontier, make_scope, make_urls
 from crawler.config import Config
+from crawler.engine import Crawler
 from crawler.entries import Entry
 from crawler.focus import Focus
 from crawler.frontier import Frontier
@@ -19,6 +23,7 @@ from crawler.results import CrawlStats
 from crawler.scoring import Link, PageText, Rescorer
 from crawler.sieve import Dedup, Sieve
 from crawler.state import CrawlState
+from tests.conftest import serve
 from tests.test_frontier import simulate
 from tests.test_frontier_priority import drain, page
 
@@ -234,3 +239,45 @@ def test_a_user_score_function_is_not_rescored() -> None:
     scorer = FixedRescorer()
     assert Focus(lambda link: 1.0, scorer, CrawlStats()).rescorer is None
     assert Focus(None, scorer, CrawlStats()).rescorer is scorer
+
+
+async def test_a_focused_crawl_rescores_its_queue_as_it_learns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The home page links 30 pages, alternating between two directories, all queued at once
+    # with the same priority (their anchors say nothing); pages under /wal/ are about the topic.
+    # Every 10 pages rated the queue is re-scored: once /wal/ has proved relevant, its pages
+    # still queued go before the /misc/ ones (without re-scoring they would keep alternating).
+    async def handler(request: web.Request) -> web.Response:
+        path = request.path
+        if path == "/robots.txt":
+            return web.Response(status=404)
+        if path == "/":
+            body = "".join(f'<p><a href="/{d}/{i}">page {i}</a></p>' for i in range(15)
+                           for d in ("misc", "wal"))  # fmt: skip
+        else:
+            body = "<p>" + ("write-ahead log " * 5 if path.startswith("/wal/") else "") + FILLER
+        return web.Response(text=f"<title>t</title>{body}", content_type="text/html")
+
+    calls: list[int] = []
+    original = Focus.rescore
+
+    def counted(self: Focus, rescorer: Rescorer, admission: Admission) -> int:
+        calls.append(original(self, rescorer, admission))
+        return calls[-1]
+
+    monkeypatch.setattr(Focus, "rescore", counted)
+    config = (
+        Config()
+        .override("politeness", delay=0.0)
+        .override("crawl", concurrency=1)
+        .override("focus", keywords=("write-ahead log",))
+    )
+    async with serve(handler) as port:
+        origin = f"http://127.0.0.1:{port}"
+        async with Crawler(config) as crawler:
+            urls = [r.url async for r in crawler.crawl([origin + "/"])]
+    assert len(urls) == 31
+    assert [u.split("/")[3] for u in urls[1:11]] == ["misc", "wal"] * 5  # the tie, in order
+    assert calls and calls[0] > 0  # the first round (10 pages rated) moved queued URLs
+    assert [u.split("/")[3] for u in urls[11:21]] == ["wal"] * 10  # then /wal/ first
