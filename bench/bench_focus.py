@@ -3,6 +3,7 @@
     python -m bench focus              # real crawls of the local doc sites served by nginx
     python -m bench.bench_focus --simulate   # the offline simulation only (no server)
     python -m bench.bench_focus --simulate --first-link   # simulated, queued priorities kept
+    python -m bench.bench_focus --site sqlite3-doc --no-rescore   # one site; re-scoring off
 
 Sites: Debian's python3.11-doc and sqlite3-doc (and postgresql-doc-15, a held-out site), each
 served by nginx on loopback. For each site,
@@ -21,6 +22,8 @@ Held-out topics (marked *) were never looked at while the scorer was tuned.
 ``--simulate`` replays the crawls over the files instead (bench/focus_sites.py), one fetch at a
 time and 8 in flight (completing in the order they were handed out); ``--first-link`` makes a queued
 URL keep the priority of the first link found to it (no re-prioritizing: the crawler before).
+``--site NAME`` (repeatable) runs only those sites; ``--no-rescore`` turns off the periodic
+re-scoring of queued URLs (``crawler.focus.RESCORE_EVERY``) in the crawls and the simulation.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from urllib.parse import unquote
 
 from bench.focus_sites import BUDGET, SITE, SITES, SiteSpec, relevant_pages, simulate, site_pages
 from bench.nginx import Nginx
+from crawler import focus
 from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.relevance import TopicScorer
@@ -84,7 +88,8 @@ def simulated(
     spec: SiteSpec, topic: str | None, budget: int, reprioritize: bool, concurrency: int
 ) -> Crawl:
     started = time.perf_counter()
-    fetched = simulate(spec.name, topic, budget, reprioritize=reprioritize, in_flight=concurrency)
+    fetched = simulate(spec.name, topic, budget, reprioritize=reprioritize, in_flight=concurrency,
+                       rescore_every=focus.RESCORE_EVERY)  # fmt: skip
     return Crawl(fetched, time.perf_counter() - started)
 
 
@@ -137,12 +142,22 @@ def scorer_speed() -> str:
         for link in links:
             scorer.link(link)
         link_us.append((time.perf_counter() - started) / len(links) * 1e6)
+    started = time.perf_counter()
+    for _ in range(rounds):
+        scorer.rescore(focus.RESCORE_SIZE)
+    rescore_ms = (time.perf_counter() - started) / rounds * 1e3
     return (f"scorer cost: page() {page_ms:.2f} ms on a 100 KB text, link() {link_us[0]:.1f} µs "
-            f"cold / {link_us[1]:.1f} µs warm (mean of {len(links)} real links)")  # fmt: skip
+            f"cold / {link_us[1]:.1f} µs warm (mean of {len(links)} real links), rescore() of "
+            f"{focus.RESCORE_SIZE:,} URLs {rescore_ms:.2f} ms")  # fmt: skip
 
 
 def table(
-    concurrency: int, rounds: int, budget: int, simulate_only: bool, reprioritize: bool
+    concurrency: int,
+    rounds: int,
+    budget: int,
+    simulate_only: bool,
+    reprioritize: bool,
+    only: frozenset[str] = frozenset(),
 ) -> None:
     """One table: every site and topic, `rounds` crawls each."""
     how = "simulated crawls" if simulate_only else "real crawls over nginx on loopback"
@@ -154,6 +169,8 @@ def table(
     print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     ratios: list[tuple[str, float]] = []
     for spec in SITES:
+        if only and spec.name not in only:
+            continue
         root = spec.ensure()
         site_pages(spec.name)  # the ground truth's parse, outside the timings
         topics = spec.tuned + spec.held_out
@@ -182,15 +199,21 @@ def table(
 def main(argv: list[str]) -> int:
     simulate_only = "--simulate" in argv
     reprioritize = "--first-link" not in argv
+    if "--no-rescore" in argv:
+        focus.RESCORE_EVERY = 0
+    only = frozenset(argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--site")
+    if unknown := only - {spec.name for spec in SITES}:
+        print(f"unknown site(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
     budget = 40 if QUICK else BUDGET
     started = time.perf_counter()
     if simulate_only:
-        table(1, 1, budget, True, reprioritize)
-        table(CONCURRENCY, 1, budget, True, reprioritize)
+        table(1, 1, budget, True, reprioritize, only)
+        table(CONCURRENCY, 1, budget, True, reprioritize, only)
     else:
-        table(CONCURRENCY, 1 if QUICK else ROUNDS, budget, False, True)
+        table(CONCURRENCY, 1 if QUICK else ROUNDS, budget, False, True, only)
         if not QUICK:  # one crawl at a time: no fetch is chosen before the pages in flight are read
-            table(1, 1, budget, False, True)
+            table(1, 1, budget, False, True, only)
     print(f"\nwall time {time.perf_counter() - started:.0f} s; {scorer_speed()}")
     return 0
 

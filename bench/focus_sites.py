@@ -11,7 +11,8 @@ while tuning) to check that the scorer generalizes.
 
 **The simulation** replays a crawl over the pages on disk, without a network: one queue, the best
 link first (ties first in, first out; a better link raises a queued URL's priority, as in the
-crawler), every in-site link fetched at most once, `budget` fetches
+crawler; and every 10 pages rated, queued URLs scored again as the scorer learns), every in-site
+link fetched at most once, `budget` fetches
 (non-HTML files such as the sources' .txt count as fetches, with no text). It calls the same
 :class:`crawler.relevance.TopicScorer` the crawler does, on page texts and links extracted the way
 the crawler's parser extracts them (anchor text, enclosing block as context); breadth-first is the
@@ -32,6 +33,7 @@ from urllib.parse import unquote, urldefrag, urljoin
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from bench.corpus import ensure_docs, ensure_postgres_docs, ensure_sqlite_docs
+from crawler.focus import RESCORE_EVERY, RESCORE_SIZE
 from crawler.relevance import TopicScorer
 from crawler.scoring import Link, PageText
 
@@ -195,6 +197,8 @@ def simulate(
     in_flight: int = 1,
     inlink_bonus: float = 0.0,
     shuffle: random.Random | None = None,
+    rescore_every: int = RESCORE_EVERY,
+    rescore_size: int = RESCORE_SIZE,
 ) -> list[str]:
     """The files a best-first crawl fetches (breadth-first if `topic` is None), in order.
 
@@ -204,20 +208,26 @@ def simulate(
     completes, in hand-out order (so `in_flight` 8 hands out 7 pages ahead of the links of the
     page just fetched, as a crawl at concurrency 8 does; with `shuffle`, the fetches under way
     complete in a random order instead, as over a network). `inlink_bonus`: added to a queued
-    URL's priority for each further link found to it (an experiment: in-link counting)."""
+    URL's priority for each further link found to it (an experiment: in-link counting). Every
+    `rescore_every` pages rated, `rescore_size` queued URLs are scored again with what the
+    scorer has learned (raised or lowered), as the crawler does (``crawler.focus``); 0: never
+    (nor without `reprioritize`)."""
     pages = site_pages(name)
     scorer = TopicScorer([topic]) if topic else None
     seq = 0
     heap: list[tuple[float, int, str, int]] = [(0.0, seq, "index.html", 0)]
+    depths = {"index.html": 0}
     best = {"index.html": 0.0}  # queued or fetched -> its priority
     done: set[str] = set()
     fetched: list[str] = []
     flying: list[tuple[str, int]] = []
+    live = {"index.html": 0}  # queued -> the seq of its current heap item (others are stale)
+    rated = 0
     while (heap or flying) and len(fetched) < budget:
         while heap and len(flying) < in_flight and len(fetched) + len(flying) < budget:
-            _, _, rel, depth = heapq.heappop(heap)
-            if rel in done:
-                continue  # an older, lower entry of a URL whose priority was raised
+            _, s, rel, depth = heapq.heappop(heap)
+            if rel in done or live.get(rel) != s:
+                continue  # an older entry of a URL whose priority was changed
             done.add(rel)
             flying.append((rel, depth))
         if not flying:
@@ -243,5 +253,18 @@ def simulate(
                     continue
             best[target] = priority
             seq += 1
-            heapq.heappush(heap, (-priority, seq, target, depth + 1))
+            live[target] = seq
+            depths.setdefault(target, depth + 1)
+            heapq.heappush(heap, (-priority, seq, target, depths[target]))
+        rated += scorer is not None
+        if scorer is not None and reprioritize and rescore_every and rated % rescore_every == 0:
+            for url, _, new in scorer.rescore(rescore_size):  # as crawler.focus.Focus.rescore
+                target = url[len(SITE) :]
+                if target in done:
+                    scorer.forget(url)
+                elif new != best[target]:
+                    best[target] = new
+                    seq += 1
+                    live[target] = seq
+                    heapq.heappush(heap, (-new, seq, target, depths[target]))
     return fetched

@@ -130,10 +130,12 @@ def make_scorer(config: Config) -> Scorer | None:
 _FREE_TO_CHANGE = frozenset({"urls.memo_size", "sieve.confirm"})
 
 
-def settings(config: Config) -> dict[str, object]:
+def settings(config: Config, *, scored: bool = False) -> dict[str, object]:
     """The settings a resumed crawl must share with the crawl it resumes: what decides which
     URLs are admitted and how they are keyed (scope, URL rules, Sieve, depth and page limits).
-    A focused crawl's max_pages is a fetch budget, free to raise on a resume: left out."""
+    A focused crawl's max_pages is a fetch budget, free to raise on a resume: left out. A crawl
+    is focused with `[focus] keywords` or with a score function (``Crawler(config, score=fn)``,
+    which the config does not show: pass ``scored=True``)."""
     out: dict[str, object] = {}
     for section in ("scope", "urls", "sieve"):
         table = getattr(config, section)
@@ -143,6 +145,6 @@ def settings(config: Config) -> dict[str, object]:
             value = getattr(table, name)
             out[f"{section}.{name}"] = list(value) if isinstance(value, tuple) else value
     out["crawl.max_depth"] = config.crawl.max_depth
-    if not config.focus.keywords:
+    if not (scored or config.focus.keywords):
         out["crawl.max_pages"] = config.crawl.max_pages
     return out

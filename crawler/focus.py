@@ -3,7 +3,11 @@
 The engine hands each parsed HTML page (read with its links' anchors and, with a topic scorer,
 its text) to `Focus.read`: the `Scorer` rates the page's relevance (counted for the harvest
 rate), then `Admission.scored_links` asks the score function (the user's ``score=fn``, else the
-scorer's `link`) for the priority of each new link.
+scorer's `link`) for the priority of each new link. Every `RESCORE_EVERY` pages rated, a
+scorer that learns as it goes (a `Rescorer`: the built-in topic scorer, when it ranks the links)
+scores a slice of the queued URLs again (`RESCORE_SIZE`, round robin), and their priorities in
+the frontier are raised or lowered to match (`Focus.rescore`): a link queued before the scorer
+learned that URLs like it lead to relevant pages (or do not) moves up (or down).
 """
 
 from __future__ import annotations
@@ -15,15 +19,18 @@ from crawler.entries import Entry
 from crawler.errors import ScoreError
 from crawler.links import Page
 from crawler.results import CrawlStats
-from crawler.scoring import PageText, ScoreFn, Scorer
+from crawler.scoring import PageText, Rescorer, ScoreFn, Scorer
 
 __all__ = ["Focus"]
+
+RESCORE_EVERY = 10  # pages rated between two rounds of re-scoring queued URLs (0: never)
+RESCORE_SIZE = 2_000  # queued URLs re-scored per round (round robin over all of them)
 
 
 class Focus:
     """The score function and topic scorer of a crawl (at least one of them)."""
 
-    __slots__ = ("score", "scorer", "stats", "text")
+    __slots__ = ("_rated", "rescorer", "score", "scorer", "stats", "text")
 
     @classmethod
     def build(cls, config: Config, score: ScoreFn | None, stats: CrawlStats) -> Focus | None:
@@ -40,6 +47,10 @@ class Focus:
         self.scorer = scorer
         self.stats = stats
         self.text = scorer is not None  # whether pages' text is read (for their relevance)
+        # the scorer ranking links and able to rank them again as it learns (see `rescore`)
+        ranks = scorer is not None and score == scorer.link and isinstance(scorer, Rescorer)
+        self.rescorer: Rescorer | None = scorer if ranks else None  # type: ignore[assignment]
+        self._rated = 0
 
     async def read(
         self, entry: Entry, page: Page, admission: Admission, status: int
@@ -55,7 +66,28 @@ class Focus:
             entry, page.links, page.base, self.score, anchors=page.anchors, title=page.title,
             relevance=relevance,
         )  # fmt: skip
+        if self.rescorer is not None and relevance is not None and RESCORE_EVERY:
+            self._rated += 1
+            if self._rated % RESCORE_EVERY == 0:
+                self.rescore(self.rescorer, admission)
         return relevance, new
+
+    def rescore(self, rescorer: Rescorer, admission: Admission) -> int:
+        """Re-prioritize a slice of the queued URLs with what the scorer has learned since
+        their links were scored (raised or lowered; a raise journaled with a state, a lowering
+        not: a resumed crawl's scorer starts over anyway); returns how many changed. URLs no
+        longer queued (fetched, in flight, refused) are forgotten by the scorer."""
+        frontier, state = admission.frontier, admission.state
+        changed = 0
+        for url, key, priority in rescorer.rescore(RESCORE_SIZE):
+            was = frontier.queued_priority(url, key)
+            if was is None:
+                rescorer.forget(url)
+            elif priority != was and frontier.reprioritize(url, key, priority, lower=True):
+                changed += 1
+                if state is not None and priority > was:
+                    state.reprioritized(key, priority)
+        return changed
 
     def relevance(self, scorer: Scorer, text: PageText) -> float:
         """The scorer's relevance of a page, counted for the harvest rate."""

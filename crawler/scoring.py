@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-__all__ = ["Link", "PageText", "ScoreFn", "Scorer"]
+__all__ = ["Link", "PageText", "Rescorer", "ScoreFn", "Scorer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,4 +56,17 @@ class Scorer(Protocol):
 
     def link(self, link: Link) -> float:
         """The priority of a new link."""
+        ...
+
+
+@runtime_checkable
+class Rescorer(Protocol):
+    """A scorer that can score queued links again as it learns (the built-in topic scorer)."""
+
+    def rescore(self, size: int) -> list[tuple[str, str, float]]:
+        """(url, key, priority now) of up to `size` URLs it scored links to, round robin."""
+        ...
+
+    def forget(self, url: str) -> None:
+        """Stop rescoring a URL (it is no longer queued)."""
         ...

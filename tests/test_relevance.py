@@ -170,7 +170,9 @@ def test_potential_tunnels_through_an_irrelevant_page_with_decay() -> None:
 
 def test_deeper_links_go_later_among_equals() -> None:
     scorer = TopicScorer(["foreign key"])
-    assert scorer.link(link(depth=1)) > scorer.link(link(depth=5))
+    assert scorer.link(link("http://t/a", depth=1)) > scorer.link(link("http://t/b", depth=5))
+    # a URL is as good as its best link: a deeper link to it found later changes nothing
+    assert scorer.link(link("http://t/a", depth=5)) == scorer.link(link("http://t/a", depth=1))
 
 
 def test_remembered_potentials_are_bounded() -> None:

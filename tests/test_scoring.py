@@ -267,6 +267,28 @@ async def test_a_resumed_focused_crawl_goes_on_with_a_larger_budget(
     assert len(keys) == len(set(keys)) == 21  # each page once over the four runs
 
 
+async def test_a_resumed_crawl_with_only_a_score_function_may_change_its_budget(
+    origin: str, tmp_path: Path
+) -> None:
+    def score(link: Link) -> float:
+        return 1.0 if "standby" in link.url else 0.0
+
+    config = _config(max_pages=3)  # no [focus] keywords: only the score function focuses it
+    assert "crawl.max_pages" in settings(config)  # the config alone looks unfocused
+    assert "crawl.max_pages" not in settings(config, scored=True)
+    state = CrawlState.open(tmp_path / "s", settings(config, scored=True))
+    _, first = await _crawl(config, origin, score, state=state)
+    assert len(first) == 3
+    bigger = config.override("crawl", max_pages=8)
+    state = CrawlState.open(tmp_path / "s", settings(bigger, scored=True))  # no StateError
+    assert state.resumed
+    _, second = await _crawl(bigger, origin, score, state=state)
+    assert len(second) == 5  # the budget counts both runs' pages
+    keys = [r.key for r in first + second]
+    assert len(keys) == len(set(keys))
+    assert sum("standby" in k for k in keys) == 7  # best first: the topic pages after the home
+
+
 def test_focus_flag_and_config_section(tmp_path: Path) -> None:
     args = build_parser().parse_args(["--focus", " replication  standby ", "http://t/"])
     config = apply_overrides(Config(), args)

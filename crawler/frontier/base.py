@@ -43,10 +43,14 @@ Re-prioritizing (a better link to a queued URL; a Redis backend: ``ZSCORE``, ``Z
      (``url``: the URL it is fetched at, which names its host), None when there is none queued
      (never put, in flight, done, or refused). ``reprioritize(url, key, priority)`` raises that
      entry's priority to ``priority`` and returns True; it never lowers a priority (False, no
-     change, when ``priority`` is not higher) and is a no-op (False) for entries not queued. The
-     raised entry goes after its host's queued entries of equal or higher priority (as if put
-     now), is handed out once, counts once in ``len()``, ``pending()`` and the bounds, and keeps
-     its other fields. Neither costs anything to a crawl that never uses priorities.
+     change, when ``priority`` is not higher) and is a no-op (False) for entries not queued.
+     ``reprioritize(..., lower=True)`` sets the priority whether higher or lower (False when
+     equal): a focused crawl re-scores its queued URLs as its scorer learns. The changed entry
+     goes after its host's queued entries of equal or higher priority (as if put now), is
+     handed out once, counts once in ``len()``, ``pending()`` and the bounds, and keeps its
+     other fields; a host whose best entry was lowered ranks among ready hosts by its new best.
+     Neither costs anything to a crawl that never uses priorities. (The Redis backend raises
+     only, ``ZADD ... GT``; ``lower=True`` would be ``ZADD ... XX``, not done yet.)
  11. ``put_many(entries)`` is ``put()`` of each, in order (one flag each), except that nothing
      is handed out before the whole batch is queued: getters waiting meanwhile get the best
      entries of the batch, not its first ones.
@@ -99,9 +103,9 @@ class FrontierBackend(Protocol):
         """The priority of the queued entry with this key, None if none is queued (rule 10)."""
         ...
 
-    def reprioritize(self, url: str, key: str, priority: float) -> bool:
-        """Raise a queued entry's priority, never lower it; False when nothing changed
-        (rule 10)."""
+    def reprioritize(self, url: str, key: str, priority: float, *, lower: bool = False) -> bool:
+        """Raise a queued entry's priority (lower it too with ``lower``); False when nothing
+        changed (rule 10)."""
         ...
 
     async def get(self) -> Entry | None:

@@ -19,7 +19,9 @@ loop's ``time()``; tests and benchmarks use :class:`crawler.simtime.SimulatedLoo
 Re-prioritizing (rule 10): once the crawl is *scored* (the first entry with a priority other
 than 0, or the first ``queued_priority()``/``reprioritize()`` call) every host queue is tracked
 (``HostQueue.track()``: a map from each queued URL's key to its heap item), so a queued URL's
-priority can be read and raised; a raise pushes a new item and the old one is skipped lazily.
+priority can be read and raised (or lowered, when asked); a change pushes a new item and the old
+one is skipped lazily. A host whose best priority fell is filed again under its true priority
+when the schedule comes to it (``Schedule``, as after a robots.txt sweep).
 A crawl without scoring never tracks anything and pays nothing for it.
 """
 
@@ -174,9 +176,10 @@ class Frontier:
             self._score()
         return host.queue.priority(_marks(host.prefix, key))
 
-    def reprioritize(self, url: str, key: str, priority: float) -> bool:
-        """Raise the priority of the queued entry whose key is ``key`` to ``priority``; False
-        (a no-op) when no such entry is queued or its priority is not lower (rule 10)."""
+    def reprioritize(self, url: str, key: str, priority: float, *, lower: bool = False) -> bool:
+        """Raise the priority of the queued entry whose key is ``key`` to ``priority`` (with
+        ``lower``, lower it too); False (a no-op) when no such entry is queued or its priority
+        is not lower (with ``lower``: is equal) (rule 10)."""
         if priority != priority:
             raise ValueError(f"priority must be a number, got {priority!r} for {url!r}")
         host = self._hosts.get(host_key(url))
@@ -184,9 +187,12 @@ class Frontier:
             return False
         if not self._schedule.scored:
             self._score()
-        if not host.queue.raise_(_marks(host.prefix, key), priority):
+        marks = _marks(host.prefix, key)
+        was = host.queue.priority(marks) if lower else None
+        if not host.queue.raise_(marks, priority, lower=lower):
             return False
-        self._raised += 1
+        if was is None or priority > was:
+            self._raised += 1
         if host.in_heap and priority > host.filed_best:  # a better URL for a ready host
             self._schedule.raised(host, priority)
         return True

@@ -15,7 +15,8 @@ equal or lower priority and after the higher ones: a retry keeps its place in th
 order, never losing it to lower-priority work, and never jumping ahead of better work queued
 meanwhile. Among equal priorities that is the very head (as in the deque).
 
-**Raising a queued record's priority** (``raise_``; a better link to a queued URL was found)
+**Raising a queued record's priority** (``raise_``; a better link to a queued URL was found;
+with ``lower=True`` it may lower it too: a focused crawl's scorer learned better)
 needs to find the record: once ``track()`` is called (the frontier does it when a crawl is
 scored, never without scoring) the queue is a heap for good and keeps ``_live``, a map from each
 queued record's *mark* (its URL's key: the head itself when it is a string, else the key in
@@ -108,10 +109,11 @@ class HostQueue:
                 return -item[0]
         return None
 
-    def raise_(self, marks: tuple[str, ...], priority: float) -> bool:
-        """Raise the queued record tracked under one of ``marks`` to ``priority``, placed after
-        the records of equal or higher priority; False (nothing changed) if no such record is
-        queued or its priority is not lower. Needs ``track()``."""
+    def raise_(self, marks: tuple[str, ...], priority: float, *, lower: bool = False) -> bool:
+        """Raise the queued record tracked under one of ``marks`` to ``priority`` (with
+        ``lower``, lower it too), placed after the records of equal or higher priority; False
+        (nothing changed) if no such record is queued or its priority is not lower (with
+        ``lower``: is equal). Needs ``track()``."""
         live = self._live
         heap = self._heap
         if live is None or heap is None:
@@ -122,7 +124,8 @@ class HostQueue:
                 break
         else:
             return False
-        if -item[0] >= priority:
+        was = -item[0]
+        if was == priority or (was > priority and not lower):
             return False
         seq = self._tail
         self._tail = seq + 1

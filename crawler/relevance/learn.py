@@ -14,8 +14,9 @@ by each feature's lift (rate / g), as naive Bayes would, and is capped at 1. **L
 needs support**: a feature counts only once ``MIN_SUPPORT`` (2) rated pages had it, and one page
 moves its rate by a tenth of the way at most, so one relevant page does not send the crawl after
 every URL sharing a word or a directory with it (on sqlite3-doc one relevant ``c3ref/wal_hook``
-page made every ``c3ref/*hook*`` link a favourite; a link's priority is fixed when it is queued,
-so a learned mistake outlives its correction). Before anything is learned every link expects
+page made every ``c3ref/*hook*`` link a favourite, when a queued link's priority was fixed; the
+crawl now re-scores queued links as it learns, ``expected()``, but a slice at a time, so a
+mistake still costs fetches). Before anything is learned every link expects
 ``g`` (the learner then changes no order). Both tables are bounded (oldest forgotten first).
 """
 
@@ -87,6 +88,15 @@ class LinkLearner:
         if key not in self._pending:
             _forget_oldest(self._pending, self.memory)
             self._pending[key] = feats
+        return self._expected(feats)
+
+    def expected(self, url: str) -> float | None:
+        """The relevance expected of the page behind a URL asked about before (by `expect`),
+        with what is learned now; None if its features are not remembered."""
+        feats = self._pending.get(hash(url))
+        return None if feats is None else self._expected(feats)
+
+    def _expected(self, feats: tuple[int, ...]) -> float:
         mean = self.mean
         lift = 0.0
         stats = self._stats

@@ -46,8 +46,8 @@ evidence, less a depth penalty:
   Aggarwal et al., "Intelligent crawling on the World Wide Web with arbitrary predicates", 2001),
   less the crawl's mean relevance, so that it is 0 until something is learned; a feature counts
   only once two rated pages had it, and its rate is smoothed by 10 pseudo-pages, so one relevant
-  page does not outrank breadth-first order for every URL that shares a word with it (the
-  priority of a queued link is never lowered when the learner corrects itself);
+  page does not outrank breadth-first order for every URL that shares a word with it (a queued
+  link's learned evidence is only brought up to date a slice at a time, see below);
 
 and a depth penalty (0.05 per level, at most 0.3): among links without evidence the shallower
 goes first, so a focused crawl falls back to breadth-first order (on documentation sites the
@@ -55,10 +55,15 @@ shallow index pages are rich in every topic). Potentials and the learner's featu
 remembered per URL (64-bit hashes, not strings) in tables capped at `memory` entries (oldest
 forgotten first).
 
-A link to a URL still queued is scored too (``crawler.admission``): a better link found later
-raises the queued URL's priority to its score (the best of its links; an in-link bonus on top,
-tried on the focus benchmark, lowered the tuned topics' harvest and did not raise the held-out
-ones'), so ``link()`` may see several links to one URL.
+A link to a URL still queued is scored too (``crawler.admission``), so ``link()`` may see several
+links to one URL: the URL's *fixed evidence* (the weighted sum of all but the learned piece) is
+that of its best link so far (:mod:`crawler.relevance.evidence`; an in-link bonus on top, or the
+best of each piece over its links, tried on the focus benchmark, did not raise the held-out
+topics' harvest), and its priority that evidence plus what is learned now. **Re-scoring:**
+``rescore(n)`` gives the priorities now of n URLs linked and not yet rated, round robin; the
+crawl (``crawler.focus``) raises or lowers the queued ones to match every 10 pages, so a URL
+queued before the learner knew better moves up or down; ``forget(url)`` drops one no longer
+queued.
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ import logging
 import math
 from collections.abc import Sequence
 
+from crawler.relevance.evidence import EvidenceTable
 from crawler.relevance.learn import LinkLearner
 from crawler.relevance.text import STOPWORDS, Stems, prefix_pattern, term_counts, url_words, words
 from crawler.scoring import Link, PageText
@@ -99,6 +105,7 @@ class TopicScorer:
 
     __slots__ = (
         "_df",
+        "_evidence",
         "_fanout",
         "_inherited",
         "_learner",
@@ -143,6 +150,7 @@ class TopicScorer:
         self._inherited: dict[int, float] = {}  # hash(link URL) -> its parent's potential
         self._learner = LinkLearner(memory)
         self._fanout: dict[int, int] = {}  # hash(page URL) -> its links scored so far
+        self._evidence = EvidenceTable(memory)  # linked URLs not rated yet -> their evidence
 
     def _idf(self) -> dict[str, float]:
         """Each term's IDF weight, normalized to sum to 1."""
@@ -182,6 +190,7 @@ class TopicScorer:
         self._length_sum += length
         self._weights = self._idf()
         self._learner.observe(text.url, relevance)
+        self._evidence.pop(text.url)
         key = hash(text.url)
         inherited = self._inherited.pop(key, 0.0)
         self._remember(self._potential, key, max(relevance, DECAY * inherited))
@@ -215,15 +224,26 @@ class TopicScorer:
             if n > WIDTH:
                 parent *= WIDTH / n
         penalty = min(MAX_DEPTH_PENALTY, DEPTH_PENALTY * link.depth)
-        learned = self._learner.expect(link.url, in_url, anchor_stems) - self._learner.mean
-        return (
-            W_ANCHOR * anchor
-            + W_URL * url
-            + W_CONTEXT * context
-            + W_PARENT * parent
-            + W_LEARNED * learned
-            - penalty
-        )
+        fixed = W_ANCHOR * anchor + W_URL * url + W_CONTEXT * context + W_PARENT * parent - penalty
+        best = self._evidence.add(link.url, link.key, fixed)  # of the URL's links so far
+        return self._priority(best, self._learner.expect(link.url, in_url, anchor_stems))
+
+    def _priority(self, fixed: float, expected: float | None) -> float:
+        """A link's priority: its fixed evidence and what is learned of its URL now."""
+        learned = 0.0 if expected is None else expected - self._learner.mean
+        return fixed + W_LEARNED * learned
+
+    def rescore(self, size: int) -> list[tuple[str, str, float]]:
+        """(url, key, priority now) of up to `size` URLs linked and not rated yet, round robin
+        over them (see :mod:`crawler.relevance.evidence`): their priorities with what the crawl
+        has learned since their links were scored. The caller re-prioritizes the ones still
+        queued and passes the others to `forget`."""
+        expected, priority = self._learner.expected, self._priority
+        return [(u, k, priority(f, expected(u))) for u, k, f in self._evidence.batch(size)]
+
+    def forget(self, url: str) -> None:
+        """Stop rescoring a URL (no longer queued: in flight, refused, or dropped)."""
+        self._evidence.pop(url)
 
     def _remember(self, table: dict[int, float], key: int, value: float) -> None:
         if key in table:
