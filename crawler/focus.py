@@ -78,6 +78,7 @@ class Focus:
         not: a resumed crawl's scorer starts over anyway); returns how many changed. URLs no
         longer queued (fetched, in flight, refused) are forgotten by the scorer."""
         frontier, state = admission.frontier, admission.state
+        assert frontier is not None  # a shared crawl (crawler.cluster) is not focused
         changed = 0
         for url, key, priority in rescorer.rescore(RESCORE_SIZE):
             was = frontier.queued_priority(url, key)
