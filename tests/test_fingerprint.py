@@ -49,14 +49,13 @@ def random_text(rng: random.Random, n: int) -> str:
 
 
 def reference_words(normalized: bytes) -> list[int]:
-    """The documented word hash, one word at a time: length and first and last 8 bytes."""
+    """The documented word hash, one word at a time: its length and first 16 bytes."""
     out = []
     for w in re.split(rb"[\x00-\x20]+", normalized):
         if not w or re.search(rb"[0-9]", w):
             continue
-        first = int.from_bytes(w[:8], "little")
-        last = int.from_bytes(w[-8:], "little") << (8 * (8 - min(len(w), 8)))
-        v = (((first * K1) & MASK) ^ len(w)) + ((last & MASK) * K2)
+        head, tail = int.from_bytes(w[:8], "little"), int.from_bytes(w[8:16], "little")
+        v = (((head * K1) & MASK) ^ len(w)) + tail * K2
         v &= MASK
         out.append(v ^ (v >> 32))
     return out

@@ -18,9 +18,9 @@ the same words.
 
 Cost (`python -m bench dedup` measures it): everything after the UTF-8 encoding is a fixed,
 small number of numpy calls per page, none per word. A word is hashed from its length and
-its first and last 8 bytes (two unaligned 64-bit gathers: all of a word up to 16 bytes; two
-longer words that agree on those 16 bytes and their length are one feature, a harmless
-collision), a shingle from three word hashes, the distinct shingles come from one sort, and
+its first 16 bytes (one unaligned gather: all of a word up to 16 bytes; two longer words that
+agree on those and on their length are one feature, a harmless collision), a shingle from
+three word hashes, the distinct shingles come from one sort, and
 the 64 per-bit counts from one pass that sums 16-bit lanes (four bit positions per 64-bit
 lane word, 16 shifts). Full Unicode normalization (NFKC) and case folding are left out: a
 mirror does not rewrite the characters of a page, and on these pages they cost more than all
@@ -29,7 +29,7 @@ the hashing.
 `VERSION` numbers the fingerprint function: simhashes and content hashes are kept in the crawl
 state, and a state whose index was computed by another version cannot be compared against
 (`crawler.state` refuses it). Version 1 (before 2026-11-22) normalized with NFKC, hashed words
-from three windows and shingles with extra mixing rounds.
+from their first, middle and last 8 bytes and shingles with extra mixing rounds.
 """
 
 from __future__ import annotations
@@ -54,9 +54,9 @@ _WHITESPACE = bytes(range(33))  # C0 controls and space: word separators
 _K1, _K2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _S27, _S30, _S31, _S32 = np.uint64(27), np.uint64(30), np.uint64(31), np.uint64(32)
-# the low / high `i` bytes of a 64-bit word, i = 0..8
-_LOW = np.array([(1 << (8 * i)) - 1 for i in range(9)], dtype=np.uint64)
-_HIGH = np.array([((1 << (8 * i)) - 1) << (64 - 8 * i) for i in range(9)], dtype=np.uint64)
+# for a word of i = 0..16 bytes, the bytes of it in its first / second 8 bytes
+_HEAD = np.array([(1 << (8 * min(i, 8))) - 1 for i in range(17)], dtype=np.uint64)
+_TAIL = np.array([(1 << (8 * max(i - 8, 0))) - 1 for i in range(17)], dtype=np.uint64)
 _ZERO_DIGIT = np.uint8(ord("0"))
 _LANE_SHIFTS = np.arange(16, dtype=np.uint64)[:, None]
 _LANE_BITS = np.uint64(0x0001_0001_0001_0001)
@@ -97,13 +97,13 @@ def _mix(x: U64) -> U64:
 
 
 def _padded(normalized: bytes) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_]]:
-    """The text's bytes with 8 zero bytes either side, and `word`: one flag per byte plus a
-    False either end, True for the bytes of words."""
+    """The text's bytes followed by 16 zero bytes, and `word`: a flag per byte, True for the
+    bytes of words, with a False either end."""
     n = len(normalized)
     buf = np.zeros(n + 16, dtype=np.uint8)
-    buf[8 : 8 + n] = np.frombuffer(normalized, dtype=np.uint8)
+    buf[:n] = np.frombuffer(normalized, dtype=np.uint8)
     word = np.zeros(n + 2, dtype=bool)
-    np.greater(buf[8 : 8 + n], 32, out=word[1:-1])
+    np.greater(buf[:n], 32, out=word[1:-1])
     return buf, word
 
 
@@ -111,25 +111,26 @@ def _word_hashes(buf: npt.NDArray[np.uint8], word: npt.NDArray[np.bool_]) -> U64
     n = buf.size - 16
     edges = np.flatnonzero(word[1:] != word[:-1])  # start, end, start, end... (into the text)
     starts, ends = edges[0::2], edges[1::2]
-    digits = np.flatnonzero(buf[8 : 8 + n] - _ZERO_DIGIT < 10)
-    if digits.size:  # leave out the words with a digit
-        keep = np.ones(starts.size, dtype=bool)
-        keep[np.searchsorted(ends, digits, side="right")] = False
-        starts, ends = starts[keep], ends[keep]
     length = ends - starts
-    short = np.minimum(length, 8)
-    # window[i] = the 8 bytes buf[i:i+8] as a little-endian uint64 (unaligned, no copy)
-    window = np.ndarray(shape=(n + 9,), dtype="<u8", buffer=buf, strides=(1,))
-    first = window.take(starts + 8)  # text[start:start+8]
-    first &= _LOW[short]
-    last = window.take(ends)  # text[end-8:end]
-    last &= _HIGH[short]
-    first *= _K1
-    first ^= length.astype(np.uint64)
-    last *= _K2
-    first += last
-    first ^= first >> _S32
-    return first
+    # the 16 bytes from each word's start (one unaligned gather, no copy of the text: a
+    # complex128 is just a 16-byte carrier here), as two little-endian uint64: bytes 0-7, 8-15
+    windows = np.ndarray(shape=(n + 1,), dtype="<c16", buffer=buf, strides=(1,))
+    pairs = windows.take(starts).view("<u8")
+    head, tail = pairs[0::2], pairs[1::2]
+    short = np.minimum(length, 16)
+    head &= _HEAD[short]
+    tail &= _TAIL[short]
+    head *= _K1
+    head ^= length.astype(np.uint64)
+    tail *= _K2
+    head += tail
+    head ^= head >> _S32
+    digits = np.flatnonzero(buf[:n] - _ZERO_DIGIT < 10)
+    if digits.size:  # leave out the words with a digit
+        keep = np.ones(head.size, dtype=bool)
+        keep[np.searchsorted(ends, digits, side="right")] = False
+        return head[keep]
+    return head
 
 
 def word_hashes(normalized: bytes) -> U64:
@@ -180,7 +181,7 @@ def content_hash(normalized: bytes) -> bytes:
 def fingerprint(text: str) -> Fingerprint:
     """The `Fingerprint` of a page's visible text."""
     buf, word = _padded(normalize(text))
-    words = np.compress(word[1:-1], buf[8:-8])  # the text without its whitespace
+    words = np.compress(word[1:-1], buf[:-16])  # the text without its whitespace
     digest = hashlib.blake2b(words.data, digest_size=16).digest()
     return Fingerprint(digest, simhash64(shingle_hashes(_word_hashes(buf, word))))
 
