@@ -21,6 +21,8 @@ What is kept, and when:
   not grow with the size of the crawl.
 - ``content``: the content-dedup index (`crawler.content`): (simhash, content hash, URL) of every
   page with new content, in fetch order, written with the journal; a resumed crawl reloads it.
+  Meta ``content_fingerprint`` is the fingerprint version of its rows: another version's index
+  is refused (`StateError`), never compared against.
 - ``meta``: format version, the settings that must not change across a resume (scope, URL
   rules, Sieve parameters, depth and page limits), the stats and the crawl's status.
 
@@ -45,6 +47,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from crawler.content.fingerprint import VERSION as FINGERPRINT_VERSION
 from crawler.entries import Entry
 from crawler.errors import CrawlerError
 from crawler.sieve import Sieve, SieveFormatError, fingerprint
@@ -387,17 +390,35 @@ class CrawlState:
         try:
             self._db.execute(sql, (signed, digest, url))
         except sqlite3.OperationalError:  # no such table yet (created on first use)
-            self._db.execute(_CONTENT_SCHEMA)
+            self._content_table()
             self._db.execute(sql, (signed, digest, url))
 
     def content(self) -> Iterator[tuple[int, bytes, str]]:
         """Every journaled (simhash, content hash, URL), oldest first."""
         with self._reading("the content-dedup index"):
-            self._db.execute(_CONTENT_SCHEMA)
+            self._content_table()
             rows = self._db.execute("SELECT simhash, hash, url FROM content ORDER BY id")
             while batch := rows.fetchmany(10_000):
                 for simhash, digest, url in batch:
                     yield simhash & ((1 << 64) - 1), bytes(digest), str(url)
+
+    def _content_table(self) -> None:
+        """Create the content table if missing, marked with the fingerprint version of its rows
+        (meta ``content_fingerprint``; rows without the mark are version 1). Simhashes and
+        content hashes of another version cannot be compared with this crawler's: refused."""
+        self._db.execute(_CONTENT_SCHEMA)
+        version = self._meta("content_fingerprint")
+        if version is None:
+            if self._db.execute("SELECT 1 FROM content LIMIT 1").fetchone() is None:
+                _put_meta(self._db, content_fingerprint=str(FINGERPRINT_VERSION))
+                return
+            version = "1"
+        if version != str(FINGERPRINT_VERSION):
+            raise StateError(
+                f"{self.directory}: its content-dedup index holds fingerprints of version "
+                f"{version}, this crawler computes version {FINGERPRINT_VERSION}: resume with "
+                "[dedup] enabled = false, or use --fresh to start over"
+            )
 
     def __repr__(self) -> str:
         return f"<CrawlState {str(self.directory)!r} resumed={self.resumed}>"

@@ -110,8 +110,9 @@ def test_markup_noise_and_whitespace_keep_the_content_hash() -> None:
     assert changed.content_hash != a.content_hash
 
 
-def test_normalization_nfkc_spaces_and_ascii_case() -> None:
-    assert normalize("Ｆｕｌｌ\u00a0width\u2028LINE") == b"full width line"
+def test_normalization_spaces_and_ascii_case() -> None:
+    assert normalize("Full\u00a0Width\tLINE") == b"full width\tline"
+    assert normalize("Ｆｕｌｌ ÉTÉ") == "Ｆｕｌｌ ÉtÉ".encode()  # no NFKC, ASCII case only
     assert fingerprint("Hello   World") == fingerprint("hello world")
     assert fingerprint("hello world").content_hash != fingerprint("hello word").content_hash
     assert fingerprint("").simhash == 0

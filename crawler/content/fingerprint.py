@@ -1,54 +1,66 @@
 """Content fingerprints of a page's text: an exact `content_hash` and a 64-bit `simhash`.
 
-Normalization (`normalize`): NFKC, ASCII letters lowercased, UTF-8; whitespace (and C0
-controls) only separates words. Two copies of a page whose markup differs (attributes,
-comments, indentation, tags around the same words) give the same words.
+Normalization (`normalize`): UTF-8, no-break spaces made spaces, ASCII letters lowercased;
+words are the runs of bytes above 0x20 (C0 controls and space separate them). Two copies of a
+page whose markup differs (attributes, comments, indentation, tags around the same words) give
+the same words.
 
 - `content_hash`: BLAKE2b-128 (hashlib, standard library) of the normalized text with its
   whitespace removed. A cryptographic hash, so a collision between two different pages is not a
-  concern at any crawl size; ~1 GB/s; 16 bytes keep the index and the state small.
+  concern at any crawl size; 16 bytes keep the index and the state small.
 - `simhash` (Charikar): every word 3-shingle is hashed to 64 bits; bit i of the simhash is set
   when more of the page's distinct shingles have bit i set than not. Each distinct shingle
   counts once (a set, like the Jaccard similarity it estimates): counted per occurrence, the
   phrases an index page repeats hundreds of times ("(in module ...") made distinct index pages
-  look alike. Words with a digit (dates, times, counters, session ids: what
-  changes between copies of a page) are left out. A few changed shingles among thousands move
-  few bits; the share of changed shingles sets the distance (see README "Content dedup").
+  look alike. Words with a digit (dates, times, counters, session ids: what changes between
+  copies of a page) are left out. A few changed shingles among thousands move few bits; the
+  share of changed shingles sets the distance (see README "Content dedup").
 
-Everything after normalization is vectorized with numpy (a Python loop over the words, let
-alone over 64 bits per feature, costs several times more): words are found from one
-whitespace mask, a word's hash mixes its first, middle and last 8 bytes and its length (three
-unaligned 64-bit gathers, splitmix64), a shingle's hash mixes three word hashes, and the per-bit
-counts come from one `bincount` per byte of the shingle hashes. The hashes are fixed by this
-module (no per-process seed): simhashes are kept in the crawl state.
+Cost (`python -m bench dedup` measures it): everything after the UTF-8 encoding is a fixed,
+small number of numpy calls per page, none per word. A word is hashed from its length and
+its first 16 bytes (one unaligned gather: all of a word up to 16 bytes; two longer words that
+agree on those and on their length are one feature, a harmless collision), a shingle from
+three word hashes, the distinct shingles come from one sort, and
+the 64 per-bit counts from one pass that sums 16-bit lanes (four bit positions per 64-bit
+lane word, 16 shifts). Full Unicode normalization (NFKC) and case folding are left out: a
+mirror does not rewrite the characters of a page, and on these pages they cost more than all
+the hashing.
 
-Full Unicode case folding (`str.casefold`) is left out on purpose: a mirror does not change the
-case of a page, and on a typical page it cost more than hashing all its shingles.
+`VERSION` numbers the fingerprint function: simhashes and content hashes are kept in the crawl
+state, and a state whose index was computed by another version cannot be compared against
+(`crawler.state` refuses it). Version 1 (before 2026-11-22) normalized with NFKC, hashed words
+from their first, middle and last 8 bytes and shingles with extra mixing rounds.
 """
 
 from __future__ import annotations
 
 import hashlib
-import unicodedata
 from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["SHINGLE", "Fingerprint", "content_hash", "fingerprint", "hamming", "normalize"]
-__all__ += ["shingle_hashes", "simhash64", "word_hashes"]
+__all__ = ["SHINGLE", "VERSION", "Fingerprint", "content_hash", "fingerprint", "hamming"]
+__all__ += ["normalize", "shingle_hashes", "simhash64", "word_hashes"]
 
 U64 = npt.NDArray[np.uint64]
 
+VERSION = 2
+"""The fingerprint function's version, kept with the index in the crawl state."""
 SHINGLE = 3
 """Words per feature."""
 
 _WHITESPACE = bytes(range(33))  # C0 controls and space: word separators
-_OTHER_SPACES = ("\x85", "\u1680", "\u2028", "\u2029")  # Unicode spaces NFKC keeps
-_LOW = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
-_K1, _K2, _K3 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B1)
-# bit b of a byte, for every byte value: turns per-byte-value counts into per-bit counts
-_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little")
+_K1, _K2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F)
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_S27, _S30, _S31, _S32 = np.uint64(27), np.uint64(30), np.uint64(31), np.uint64(32)
+# for a word of i = 0..16 bytes, the bytes of it in its first / second 8 bytes
+_HEAD = np.array([(1 << (8 * min(i, 8))) - 1 for i in range(17)], dtype=np.uint64)
+_TAIL = np.array([(1 << (8 * max(i - 8, 0))) - 1 for i in range(17)], dtype=np.uint64)
+_ZERO_DIGIT = np.uint8(ord("0"))
+_LANE_SHIFTS = np.arange(16, dtype=np.uint64)[:, None]
+_LANE_BITS = np.uint64(0x0001_0001_0001_0001)
+_LANE_MAX = 0xFFFF  # features summed per pass: a 16-bit lane cannot overflow
 
 
 class Fingerprint(NamedTuple):
@@ -67,86 +79,97 @@ class Fingerprint(NamedTuple):
 
 
 def normalize(text: str) -> bytes:
-    """NFKC, ASCII letters lowercased, Unicode spaces made ASCII; UTF-8. Words are the runs of
-    bytes above 0x20 (`str.split()`'s words, C0 controls also splitting)."""
-    if text.isascii():
-        return text.encode("ascii").lower()
-    if not unicodedata.is_normalized("NFKC", text):
-        text = unicodedata.normalize("NFKC", text)
-    for space in _OTHER_SPACES:
-        if space in text:
-            text = text.replace(space, " ")
+    """UTF-8, no-break spaces made spaces, ASCII letters lowercased. Words are the runs of bytes
+    above 0x20 (`str.split()`'s words for ASCII whitespace, C0 controls also splitting)."""
+    if not text.isascii() and "\xa0" in text:
+        text = text.replace("\xa0", " ")
     return text.encode("utf-8", "replace").lower()
 
 
 def _mix(x: U64) -> U64:
-    """splitmix64's finalizer: every input bit affects every output bit."""
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+    """splitmix64's finalizer, in place: every input bit affects every output bit."""
+    x ^= x >> _S30
+    x *= _M1
+    x ^= x >> _S27
+    x *= _M2
+    x ^= x >> _S31
+    return x
 
 
-def word_hashes(normalized: bytes, *, skip_digits: bool = False) -> U64:
-    """A 64-bit hash per word of `normalize`d text, in order: its length and its first, middle
-    and last 8 bytes (all of a word up to 24 bytes; two longer words that agree on those 24
-    bytes and their length get the same hash, a harmless feature collision). `skip_digits`
-    leaves out the words with an ASCII digit (dates, times, counters, session ids)."""
+def _padded(normalized: bytes) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_]]:
+    """The text's bytes followed by 16 zero bytes, and `word`: a flag per byte, True for the
+    bytes of words, with a False either end."""
     n = len(normalized)
-    buf = np.zeros(n + 16, dtype=np.uint8)  # 8 zero bytes either side for the 8-byte windows
-    data = buf[8 : 8 + n]
-    data[:] = np.frombuffer(normalized, dtype=np.uint8)
+    buf = np.zeros(n + 16, dtype=np.uint8)
+    buf[:n] = np.frombuffer(normalized, dtype=np.uint8)
     word = np.zeros(n + 2, dtype=bool)
-    np.greater(data, 32, out=word[1:-1])
-    edges = np.flatnonzero(word[1:] != word[:-1])  # start, end, start, end... (into data)
+    np.greater(buf[:n], 32, out=word[1:-1])
+    return buf, word
+
+
+def _word_hashes(buf: npt.NDArray[np.uint8], word: npt.NDArray[np.bool_]) -> U64:
+    n = buf.size - 16
+    edges = np.flatnonzero(word[1:] != word[:-1])  # start, end, start, end... (into the text)
     starts, ends = edges[0::2], edges[1::2]
-    if starts.size == 0:
-        return np.zeros(0, dtype=np.uint64)
-    if skip_digits:
-        digits = np.zeros(n + 1, dtype=np.int32)
-        np.cumsum((data >= 48) & (data <= 57), out=digits[1:])
-        plain = digits[ends] == digits[starts]
-        starts, ends = starts[plain], ends[plain]
     length = ends - starts
-    # window[i] = the 8 bytes buf[i:i+8] as a little-endian uint64 (unaligned, no copy)
-    window = np.ndarray(shape=(n + 9,), dtype="<u8", buffer=buf, strides=(1,))
-    first = window[starts + 8] & _LOW[np.minimum(length, 8)]
-    last = np.where(length > 8, window[ends], np.uint64(0))  # data[end-8:end]
-    middle = np.where(length > 16, window[starts + 4 + length // 2], np.uint64(0))
-    mixed = _mix(last ^ (length.astype(np.uint64) << np.uint64(56))) ^ middle * _K3
-    return _mix(first * _K1 ^ _mix(mixed))
+    # the 16 bytes from each word's start (one unaligned gather, no copy of the text: a
+    # complex128 is just a 16-byte carrier here), as two little-endian uint64: bytes 0-7, 8-15
+    windows = np.ndarray(shape=(n + 1,), dtype="<c16", buffer=buf, strides=(1,))
+    pairs = windows.take(starts).view("<u8")
+    head, tail = pairs[0::2], pairs[1::2]
+    short = np.minimum(length, 16)
+    head &= _HEAD[short]
+    tail &= _TAIL[short]
+    head *= _K1
+    head ^= length.astype(np.uint64)
+    tail *= _K2
+    head += tail
+    head ^= head >> _S32
+    digits = np.flatnonzero(buf[:n] - _ZERO_DIGIT < 10)
+    if digits.size:  # leave out the words with a digit
+        keep = np.ones(head.size, dtype=bool)
+        keep[np.searchsorted(ends, digits, side="right")] = False
+        return head[keep]
+    return head
+
+
+def word_hashes(normalized: bytes) -> U64:
+    """A 64-bit hash per word of `normalize`d text without a digit, in order."""
+    return _word_hashes(*_padded(normalized))
 
 
 def shingle_hashes(words: U64, size: int = SHINGLE) -> U64:
-    """A 64-bit hash per run of `size` consecutive words (the words themselves if fewer)."""
+    """A 64-bit value per run of `size` consecutive words (the words themselves if fewer);
+    distinct runs give distinct values but for collisions, not yet mixed (`simhash64` does)."""
     if words.size < size:
-        return words
+        return words.copy()
     n = words.size - size + 1
-    acc = words[:n].copy()
+    acc = words[:n] * _K1
     for i in range(1, size):
-        acc = acc * _K1 + (words[i : i + n] ^ _K2)
-    return _mix(acc)
+        acc += words[i : i + n]
+        if i + 1 < size:
+            acc *= _K1
+    return acc
 
 
-def _distinct(values: U64) -> U64:
-    """The distinct values, sorted (np.unique costs ~10x more here: it hashes)."""
-    if values.size < 2:
-        return values
-    ordered = np.sort(values)
-    keep = np.empty(ordered.size, dtype=bool)
-    keep[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
-    return ordered[keep]
-
-
-def simhash64(features: U64) -> int:
-    """Charikar's simhash of 64-bit feature hashes (each one weighs 1); 0 if none."""
-    if features.size == 0:
+def simhash64(shingles: U64) -> int:
+    """Charikar's simhash of the distinct values of `shingles` (each mixed to 64 bits, each
+    weighing 1); 0 if none. Sorts `shingles` in place."""
+    if shingles.size == 0:
         return 0
-    as_bytes = np.ascontiguousarray(features, dtype="<u8").view(np.uint8).reshape(-1, 8)
-    counts = np.empty((8, 8), dtype=np.int64)  # counts[byte][bit]: features with that bit set
-    for b in range(8):
-        counts[b] = np.bincount(as_bytes[:, b], minlength=256) @ _BYTE_BITS
-    bits = (2 * counts.reshape(64) > features.size).astype(np.uint8)
+    shingles.sort()
+    distinct = np.empty(shingles.size, dtype=bool)
+    distinct[0] = True
+    np.not_equal(shingles[1:], shingles[:-1], out=distinct[1:])
+    features = _mix(shingles[distinct])
+    counts = np.zeros(64, dtype=np.int64)
+    for i in range(0, features.size, _LANE_MAX):
+        # lanes[j]: bit j of each 16-bit lane of every feature; its sum counts bits j, j+16,
+        # j+32 and j+48 in its four 16-bit lanes
+        lanes = features[None, i : i + _LANE_MAX] >> _LANE_SHIFTS
+        lanes &= _LANE_BITS
+        counts += lanes.sum(axis=1).view(np.uint16).reshape(16, 4).T.reshape(64)
+    bits = 2 * counts > features.size
     return int(np.packbits(bits, bitorder="little").view("<u8")[0])
 
 
@@ -157,10 +180,10 @@ def content_hash(normalized: bytes) -> bytes:
 
 def fingerprint(text: str) -> Fingerprint:
     """The `Fingerprint` of a page's visible text."""
-    normalized = normalize(text)
-    with np.errstate(over="ignore"):
-        features = _distinct(shingle_hashes(word_hashes(normalized, skip_digits=True)))
-    return Fingerprint(content_hash(normalized), simhash64(features))
+    buf, word = _padded(normalize(text))
+    words = np.compress(word[1:-1], buf[:-16])  # the text without its whitespace
+    digest = hashlib.blake2b(words.data, digest_size=16).digest()
+    return Fingerprint(digest, simhash64(shingle_hashes(_word_hashes(buf, word))))
 
 
 def hamming(a: int, b: int) -> int:
