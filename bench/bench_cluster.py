@@ -1,6 +1,12 @@
 """One crawl shared by 1, 2 and 4 `crawl --redis` processes, beside the in-memory crawler.
 
-The site: Debian's python3.11-doc served by nginx on loopback (`make bench` installs both);
+The sites: Debian's python3.11-doc (big pages, parsed in a thread: one process already keeps
+more than one core busy) and sqlite3-doc (small pages, parsed on the event loop), each served by
+nginx on loopback (`make bench` installs them); on loopback a crawl is bound by CPU, and the
+2 cores are shared by the crawl processes, nginx and Redis. Then the regime of a crawl of the
+web, bound by latency: sqlite3-doc served with 100 ms per response (`bench.slow_site`), where
+a process's 32 workers are the limit and processes add requests in flight (per-host
+concurrency 128 there, shared by all processes: politeness is global);
 Redis: a throwaway Debian redis-server (``tests.redis_server``). Every crawl is the real
 `crawl` command in its own process (startup included), concurrency 32 (per host too: the site
 is one host), no delay, robots off, no depth limit, results to a file per process. Per run:
@@ -22,21 +28,24 @@ Run: `python -m bench cluster` (BENCH_QUICK=1: a smaller site subset).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from redis.asyncio import Redis
 
-from bench.corpus import ensure_docs
-from bench.nginx import Nginx
+from bench.doc_sites import SITES, DocSite
+from bench.nginx import Nginx, free_port
 from crawler.entries import Entry
 from crawler.frontier.redis import RedisFrontier
 from crawler.sieve.redis import RedisSieve
@@ -50,9 +59,10 @@ max_depth = 0
 max_pages = {max_pages}
 [politeness]
 delay = 0.0
-per_host_concurrency = 32
+per_host_concurrency = {per_host}
 respect_robots = false
 """
+LATENCY = 0.1
 
 
 def redis_figures(url: str) -> dict[str, float]:
@@ -136,45 +146,77 @@ async def memory_per_queued_url(url: str, exact: bool, count: int = 20_000) -> t
     return (after - before) / count, sieve.size_in_bytes
 
 
-def main() -> None:
-    root = ensure_docs()
-    max_pages = 300 if QUICK else 0
-    with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp_name, Nginx(root) as site:
-        tmp = Path(tmp_name)
-        config = tmp / "config.toml"
-        config.write_text(CONFIG.format(max_pages=max_pages))
-        seed = f"{site.base_url}index.html"
-        with RedisServer() as server:
-            memory = run(1, seed, config, tmp, None, "memory")
-            rows = [run(n, seed, config, tmp, server.url, f"c{n}") for n in PROCESSES]
-            per_url, sieve_bytes = asyncio.run(memory_per_queued_url(server.url, False))
-            per_url_exact, _ = asyncio.run(memory_per_queued_url(server.url, True))
-    print(f"site: {root} via nginx on loopback; concurrency 32 per process (per host too), "
-          f"delay 0, robots off{', max 300 pages' if QUICK else ''}; 2 cores shared")  # fmt: skip
-    head = (f"{'crawl':<22} {'pages':>6} {'distinct':>8} {'wall s':>7} {'pages/s':>8} "
-            f"{'vs 1 proc':>9} {'steady/s':>8} {'vs 1 proc':>9} {'CPU ms/page':>11} "
-            f"{'Redis CPU us/page':>17} {'trips/page':>10}")  # fmt: skip
-    print(head)
+@contextlib.contextmanager
+def slow_site(root: Path) -> Iterator[str]:
+    """bench.slow_site serving `root` with LATENCY per response; its base URL."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "bench.slow_site", str(root), str(port), str(LATENCY)]
+    proc = subprocess.Popen(cmd)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise SystemExit("bench.slow_site did not start") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def site_table(
+    site: DocSite, server: RedisServer, tmp: Path, max_pages: int, *, slow: bool = False
+) -> dict[str, float]:
+    """Crawl one site in memory and with 1, 2, 4 processes through Redis; print the table."""
+    config = tmp / "config.toml"
+    config.write_text(CONFIG.format(max_pages=max_pages, per_host=128 if slow else 32))
+    name = f"{site.name}-slow" if slow else site.name
+    with slow_site(site.root()) if slow else Nginx(site.root()) as base:
+        base_url = base if isinstance(base, str) else base.base_url
+        seed = f"{base_url}index.html"
+        memory = run(1, seed, config, tmp, None, f"{name}-memory")
+        rows = [run(n, seed, config, tmp, server.url, f"{name}-{n}") for n in PROCESSES]
+    how = f"with {LATENCY * 1000:.0f} ms per response" if slow else "via nginx on loopback"
+    print(f"\n{site.name} ({site.root()}) {how}")
+    print(f"{'crawl':<22} {'pages':>6} {'distinct':>8} {'wall s':>7} {'pages/s':>8} "
+          f"{'vs 1 proc':>9} {'steady/s':>8} {'vs 1 proc':>9} {'CPU ms/page':>11} "
+          f"{'Redis CPU us/page':>17} {'trips/page':>10}")  # fmt: skip
     one, one_steady = rows[0]["rate"], rows[0]["steady"]
     for name, r in [("in memory (1 process)", memory)] + [
         (f"Redis, {r['procs']} process{'es' if r['procs'] > 1 else ''}", r) for r in rows
     ]:
-        redis_cpu = (
-            f"{r['redis_cpu'] / r['pages'] * 1e6:>17.0f}" if "redis_cpu" in r else f"{'-':>17}"
-        )
-        commands = f"{r['commands'] / r['pages']:>10.2f}" if "commands" in r else f"{'-':>10}"
+        redis_cpu = f"{r['redis_cpu'] / r['pages'] * 1e6:>17.0f}" if "redis_cpu" in r else "-"
+        trips = f"{r['commands'] / r['pages']:>10.2f}" if "commands" in r else "-"
         print(f"{name:<22} {r['pages']:>6.0f} {r['distinct']:>8.0f} {r['wall']:>7.2f} "
               f"{r['rate']:>8.0f} {r['rate'] / one:>8.2f}x {r['steady']:>8.0f} "
               f"{r['steady'] / one_steady:>8.2f}x {r['cpu'] / r['pages'] * 1e3:>11.2f} "
-              f"{redis_cpu} {commands}")  # fmt: skip
+              f"{redis_cpu:>17} {trips:>10}")  # fmt: skip
+    return max(rows, key=lambda r: r["steady"])
+
+
+def main() -> None:
+    max_pages = 300 if QUICK else 0
+    print("settings: concurrency 32 per process (per host too), delay 0, robots off, "
+          f"{'max 300 pages' if QUICK else 'whole site'}; every process started by the run; "
+          "2 cores shared by the crawls, nginx and Redis")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp_name, RedisServer() as server:
+        tmp = Path(tmp_name)
+        busiest = [site_table(site, server, tmp, max_pages) for site in SITES]
+        site_table(SITES[1], server, tmp, max_pages, slow=True)
+        per_url, sieve_bytes = asyncio.run(memory_per_queued_url(server.url, False))
+        per_url_exact, _ = asyncio.run(memory_per_queued_url(server.url, True))
     mib = sieve_bytes / 2**20
     print(f"\nRedis memory per queued URL: {per_url:.0f} bytes (20,000 URLs on 50 hosts), beside"
           f" the Sieve's first stage: {mib:.1f} MiB for 1M URLs at 1e-4; with the exact tier"
           f" (the default): {per_url_exact:.0f} bytes")  # fmt: skip
-    busiest = max(rows, key=lambda r: r["rate"])
-    us = busiest["redis_cpu"] / busiest["pages"] * 1e6
-    print(f"saturation: {us:.0f} us of Redis CPU per page -> one Redis core serves about "
-          f"{1e6 / us:,.0f} pages/s in all (machines x pages/s each)")  # fmt: skip
+    for site, row in zip(SITES, busiest, strict=True):
+        us = row["redis_cpu"] / row["pages"] * 1e6
+        print(f"saturation ({site.name}): {us:.0f} us of Redis CPU per page -> one Redis core "
+              f"serves about {1e6 / us:,.0f} pages/s in all (machines x pages/s each)")  # fmt: skip
 
 
 if __name__ == "__main__":
