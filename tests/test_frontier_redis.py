@@ -494,3 +494,19 @@ async def test_done_many_in_one_round_trip(clients: list[Redis], clock: Clock) -
     retried = await a.pending()
     assert [(e.url, e.retries) for e in retried] == [(held[0].url, 1)]
     assert (await a.stats()).backoffs == 1
+
+
+async def test_entries_given_back_unfetched_go_back_as_they_were(
+    clients: list[Redis], clock: Clock
+) -> None:
+    a = await frontier(clients[0], clock)
+    b = await frontier(clients[1], clock)
+    await a.put_many([page("http://a.test/1"), page("http://a.test/2")])
+    taken = await claim_one(a)
+    assert taken is not None
+    assert await a.release([taken]) == 1
+    back = await claim_one(b)  # the slot is free again, the entry at the head, not a retry
+    assert back == taken and back.retries == 0
+    stats = await b.stats()
+    assert stats.retries == 0 and stats.in_flight == 1
+    assert await a.release([taken]) == 0  # no longer held here

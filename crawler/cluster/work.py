@@ -81,10 +81,10 @@ class SharedWork:
     async def get(self) -> Entry | None:
         if self._error is not None:
             raise self._error
-        if self._spare:
-            return self._spare.popleft()
         if self._closed:
             return None
+        if self._spare:
+            return self._spare.popleft()
         future: asyncio.Future[Entry | None] = asyncio.get_running_loop().create_future()
         self._waiters.append(future)
         if self._claimer is None or self._claimer.done():
@@ -210,16 +210,20 @@ class SharedWork:
         self._finish(None)
 
     async def drain(self) -> None:
-        """Send what the outbox holds and stop the tasks (after the workers ended). Entries
-        claimed for no worker stay leased: other processes take them back when it expires."""
+        """Send what the outbox holds, give back the entries claimed for no worker, and stop
+        the tasks (after the workers ended)."""
         self.close()
         for task in (self._claimer, self._flusher):
             if task is not None and not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        if self._error is None and self._outbox:
-            await self._flush()
+        if self._error is None:
+            if self._outbox:
+                await self._flush()
+            if self._spare:
+                await self._frontier.release(list(self._spare))
+                self._spare.clear()
         self._flusher = self._claimer = None
 
     async def refresh(self) -> FrontierStats:

@@ -358,6 +358,19 @@ class RedisFrontier:
         return int(await self._run("renew", [self.prefix, self._now_arg(), self.lease_ttl,
                                              *leases]))  # fmt: skip
 
+    async def release(self, entries: list[Entry]) -> int:
+        """Give back entries claimed here and not fetched (a process stopping): each goes back
+        to the head of its host's queue as it was, its slot freed; how many were still leased."""
+        args: list[Any] = [self.prefix, self._now_arg(), repr(self.backoff_base),
+                           repr(self.backoff_max), repr(self.max_retry_after),
+                           SUSPECT_STREAK]  # fmt: skip
+        for entry in entries:
+            flying = self._flying.pop(id(entry), None)
+            if flying is None or entry.kind is not EntryKind.PAGE:
+                continue  # a ROBOTS entry is simply asked again once its lease expires
+            args += (flying[1], "2", _tail(entry), "", 0, "", "1")
+        return sum(await self._run("done", args)) if len(args) > 6 else 0
+
     async def reclaim(self, limit: int = 1000) -> int:
         """Put expired leases' entries back at the head of their hosts; how many."""
         return int(await self._run("reclaim", [self.prefix, self._now_arg(), limit]))

@@ -190,8 +190,9 @@ return head
 )
 
 # ARGV: prefix, now, backoff_base, backoff_max, max_retry_after, suspect streak, then per
-# entry: lease id, retry ('1'/''), retry tail (key\npayload with retries + 1), blame ('host',
-# 'suspect', 'url', ''), attempt, wait ('' or seconds, Retry-After), jitter.
+# entry: lease id, retry ('1'; '2': given back unfetched, not counted as a retry; ''), retry
+# tail (key\npayload with retries + 1), blame ('host', 'suspect', 'url', ''), attempt, wait
+# ('' or seconds, Retry-After), jitter.
 # Returns per entry 1, or 0 when its lease is not current (expired and reclaimed, or done).
 DONE: Final = (
     _COMMON
@@ -225,9 +226,9 @@ local function finish(at)
     elseif blame == 'url' then
         redis.call('HSET', hk, 'failures', 0, 'suspects', 0)
     end
-    if ARGV[at + 1] == '1' then
+    if ARGV[at + 1] ~= '' then
         requeue(host, score, string.sub(member, 1, 16) .. ARGV[at + 2])
-        redis.call('HINCRBY', P .. 'stats', 'retries', 1)
+        if ARGV[at + 1] == '1' then redis.call('HINCRBY', P .. 'stats', 'retries', 1) end
     end
     refile(host)
     return 1
