@@ -20,13 +20,12 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crawler.admission import Admission
 from crawler.budget import FetchBudget
 from crawler.components import make_fetcher, make_frontier, make_scope, make_sieve, make_urls
 from crawler.config import Config
-from crawler.content import ContentIndex, fingerprint
 from crawler.errors import FetchError, ScoreError, SeedError, failure_class
 from crawler.fetcher import Response
 from crawler.focus import Focus
@@ -39,8 +38,10 @@ from crawler.robots import fetch_robots, policy_from_response, product_token
 from crawler.scope import Scope, split_host
 from crawler.scoring import ScoreFn
 from crawler.sieve import Dedup
-from crawler.sitemaps import SitemapError, parse_sitemap
 from crawler.state import CrawlState, SeenStore, Validators
+
+if TYPE_CHECKING:
+    from crawler.content import ContentIndex
 
 __all__ = ["Crawler"]
 
@@ -119,7 +120,11 @@ class Crawler:
         self._workers: list[asyncio.Task[None]] = []
         self.parser = Parser()
         dc = config.dedup
-        self.content = ContentIndex(dc.near_distance) if dc.enabled else None
+        self.content: ContentIndex | None = None
+        if dc.enabled:  # imported only then: numpy
+            from crawler.content import ContentIndex
+
+            self.content = ContentIndex(dc.near_distance)
         # a recrawl (a state's generation > 0): pages are fetched with their stored validators
         self.recrawl = state is not None and state.generation > 0
 
@@ -415,6 +420,8 @@ class Crawler:
         (error pages are left out: every 404 page of a site would be a duplicate)."""
         if self.content is None:
             return {}
+        from crawler.content import fingerprint
+
         fp = fingerprint(markup.content or "")
         match = self.content.check(entry.url, fp)
         near = match.near_duplicate_of  # a recrawled page changed: near its own old version
@@ -463,6 +470,8 @@ class Crawler:
         return Outcome(status=status, latency=latency, failed=status is None)
 
     def _sitemap(self, entry: Entry, response: Response) -> CrawlResult:
+        from crawler.sitemaps import SitemapError, parse_sitemap  # defusedxml: when needed
+
         base = self._base_result(entry, response)
         try:
             sitemap = parse_sitemap(response.body, max_bytes=self.config.fetch.max_body)
