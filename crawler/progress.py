@@ -2,8 +2,9 @@
 
 On a terminal, a rich live line refreshes a few times a second; elsewhere (CI, a log file) a
 plain timestamped line is written every `interval` seconds. Reporting only
-reads the crawler's figures; it never touches the crawl itself. rich is imported only for the
-live line and the summary (not before the crawl, when not on a terminal: ~50 ms of start-up).
+reads the crawler's figures; it never touches the crawl itself. rich is imported only on a
+terminal, for the live line and the summary table (~50 ms of import); elsewhere the summary is
+plain aligned text.
 """
 
 from __future__ import annotations
@@ -95,17 +96,13 @@ class ProgressReporter:
         return f"<ProgressReporter {mode}>"
 
 
-def summary_table(stats: dict[str, Any]) -> Table:
-    """The final summary as a two-column table, labelled for a first reading: what counts
+def summary_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
+    """The final summary's (figure, value) rows, labelled for a first reading: what counts
     URLs and what counts refusals of links; URLs seen (the Sieve) and pages fetched apart."""
-    from rich.table import Table
-
-    table = Table(title="crawl summary", show_header=False, title_justify="left")
-    table.add_column("figure", style="bold")
-    table.add_column("value", justify="right")
+    rows: list[tuple[str, str]] = []
 
     def add(name: str, value: object) -> None:
-        table.add_row(name, str(value))
+        rows.append((name, str(value)))
 
     add("pages (results)", stats["pages"])
     for cls, n in stats["status_classes"].items():
@@ -134,10 +131,32 @@ def summary_table(stats: dict[str, Any]) -> Table:
     add("sieve stages", sieve["stages"])
     add("sieve bits", f"{sieve['size_in_bytes'] * 8:,}")
     add("sieve FPR bound", f"{sieve['false_positive_bound']:.2e}")
+    return rows
+
+
+def summary_table(stats: dict[str, Any]) -> Table:
+    """The final summary (`summary_rows`) as a two-column rich table."""
+    from rich.table import Table
+
+    table = Table(title="crawl summary", show_header=False, title_justify="left")
+    table.add_column("figure", style="bold")
+    table.add_column("value", justify="right")
+    for name, value in summary_rows(stats):
+        table.add_row(name, value)
     return table
 
 
 def print_summary(stats: dict[str, Any], stream: TextIO) -> None:
-    from rich.console import Console
+    """The summary as a rich table on a terminal; elsewhere (a log file, CI) as plain aligned
+    text, without importing rich (~50 ms at the end of every run of the command)."""
+    if stream.isatty():
+        from rich.console import Console
 
-    Console(file=stream, stderr=True).print(summary_table(stats))
+        Console(file=stream, stderr=True).print(summary_table(stats))
+        return
+    rows = summary_rows(stats)
+    left = max(len(name) for name, _ in rows)
+    right = max(len(value) for _, value in rows)
+    lines = ["crawl summary"]
+    lines += [f" {name:<{left}} │ {value:>{right}}" for name, value in rows]
+    stream.write("\n".join(lines) + "\n")

@@ -6,7 +6,9 @@ really pulled in.
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import subprocess
 import sys
 
@@ -73,3 +75,29 @@ def test_the_sieve_imports_numpy_at_its_first_big_batch() -> None:
         "s.add_many([f'u{i}' for i in range(100)])\nassert not before, 'numpy before the batch'"
     )
     assert loaded_after(code, ("numpy",)) == ["numpy"]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_summary_is_plain_text_off_a_terminal_and_a_rich_table_on_one() -> None:
+    code = (
+        "import io\nfrom crawler.engine import Crawler\n"
+        "from crawler.progress import print_summary\nstream = io.StringIO()\n"
+        "print_summary(Crawler().stats_dict(), stream)\n"
+        "assert 'pages (results)' in stream.getvalue()"
+    )
+    assert loaded_after(code, ("rich",)) == []
+    from crawler.engine import Crawler
+    from crawler.progress import print_summary, summary_rows
+
+    stats = Crawler().stats_dict()
+    plain, terminal = io.StringIO(), _Terminal()
+    print_summary(stats, plain)
+    print_summary(stats, terminal)
+    for name, value in summary_rows(stats):  # the same rows either way
+        assert re.search(rf"{re.escape(name.strip())}\s*│\s*{re.escape(value)}", plain.getvalue())
+        assert name.strip() in terminal.getvalue() and value in terminal.getvalue()
+    assert "┌" not in plain.getvalue() and "┌" in terminal.getvalue()  # rich's box
