@@ -1,8 +1,9 @@
 """The child-process side of bench.bench_crawl: one measured run per process.
 
 Each run returns a JSON-ready dict. `wall_s` and `cpu_s` cover the work only (imports, config
-and process start-up excluded); the parent adds the whole process's CPU time and peak RSS from
-``os.wait4``. Runs:
+and process start-up excluded: numpy too, which the crawler imports at its first Sieve batch or
+big page; the parent's start-up runs of the `crawl` command count every import); the parent adds
+the whole process's CPU time and peak RSS from ``os.wait4``. Runs:
 
 - `run_ours`: crawler.engine.Crawler through the library API (results consumed and dropped).
 - `run_fetch`: fetch-only limit: aiohttp, N concurrent workers, every URL of a list, bodies read
@@ -99,6 +100,8 @@ async def _crawl(seed: str, config: Config, profile: cProfile.Profile | None) ->
 def run_ours(
     base: str, *, max_pages: int = 0, use_uvloop: bool = False, profile_path: str = ""
 ) -> dict[str, Any]:
+    import numpy  # noqa: F401  (imported lazily by the crawl: an import, not per-page work)
+
     profile = cProfile.Profile() if profile_path else None
     out = run_async(_crawl(base + "index.html", bench_config(max_pages), profile), use_uvloop)
     if profile is not None:

@@ -7,7 +7,9 @@ Everything nginx writes (pid, error log, temp dirs) goes to a fresh temporary di
 as root or not, beside a system nginx or not. nginx runs in the foreground (``daemon off``) as a
 child process; leaving the block stops it (SIGTERM, fast shutdown) and removes the directory.
 One worker process, no access log, keep-alive for the whole crawl, no gzip: the server stays a
-small, constant share of the machine for every crawler measured against it.
+small, constant share of the machine for every crawler measured against it. With
+``access_log=True`` it logs each request's start time (``Nginx.request_times``), for measuring a
+crawler's start-up from outside its process.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ http {{
         application/zip zip;
     }}
     default_type application/octet-stream;
-    access_log off;
+    log_format stamps '$msec $request_time $status';
+    access_log {access_log};
     sendfile on;
     tcp_nopush on;
     tcp_nodelay on;
@@ -104,12 +107,20 @@ def _accepts(port: int) -> bool:
 class Nginx:
     """nginx serving `root` on 127.0.0.1 (a free port unless `port` is given)."""
 
-    __slots__ = ("_proc", "_tmp", "port", "root", "workers")
+    __slots__ = ("_proc", "_tmp", "access_log", "port", "root", "workers")
 
-    def __init__(self, root: str | os.PathLike[str], *, port: int = 0, workers: int = 1) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        port: int = 0,
+        workers: int = 1,
+        access_log: bool = False,
+    ) -> None:
         self.root = Path(root).resolve()
         self.port = port
         self.workers = workers
+        self.access_log = access_log
         self._proc: subprocess.Popen[bytes] | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
 
@@ -126,7 +137,12 @@ class Nginx:
             tmp = Path(self._tmp.name)
             tmp.chmod(0o755)  # as root, workers run as nobody and must reach the temp dirs
             conf = tmp / "nginx.conf"
-            conf.write_text(CONF.format(workers=self.workers, tmp=tmp, port=port, root=self.root))
+            access = f"{tmp}/access.log stamps" if self.access_log else "off"
+            conf.write_text(
+                CONF.format(
+                    workers=self.workers, tmp=tmp, port=port, root=self.root, access_log=access
+                )
+            )
             self._proc = subprocess.Popen(
                 [binary, "-p", str(tmp), "-c", str(conf), "-e", str(tmp / "error.log")],
                 stdin=subprocess.DEVNULL,
@@ -143,6 +159,29 @@ class Nginx:
             self.stop()
             if attempt == attempts - 1:
                 raise NginxError(f"nginx did not start on 127.0.0.1:{port}: {log.strip()}")
+
+    def request_times(self) -> list[float]:
+        """Start of each request logged so far (Unix time, ms resolution), in log order: the
+        log line's time (when the response was sent) less the request's duration."""
+        if self._tmp is None or not self.access_log:
+            return []
+        path = Path(self._tmp.name) / "access.log"
+        if not path.exists():
+            return []
+        out = []
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 2:
+                out.append(float(parts[0]) - float(parts[1]))
+        return out
+
+    def clear_log(self) -> None:
+        """Empty the access log (nginx keeps appending to the same file)."""
+        if self._tmp is not None and self.access_log:
+            path = Path(self._tmp.name) / "access.log"
+            if path.exists():
+                with open(path, "r+") as fh:
+                    fh.truncate(0)
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None

@@ -11,6 +11,8 @@ process). A patch that pays off becomes a real change in crawler/; this file onl
   at CPython's default of 5 ms, or at 0.1 ms. A parse thread needs the GIL back after each
   lexbor call; behind a busy event loop it waits up to one interval for it.
 - ``threads2``: two parse threads instead of cpu_count - 1.
+- ``numpy``: numpy imported before the crawl (as before it was imported lazily, at the first
+  Sieve batch or big page): what the crawl's own time pays for that import.
 """
 
 from __future__ import annotations
@@ -42,12 +44,17 @@ def _threads2() -> None:
     parsing.PARSE_THREADS = 2
 
 
+def _numpy() -> None:
+    import numpy  # noqa: F401
+
+
 PATCHES: dict[str, Callable[[], None]] = {
     "threadparse": _threadparse,
     "inline": _inline,
     "switch5ms": _switch5ms,
     "switch01": _switch01,
     "threads2": _threads2,
+    "numpy": _numpy,
 }
 
 

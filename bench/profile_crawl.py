@@ -1,7 +1,7 @@
 """Where the end-to-end crawl's time goes, and what candidate patches would save.
 
-Same site, server and settings as bench.bench_crawl (nginx on loopback, python3.11-doc,
-concurrency 32, no delay, robots off), our crawler in a child process:
+Same sites, server and settings as bench.bench_crawl (nginx on loopback, python3.11-doc or
+``--corpus sqlite3-doc``, concurrency 32, no delay, robots off), our crawler in a child process:
 
     python -m bench.profile_crawl              # py-spy (sampling; if installed) else cProfile
     python -m bench.profile_crawl --cprofile   # deterministic; inflates many-small-call code
@@ -28,8 +28,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.bench_crawl import QUICK_PAGES, Measured, child_cmd, has, measure, warm_page_cache
-from bench.corpus import ensure_docs
+from bench.bench_crawl import (
+    CORPORA,
+    QUICK_PAGES,
+    Measured,
+    child_cmd,
+    has,
+    measure,
+    warm_page_cache,
+)
 from bench.nginx import Nginx
 
 RATE = 1000  # py-spy samples per second
@@ -95,8 +102,8 @@ def print_pyspy(path: str, pages: int, cpu_ms: float, top: int = 25) -> None:
             print(f"{n / total:>7.1%} {n / total * cpu_ms * 1e3:>9.0f}  {name}")
 
 
-def profile(mode: str, extra: Sequence[str]) -> None:
-    root = ensure_docs()
+def profile(mode: str, extra: Sequence[str], corpus: str = "python3.11-doc") -> None:
+    root = CORPORA[corpus]()
     warm_page_cache(root)
     with Nginx(root) as server, tempfile.TemporaryDirectory(prefix="bench-prof-") as tmp:
         out = str(Path(tmp) / "profile.out")
@@ -123,8 +130,13 @@ def profile(mode: str, extra: Sequence[str]) -> None:
 DEFAULT_VARIANTS = ("", "threadparse", "inline", "switch")
 
 
-def compare(repeat: int, extra: Sequence[str], variants: Sequence[str] = DEFAULT_VARIANTS) -> None:
-    root = ensure_docs()
+def compare(
+    repeat: int,
+    extra: Sequence[str],
+    variants: Sequence[str] = DEFAULT_VARIANTS,
+    corpus: str = "python3.11-doc",
+) -> None:
+    root = CORPORA[corpus]()
     warm_page_cache(root)
     loops = ["asyncio", "uvloop"] if has("uvloop") else ["asyncio"]
     runs: dict[tuple[str, str], list[Measured]] = {}
@@ -174,6 +186,7 @@ def cli(argv: Sequence[str]) -> None:
     mode.add_argument("--py-spy", action="store_true")
     mode.add_argument("--compare", action="store_true")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--corpus", choices=tuple(CORPORA), default="python3.11-doc")
     parser.add_argument("--uvloop", action="store_true")
     parser.add_argument("--patch", default="", help="bench.patches to apply (comma-separated)")
     parser.add_argument(
@@ -185,11 +198,11 @@ def cli(argv: Sequence[str]) -> None:
     extra = ["--max-pages", str(QUICK_PAGES)] if os.environ.get("BENCH_QUICK") == "1" else []
     extra += ["--uvloop"] * args.uvloop + (["--patch", args.patch] if args.patch else [])
     if args.compare:
-        compare(args.repeat, extra, args.variants.split(";"))
+        compare(args.repeat, extra, args.variants.split(";"), args.corpus)
     elif args.cprofile or not (args.py_spy or has_py_spy()):
-        profile("cprofile", extra)
+        profile("cprofile", extra, args.corpus)
     else:
-        profile("py-spy", extra)
+        profile("py-spy", extra, args.corpus)
 
 
 def has_py_spy() -> bool:

@@ -9,28 +9,65 @@ async with Crawler(Config()) as crawler:
 
 from __future__ import annotations
 
-from crawler.config import Config, load_config
-from crawler.engine import Crawler
-from crawler.errors import (
-    BlockedAddress,
-    BodyTooLarge,
-    ConfigError,
-    ConnectError,
-    CrawlerError,
-    DecodingError,
-    DNSError,
-    FetchError,
-    FetchTimeout,
-    ProtocolError,
-    ScoreError,
-    SeedError,
-)
-from crawler.frontier import Entry, EntryKind, Frontier, Outcome
-from crawler.results import CrawlResult, CrawlStats
-from crawler.robots import RobotsPolicy, policy_from_response
-from crawler.scoring import Link, PageText, ScoreFn, Scorer
-from crawler.sieve import BloomStage, Sieve, SieveFormatError
-from crawler.urls import UrlNormalizer, canonicalize, normalize
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names below, imported when first used (see __getattr__)
+    from crawler.config import Config, load_config
+    from crawler.engine import Crawler
+    from crawler.errors import (
+        BlockedAddress,
+        BodyTooLarge,
+        ConfigError,
+        ConnectError,
+        CrawlerError,
+        DecodingError,
+        DNSError,
+        FetchError,
+        FetchTimeout,
+        ProtocolError,
+        ScoreError,
+        SeedError,
+        SharedStateError,
+    )
+    from crawler.frontier import Entry, EntryKind, Frontier, Outcome
+    from crawler.results import CrawlResult, CrawlStats
+    from crawler.robots import RobotsPolicy, policy_from_response
+    from crawler.scoring import Link, PageText, ScoreFn, Scorer
+    from crawler.sieve import BloomStage, Sieve, SieveFormatError
+    from crawler.urls import UrlNormalizer, canonicalize, normalize
+
+# public name -> the module that defines it. `import crawler.cli` (the `crawl` command) imports
+# this package first: importing every module here would cost each run of the command the
+# start-up of what it may not use (numpy, rich, warcio...), so a name's module is imported on
+# first access instead (PEP 562).
+_ERRORS = """BlockedAddress BodyTooLarge ConfigError ConnectError CrawlerError DecodingError
+    DNSError FetchError FetchTimeout ProtocolError ScoreError SeedError SharedStateError"""
+_LAZY = {
+    **dict.fromkeys(("Config", "load_config"), "crawler.config"),
+    "Crawler": "crawler.engine",
+    **dict.fromkeys(_ERRORS.split(), "crawler.errors"),
+    **dict.fromkeys(("Entry", "EntryKind", "Frontier", "Outcome"), "crawler.frontier"),
+    **dict.fromkeys(("CrawlResult", "CrawlStats"), "crawler.results"),
+    **dict.fromkeys(("RobotsPolicy", "policy_from_response"), "crawler.robots"),
+    **dict.fromkeys(("Link", "PageText", "ScoreFn", "Scorer"), "crawler.scoring"),
+    **dict.fromkeys(("BloomStage", "Sieve", "SieveFormatError"), "crawler.sieve"),
+    **dict.fromkeys(("UrlNormalizer", "canonicalize", "normalize"), "crawler.urls"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'crawler' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later accesses skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __version__ = "0.1.0"
 
@@ -61,6 +98,7 @@ __all__ = [
     "ScoreFn",
     "Scorer",
     "SeedError",
+    "SharedStateError",
     "Sieve",
     "SieveFormatError",
     "UrlNormalizer",

@@ -27,18 +27,19 @@ import sys
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from crawler.components import settings
 from crawler.config import Config, load_config
 from crawler.engine import Crawler
 from crawler.errors import ConfigError, ScoreError, SeedError, SharedStateError
-from crawler.fixture import FixtureSite
 from crawler.output import JsonlWriter, check_output_paths, open_output, repair_jsonl
 from crawler.progress import ProgressReporter, print_summary
 from crawler.seeds import SeedReport, collect_seeds, read_seeds
 from crawler.state import FILENAME, CrawlState, StateError
-from crawler.warc import WarcOutput
+
+if TYPE_CHECKING:  # imported when used: a crawl without --warc or --demo never loads them
+    from crawler.warc import WarcOutput
 
 __all__ = ["main", "read_seeds", "repair_jsonl"]
 
@@ -240,7 +241,11 @@ async def run(
         admitted, done = state.counts()
         what = "recrawl" if state.generation else "crawl"
         say(quiet, f"resuming the {what} in {state.directory} ({done:,} of {admitted:,} URLs done)")
-    warc = WarcOutput(o.warc, max_size=o.warc_max_size) if o.warc else None
+    warc: WarcOutput | None = None
+    if o.warc:
+        from crawler.warc import WarcOutput  # warcio
+
+        warc = WarcOutput(o.warc, max_size=o.warc_max_size)
     crawler = Crawler(config, recorder=warc.write if warc is not None else None, state=state)
     reporter = ProgressReporter(crawler, sys.stderr, interval=o.progress_interval)
     shared = bool(config.cluster.redis)  # a result is written before its lease is released
@@ -309,6 +314,8 @@ async def run(
 
 async def run_demo(config: Config, out: IO[str], explicit_delay: bool, quiet: bool) -> Outcome:
     """Serve the fixture site on loopback, crawl it, and check the result against its truth."""
+    from crawler.fixture import FixtureSite  # aiohttp's server: only for the demo
+
     async with FixtureSite() as site:
         config = config.override("fetch", resolve={**config.fetch.resolve, **site.resolve})
         if not explicit_delay:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crawler.content.index import MAX_DISTANCE
 from crawler.errors import ConfigError
 from crawler.guard import parse_network
 from crawler.steering import HostMatch, check_headers, check_proxy
@@ -179,10 +178,13 @@ class OutputConfig:
     progress_interval: float = 10.0
 
 
+_NEAR_DISTANCE = 3  # within crawler.content's MAX_DISTANCE (a test checks)
+
+
 @dataclass(frozen=True, slots=True)
 class DedupConfig:
     enabled: bool = False  # off by default: ~40-60% more CPU per page (README "Content dedup")
-    near_distance: int = 3
+    near_distance: int = _NEAR_DISTANCE
     follow_duplicates: bool = True
 
 
@@ -397,10 +399,14 @@ def _check_ranges(obj: Any, where: str) -> None:
             raise ConfigError(
                 f"{where} confirm: must be one of 'auto', 'none', 'exact', got {obj.confirm!r}"
             )
-    if isinstance(obj, DedupConfig) and not 0 <= obj.near_distance <= MAX_DISTANCE:
-        raise ConfigError(
-            f"{where} near_distance: must be in 0..{MAX_DISTANCE}, got {obj.near_distance}"
-        )
+    if isinstance(obj, DedupConfig) and obj.near_distance != _NEAR_DISTANCE:
+        # checked against crawler.content, imported (numpy with it) only for a value set
+        from crawler.content.index import MAX_DISTANCE
+
+        if not 0 <= obj.near_distance <= MAX_DISTANCE:
+            raise ConfigError(
+                f"{where} near_distance: must be in 0..{MAX_DISTANCE}, got {obj.near_distance}"
+            )
     if isinstance(obj, FetchConfig | HostConfig):
         _check_steering(obj, where)
     if isinstance(obj, SecurityConfig):

@@ -3,18 +3,18 @@
 Lexbor's tree builder walks the stack of open elements for many tags, so a page nested N deep
 costs O(N^2) (100k nested <div> take ~20 s), and its tree costs ~0.5 KiB per element. `defuse`
 turns elements nested deeper than DEPTH_LIMIT into text and drops the markup after MAX_TAGS
-tags. It runs on the event loop before every parse, so the common case is vectorized (numpy):
-~0.1 ms per 100 KB. Markup can still be built to make lexbor slow (see `_escape_deep_nesting`
-and MAX_ATTRIBUTES); a host that has served such a page gets `strict` screening, which follows
-the HTML tokenizer's tag states (~12 ms per MB) and keeps fewer tags.
+tags. It runs on the event loop before every parse, so the common case is cheap: a small page
+with fewer tags than the alarm depth cannot nest deeper (one `bytes.count`, ~0.5 us per KB),
+and the nesting of the others is estimated vectorized (numpy, imported at the first such page):
+~0.1 ms per 100 KB. Markup can still be built to make lexbor slow (see
+`_escape_deep_nesting` and MAX_ATTRIBUTES); a host that has served such a page gets `strict`
+screening, which follows the HTML tokenizer's tag states (~12 ms per MB) and keeps fewer tags.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-
-import numpy as np
 
 __all__ = ["DEPTH_LIMIT", "MAX_ATTRIBUTES", "MAX_TAGS", "STRICT_MAX_TAGS", "defuse"]
 
@@ -38,6 +38,7 @@ attribute against the element's others, so 40,000 distinct attributes on one ele
 _LT, _SLASH = ord("<"), ord("/")
 _GUARD_BLOCK = 1 << 18  # bytes per vectorized step of the nesting estimate (~10 MB of arrays)
 _DEPTH_ALARM = 2 * DEPTH_LIMIT
+_COUNT_BYTES = 32 * 1024  # bodies up to this size have their "<" counted before any estimate
 _TAG_RE = re.compile(rb"<(/?)([A-Za-z][^\t\n\f\r />]*)")
 _VOID = frozenset(
     b"area base br col embed hr img input keygen link meta param source track wbr".split()
@@ -84,12 +85,18 @@ def defuse(data: bytes, url: str, *, strict: bool = False) -> bytes:
     if strict:
         data = _escape_unclean_tags(data, url)
         max_tags = STRICT_MAX_TAGS
+    if len(data) <= _COUNT_BYTES and data.count(b"<") <= _DEPTH_ALARM:
+        # No element can nest deeper than the tags there are, and the tag caps are higher:
+        # counting (~0.5 us per KB) beats numpy's fixed cost on a small page.
+        return data
     tags, peak = _tag_profile(data)
     if peak > _DEPTH_ALARM:
         data = _escape_deep_nesting(data)
         tags = data.count(b"<")  # escaped tags create no elements
     if tags <= max_tags:
         return data
+    import numpy as np
+
     cut = int(np.flatnonzero(np.frombuffer(data, np.uint8) == _LT)[max_tags])
     logger.warning("%s: more than %d tags, the rest of the page is not parsed", url, max_tags)
     return data[:cut]
@@ -121,6 +128,8 @@ def _tag_profile(data: bytes, block: int = _GUARD_BLOCK) -> tuple[int, int]:
     (bounding the index arrays of a huge body): with S the running sum of the +1/-1 steps, the
     floored depth is S - min(0, lowest S so far).
     """
+    import numpy as np  # here: a crawl of small pages never needs it (see _COUNT_BYTES)
+
     a = np.frombuffer(data, np.uint8)
     tags = peak = level = 0
     for start in range(0, len(a), block):

@@ -37,7 +37,6 @@ from crawler.components import (
     settings,
 )
 from crawler.config import Config
-from crawler.content import ContentIndex, fingerprint
 from crawler.errors import (
     ConfigError,
     FetchError,
@@ -59,11 +58,11 @@ from crawler.robots import fetch_robots, policy_from_response, product_token
 from crawler.scope import Scope, split_host
 from crawler.scoring import ScoreFn
 from crawler.sieve import Dedup
-from crawler.sitemaps import SitemapError, parse_sitemap
 from crawler.state import CrawlState, SeenStore
 
-if TYPE_CHECKING:  # imports redis-py: loaded only for a shared crawl
-    from crawler.cluster import ClusterNode, SharedWork
+if TYPE_CHECKING:
+    from crawler.cluster import ClusterNode, SharedWork  # redis-py: only for a shared crawl
+    from crawler.content import ContentIndex
 
 __all__ = ["Crawler"]
 
@@ -131,7 +130,11 @@ class Crawler:
         self._workers: list[asyncio.Task[None]] = []
         self.parser = Parser()
         dc = config.dedup
-        self.content = ContentIndex(dc.near_distance) if dc.enabled else None
+        self.content: ContentIndex | None = None
+        if dc.enabled:  # imported only then: numpy
+            from crawler.content import ContentIndex
+
+            self.content = ContentIndex(dc.near_distance)
         # a recrawl (a state's generation > 0): pages are fetched with their stored validators
         self.recrawl = state is not None and state.generation > 0
 
@@ -435,6 +438,8 @@ class Crawler:
         (error pages are left out: every 404 page of a site would be a duplicate)."""
         if self.content is None:
             return {}
+        from crawler.content import fingerprint
+
         fp = fingerprint(markup.content or "")
         match = self.content.check(entry.url, fp)
         near = match.near_duplicate_of  # a recrawled page changed: near its own old version
@@ -483,6 +488,8 @@ class Crawler:
         return Outcome(status=status, latency=latency, failed=status is None)
 
     async def _sitemap(self, entry: Entry, response: Response) -> CrawlResult:
+        from crawler.sitemaps import SitemapError, parse_sitemap  # defusedxml: when needed
+
         base = self._base_result(entry, response)
         try:
             sitemap = parse_sitemap(response.body, max_bytes=self.config.fetch.max_body)

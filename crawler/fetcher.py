@@ -213,6 +213,7 @@ class Fetcher:
         "_cookies",
         "_guarded",
         "_headers",
+        "_literals_ok",
         "_pacer",
         "_proxy",
         "_proxy_hosts",
@@ -278,6 +279,9 @@ class Fetcher:
         # aiohttp turns the proxy URL's user:password into Proxy-Authorization
         self._proxy = URL(proxy) if proxy else None
         self._proxy_hosts: dict[str, bool] = {}
+        # IP-literal hosts the guard allowed: its allowances only grow during a crawl, so a
+        # crawl of an address (say 127.0.0.1) checks it once, not on every request
+        self._literals_ok: set[str] = set()
 
     async def __aenter__(self) -> Fetcher:
         connector = aiohttp.TCPConnector(
@@ -404,7 +408,9 @@ class Fetcher:
         assert self._guarded is not None and self.guard is not None
         host = target.raw_host
         # aiohttp's own test for "this host is an address": a colon, or only digits and dots.
-        if not host or not (":" in host or host.replace(".", "").isdigit()):
+        if not host or host in self._literals_ok:
+            return
+        if not (":" in host or host.replace(".", "").isdigit()):
             return
         try:
             address = parse_address(host)
@@ -413,6 +419,10 @@ class Fetcher:
                 raise self.guard.error(host, host, "not a canonical IP address") from None
             return
         await self._guarded.check(host, address)
+        if self.guard.enabled:  # allowed (else check raised)
+            if len(self._literals_ok) >= _PROXY_MEMO:
+                self._literals_ok.clear()
+            self._literals_ok.add(host)
 
     def __repr__(self) -> str:
         state = "open" if self._session is not None else "closed"

@@ -2,7 +2,9 @@
 
 On a terminal, a rich live line refreshes a few times a second; elsewhere (CI, a log file) a
 plain timestamped line is written every `interval` seconds. Reporting only
-reads the crawler's figures; it never touches the crawl itself.
+reads the crawler's figures; it never touches the crawl itself. rich is imported only on a
+terminal, for the live line and the summary table (~50 ms of import); elsewhere the summary is
+plain aligned text.
 """
 
 from __future__ import annotations
@@ -11,12 +13,10 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
-
 if TYPE_CHECKING:
+    from rich.live import Live
+    from rich.table import Table
+
     from crawler.engine import Crawler
 
 __all__ = ["ProgressReporter", "progress_line", "summary_table"]
@@ -47,14 +47,13 @@ def progress_line(crawler: Crawler) -> str:
 class ProgressReporter:
     """Runs beside a crawl (`async with ProgressReporter(crawler):`) and reports its progress."""
 
-    __slots__ = ("_console", "_crawler", "_live", "_stream", "_task", "interval", "tty")
+    __slots__ = ("_crawler", "_live", "_stream", "_task", "interval", "tty")
 
     def __init__(
         self, crawler: Crawler, stream: TextIO, *, interval: float = 10.0, tty: bool | None = None
     ) -> None:
         self._crawler = crawler
         self._stream = stream
-        self._console = Console(file=stream, stderr=True)
         self.tty = stream.isatty() if tty is None else tty
         self.interval = interval
         self._task: asyncio.Task[None] | None = None
@@ -62,7 +61,12 @@ class ProgressReporter:
 
     async def __aenter__(self) -> ProgressReporter:
         if self.tty:
-            self._live = Live(Text(""), console=self._console, transient=True, refresh_per_second=4)
+            from rich.console import Console
+            from rich.live import Live
+            from rich.text import Text
+
+            console = Console(file=self._stream, stderr=True)
+            self._live = Live(Text(""), console=console, transient=True, refresh_per_second=4)
             self._live.start()
         self._task = asyncio.create_task(self._run(), name="crawl-progress")
         return self
@@ -79,6 +83,8 @@ class ProgressReporter:
             await asyncio.sleep(0.25 if self.tty else self.interval)
             line = progress_line(self._crawler)
             if self._live is not None:
+                from rich.text import Text
+
                 self._live.update(Text(line))
             else:
                 stamp = time.strftime("%H:%M:%S")
@@ -90,15 +96,13 @@ class ProgressReporter:
         return f"<ProgressReporter {mode}>"
 
 
-def summary_table(stats: dict[str, Any]) -> Table:
-    """The final summary as a two-column table, labelled for a first reading: what counts
+def summary_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
+    """The final summary's (figure, value) rows, labelled for a first reading: what counts
     URLs and what counts refusals of links; URLs seen (the Sieve) and pages fetched apart."""
-    table = Table(title="crawl summary", show_header=False, title_justify="left")
-    table.add_column("figure", style="bold")
-    table.add_column("value", justify="right")
+    rows: list[tuple[str, str]] = []
 
     def add(name: str, value: object) -> None:
-        table.add_row(name, str(value))
+        rows.append((name, str(value)))
 
     add("pages (results)", stats["pages"])
     for cls, n in stats["status_classes"].items():
@@ -127,8 +131,32 @@ def summary_table(stats: dict[str, Any]) -> Table:
     add("sieve stages", sieve["stages"])
     add("sieve bits", f"{sieve['size_in_bytes'] * 8:,}")
     add("sieve FPR bound", f"{sieve['false_positive_bound']:.2e}")
+    return rows
+
+
+def summary_table(stats: dict[str, Any]) -> Table:
+    """The final summary (`summary_rows`) as a two-column rich table."""
+    from rich.table import Table
+
+    table = Table(title="crawl summary", show_header=False, title_justify="left")
+    table.add_column("figure", style="bold")
+    table.add_column("value", justify="right")
+    for name, value in summary_rows(stats):
+        table.add_row(name, value)
     return table
 
 
 def print_summary(stats: dict[str, Any], stream: TextIO) -> None:
-    Console(file=stream, stderr=True).print(summary_table(stats))
+    """The summary as a rich table on a terminal; elsewhere (a log file, CI) as plain aligned
+    text, without importing rich (~50 ms at the end of every run of the command)."""
+    if stream.isatty():
+        from rich.console import Console
+
+        Console(file=stream, stderr=True).print(summary_table(stats))
+        return
+    rows = summary_rows(stats)
+    left = max(len(name) for name, _ in rows)
+    right = max(len(value) for _, value in rows)
+    lines = ["crawl summary"]
+    lines += [f" {name:<{left}} │ {value:>{right}}" for name, value in rows]
+    stream.write("\n".join(lines) + "\n")

@@ -47,7 +47,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from crawler.content.fingerprint import VERSION as FINGERPRINT_VERSION
 from crawler.entries import Entry
 from crawler.errors import CrawlerError
 from crawler.sieve import Sieve, SieveFormatError, fingerprint
@@ -406,6 +405,8 @@ class CrawlState:
         """Create the content table if missing, marked with the fingerprint version of its rows
         (meta ``content_fingerprint``; rows without the mark are version 1). Simhashes and
         content hashes of another version cannot be compared with this crawler's: refused."""
+        from crawler.content.fingerprint import VERSION as FINGERPRINT_VERSION  # numpy: if used
+
         self._db.execute(_CONTENT_SCHEMA)
         version = self._meta("content_fingerprint")
         if version is None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import time
 
 import pytest
@@ -155,3 +157,32 @@ def test_the_tag_scan_is_linear_on_nested_quotes() -> None:
     started = time.perf_counter()
     defuse.defuse(body, URL, strict=True)
     assert time.perf_counter() - started < 2.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(st.sampled_from([b"<div>", b"</div>", b"<br>", b"x", b"</", b"<"]),
+                      max_size=3000))  # fmt: skip
+def test_counting_shortcut_changes_no_answer(parts: list[bytes]) -> None:
+    # A small body with no more "<" than the alarm depth skips the nesting estimate: it cannot
+    # alarm it (the estimate never exceeds the number of "<"), so the answer is the same.
+    data = b"".join(parts)
+    tags, peak = defuse._tag_profile(data)
+    assert peak <= tags
+    shortcut = defuse.defuse(data, URL)
+    saved = defuse._COUNT_BYTES
+    try:
+        defuse._COUNT_BYTES = -1  # every body goes through the estimate
+        assert defuse.defuse(data, URL) == shortcut
+    finally:
+        defuse._COUNT_BYTES = saved
+
+
+def test_small_pages_never_import_numpy() -> None:
+    # numpy costs ~0.1 s of start-up: a page under the count limit with few tags skips it
+    code = (
+        "import sys; from crawler.defuse import defuse; "
+        "page = b'<html><body>' + b'<p><a href=x>link</a></p>' * 200 + b'</body></html>'; "
+        "assert defuse(page, 'u') is page; print('numpy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

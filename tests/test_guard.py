@@ -413,3 +413,30 @@ async def test_override_resolver_is_wrapped_not_replaced() -> None:
     assert "GuardedResolver" in repr(fetcher) and "OverrideResolver" in repr(fetcher)
     plain = Fetcher(user_agent=UA, resolver=OverrideResolver({}))
     assert plain.guard is None and "GuardedResolver" not in repr(plain)
+
+
+async def test_an_allowed_literal_is_checked_once_and_a_blocked_one_every_time(
+    server: int, forbidden: Forbidden, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fetcher remembers IP-literal hosts the guard allowed (allowances only grow during a
+    # crawl); a refused literal is refused, and counted, on every request.
+    guard = AddressGuard()
+    guard.allow_host("seed.test")
+    checks: list[str] = []
+    check = AddressGuard.check
+
+    def counting(self: AddressGuard, host: str, ip: str) -> None:
+        checks.append(host)
+        check(self, host, ip)
+
+    monkeypatch.setattr(AddressGuard, "check", counting)
+    async with make_fetcher(guard) as fetcher:
+        for _ in range(3):
+            assert (await fetcher.fetch(f"http://127.0.0.1:{server}/")).status == 200
+        for _ in range(3):
+            with pytest.raises(BlockedAddress):
+                await fetcher.fetch(f"http://127.0.0.2:{forbidden.port}/")
+    assert checks.count("127.0.0.1") == 1
+    assert checks.count("127.0.0.2") == 3
+    assert guard.blocked == 3
+    assert forbidden.connections == 0

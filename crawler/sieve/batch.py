@@ -2,7 +2,8 @@
 
 `add_many` and `add_many_hashed` give exactly the answers (and set exactly the bits) of adding the
 keys one by one with `Sieve.add` / `Sieve.add_hashed`. numpy only speeds them up: without it (set
-``np`` to None here to simulate that) every batch takes the key-by-key path.
+``np`` to None here to simulate that) every batch takes the key-by-key path. numpy is imported at
+the first batch big enough to use it, not with this module (~60-100 ms of a crawl's start-up).
 """
 
 from __future__ import annotations
@@ -14,28 +15,43 @@ import mmh3
 
 from crawler.sieve.format import SEED
 
-try:  # numpy only speeds up add_many; everything works without it
-    import numpy as np
-except ImportError:  # pragma: no cover - exercised only where numpy is absent
-    np = None  # type: ignore[assignment]
-else:
-    _MASKS = np.array([1 << i for i in range(8)], dtype=np.uint8)
+_UNLOADED: Any = object()
 
 if TYPE_CHECKING:
+    import numpy as np
     from bitarray import bitarray
     from numpy.typing import NDArray
 
     from crawler.sieve.bloom import Sieve
+else:
+    np = _UNLOADED  # numpy, once `_vectorized` has imported it (None: not installed)
 
 __all__ = ["add_many", "add_many_hashed"]
 
 _digest = mmh3.mmh3_x64_128_digest
 _BATCH_MIN = 40  # below this many keys the plain loop beats numpy (measured: even at ~32)
+_MASKS: Any = None  # the 8 single-bit masks, as a numpy array
+
+
+def _vectorized(n: int) -> bool:
+    """Whether a batch of `n` keys takes the numpy path (importing numpy at the first one)."""
+    global np, _MASKS
+    if n < _BATCH_MIN or np is None:
+        return False
+    if np is _UNLOADED:
+        try:  # numpy only speeds up add_many; everything works without it
+            import numpy
+        except ImportError:  # pragma: no cover - exercised only where numpy is absent
+            np = None  # type: ignore[assignment]
+            return False
+        _MASKS = numpy.array([1 << i for i in range(8)], dtype=numpy.uint8)
+        np = numpy
+    return True
 
 
 def add_many(sieve: Sieve, items: Sequence[str | bytes]) -> list[bool]:
     """`[sieve.add(x) for x in items]`, vectorized when numpy is present and the batch is big."""
-    if np is None or len(items) < _BATCH_MIN:
+    if not _vectorized(len(items)):
         add = sieve.add
         return [add(x) for x in items]
     try:
@@ -47,7 +63,7 @@ def add_many(sieve: Sieve, items: Sequence[str | bytes]) -> list[bool]:
 
 def add_many_hashed(sieve: Sieve, pairs: Sequence[tuple[int, int]]) -> list[bool]:
     """`[sieve.add_hashed(h1, h2) for h1, h2 in pairs]`, vectorized like `add_many`."""
-    if np is None or len(pairs) < _BATCH_MIN:
+    if not _vectorized(len(pairs)):
         add = sieve.add_hashed
         return [add(h1, h2) for h1, h2 in pairs]
     return _add_array(sieve, np.array(pairs, dtype=np.int64).ravel())

@@ -1,0 +1,103 @@
+"""Start-up cost: what the `crawl` command and `import crawler` load before the first request.
+
+Each check runs in a fresh interpreter (a subprocess), where sys.modules shows what an import
+really pulled in.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+import crawler
+
+# Used by some crawls only: imported when first needed, never by `import crawler.cli`.
+HEAVY = ("numpy", "rich", "warcio", "defusedxml", "crawler.fixture", "crawler.content",
+         "crawler.warc", "crawler.sitemaps", "redis", "crawler.cluster")  # fmt: skip
+
+
+def loaded_after(code: str, modules: tuple[str, ...] = HEAVY) -> list[str]:
+    """Which of `modules` are in sys.modules after running `code` in a fresh interpreter."""
+    probe = (
+        f"{code}\nimport json, sys\nprint(json.dumps([m for m in {modules!r} if m in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded: list[str] = json.loads(out.stdout.splitlines()[-1])
+    return loaded
+
+
+def test_the_crawl_command_imports_none_of_the_optional_parts() -> None:
+    assert loaded_after("import crawler.cli") == []
+
+
+def test_importing_the_package_imports_no_module_until_a_name_is_used() -> None:
+    assert loaded_after("import crawler", ("crawler.engine", "aiohttp", *HEAVY)) == []
+    assert loaded_after("from crawler import Crawler", ("crawler.engine",)) == ["crawler.engine"]
+
+
+def test_the_modules_come_when_a_crawl_uses_them() -> None:
+    # the probe's own imports pull in what --warc, --demo and content dedup use
+    code = (
+        "import crawler.cli, crawler.warc, crawler.fixture; from crawler.content import fingerprint"
+    )
+    assert loaded_after(code, ("warcio", "numpy", "crawler.fixture")) == [
+        "warcio", "numpy", "crawler.fixture",
+    ]  # fmt: skip
+
+
+def test_every_public_name_resolves_to_its_module_object() -> None:
+    from crawler.engine import Crawler
+    from crawler.urls import canonicalize
+
+    for name in crawler.__all__:
+        assert getattr(crawler, name) is not None, name
+    assert crawler.Crawler is Crawler
+    assert crawler.canonicalize is canonicalize
+    assert set(crawler.__all__) <= set(dir(crawler))
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Crawlr'"):
+        crawler.Crawlr  # noqa: B018
+    with pytest.raises(ImportError):
+        from crawler import Crawlr  # type: ignore[attr-defined]  # noqa: F401
+
+
+def test_the_sieve_imports_numpy_at_its_first_big_batch() -> None:
+    code = (
+        "from crawler.sieve import Sieve\nimport sys\ns = Sieve(1000, 0.01)\n"
+        "s.add_many([f'k{i}' for i in range(10)])\nbefore = 'numpy' in sys.modules\n"
+        "s.add_many([f'u{i}' for i in range(100)])\nassert not before, 'numpy before the batch'"
+    )
+    assert loaded_after(code, ("numpy",)) == ["numpy"]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_summary_is_plain_text_off_a_terminal_and_a_rich_table_on_one() -> None:
+    code = (
+        "import io\nfrom crawler.engine import Crawler\n"
+        "from crawler.progress import print_summary\nstream = io.StringIO()\n"
+        "print_summary(Crawler().stats_dict(), stream)\n"
+        "assert 'pages (results)' in stream.getvalue()"
+    )
+    assert loaded_after(code, ("rich",)) == []
+    from crawler.engine import Crawler
+    from crawler.progress import print_summary, summary_rows
+
+    stats = Crawler().stats_dict()
+    plain, terminal = io.StringIO(), _Terminal()
+    print_summary(stats, plain)
+    print_summary(stats, terminal)
+    for name, value in summary_rows(stats):  # the same rows either way
+        assert re.search(rf"{re.escape(name.strip())}\s*│\s*{re.escape(value)}", plain.getvalue())
+        assert name.strip() in terminal.getvalue() and value in terminal.getvalue()
+    assert "┌" not in plain.getvalue() and "┌" in terminal.getvalue()  # rich's box
