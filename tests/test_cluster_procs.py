@@ -128,3 +128,27 @@ async def test_a_process_killed_mid_crawl_loses_nothing(
     assert len(repeats) <= 4 + 2 * 4  # its workers + results waiting (2 x concurrency)
     status = await read_status(redis.url, "procs")
     assert status["finished"] and status["reclaimed"] >= len(repeats)
+
+
+async def test_an_interrupted_process_rejoins_and_the_crawl_completes(
+    site: FixtureSite, redis: RedisServer, tmp_path: Path
+) -> None:
+    config = write_config(site, tmp_path / "c.toml")
+    first_out, second_out = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first = await start(site, config, redis.url, first_out, "-v")
+    async with asyncio.timeout(60):
+        while len(keys_of(first_out)) < 5:
+            assert first.returncode is None, "the crawl finished before the interrupt"
+            await asyncio.sleep(0.02)
+    first.send_signal(signal.SIGINT)
+    (err,) = await finish([first], 60)
+    assert first.returncode == 130
+    assert "goes on in Redis; rejoin it with:" in err
+    status = await read_status(redis.url, "procs")
+    assert not status["finished"] and status["leased"] == 0  # nothing left leased: given back
+    second = await start(site, config, redis.url, second_out)
+    await finish([second], 120)
+    assert second.returncode == 0
+    keys = keys_of(first_out) + keys_of(second_out)
+    assert set(keys) == site.expected() | site.refused()
+    assert len(keys) == len(set(keys))  # a clean stop repeats nothing
