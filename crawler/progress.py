@@ -36,11 +36,15 @@ def progress_line(crawler: Crawler) -> str:
     parts.append(f"errors {sum(s.errors.values())}")
     if (harvest := s.harvest_rate) is not None:  # a focused crawl
         parts.append(f"harvest {harvest:.0%}")
-    sieve = crawler.sieve
-    stages = len(sieve.stages)
-    parts.append(
-        f"seen ~{sieve.approx_items:,.0f} URLs (sieve, {stages} stage{'s' * (stages != 1)})"
-    )
+    if crawler.cluster is not None:  # the crawl's Sieve is the shared one, in Redis
+        approx, stages, which = (
+            crawler.cluster.sieve.approx_items,
+            crawler.cluster.sieve.stages,
+            "shared sieve",
+        )
+    else:
+        approx, stages, which = crawler.sieve.approx_items, len(crawler.sieve.stages), "sieve"
+    parts.append(f"seen ~{approx:,.0f} URLs ({which}, {stages} stage{'s' * (stages != 1)})")
     return " | ".join(parts)
 
 

@@ -22,6 +22,7 @@ from crawler.entries import Entry
 from crawler.errors import ConfigError, SharedStateError
 from crawler.fixture import FixtureSite
 from crawler.frontier.redis import RedisFrontier
+from crawler.progress import progress_line
 from crawler.results import CrawlResult
 from crawler.sieve.redis import RedisSieve
 from tests.conftest import site_config
@@ -62,6 +63,8 @@ async def test_one_shared_crawler_finds_the_fixture_ground_truth(
     stats = crawler.stats_dict()
     assert stats["sieve"]["shared"] and stats["sieve"]["count"] == stats["admitted"]
     assert crawler.complete
+    line = progress_line(crawler)  # the shared Sieve's figures, not this process's unused one
+    assert f"seen ~{stats['sieve']['approx_items']:,} URLs (shared sieve, 1 stage)" in line
 
 
 async def test_two_crawlers_share_one_crawl_without_repeats(
