@@ -252,6 +252,22 @@ async def test_reprioritize_raises_a_queued_entry(clients: list[Redis], clock: C
     assert await f.queued_priority(first.url, first.key) is None  # in flight: not queued
 
 
+async def test_reprioritize_lower_sets_either_way_and_counts_raises_only(
+    clients: list[Redis], clock: Clock
+) -> None:
+    f = await frontier(clients[0], clock)
+    urls = [f"http://a.test/{i}" for i in range(3)]
+    await f.put_many([page(urls[0], 3), page(urls[1], 2), page(urls[2], 1)])
+    assert await f.reprioritize(urls[0], urls[0], 1.0, lower=True) is True  # lowered
+    assert await f.reprioritize(urls[2], urls[2], 1.0, lower=True) is False  # equal: no change
+    assert await f.reprioritize(urls[2], urls[2], 2.0, lower=True) is True  # raised
+    # a changed entry goes after the entries of its new priority queued before it
+    assert [(e.url, e.priority) for e in await f.pending()] == [
+        (urls[1], 2.0), (urls[2], 2.0), (urls[0], 1.0),
+    ]  # fmt: skip
+    assert (await f.stats()).raised == 1  # the lowering is not a raise
+
+
 async def test_racing_put_many_queues_each_key_once_with_the_sieves_bits(
     clients: list[Redis], clock: Clock, server: RedisServer
 ) -> None:

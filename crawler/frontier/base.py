@@ -38,7 +38,7 @@ Accounting
      priority included (as raised by rule 10), host by host in hand-out order; ``len()`` counts
      them.
 
-Re-prioritizing (a better link to a queued URL; a Redis backend: ``ZSCORE``, ``ZADD ... GT``)
+Re-prioritizing (a better link to a queued URL; the Redis backend: one Lua script each)
  10. ``queued_priority(url, key)`` is the priority of the queued PAGE entry whose key is ``key``
      (``url``: the URL it is fetched at, which names its host), None when there is none queued
      (never put, in flight, done, or refused). ``reprioritize(url, key, priority)`` raises that
@@ -49,8 +49,8 @@ Re-prioritizing (a better link to a queued URL; a Redis backend: ``ZSCORE``, ``Z
      goes after its host's queued entries of equal or higher priority (as if put now), is
      handed out once, counts once in ``len()``, ``pending()`` and the bounds, and keeps its
      other fields; a host whose best entry was lowered ranks among ready hosts by its new best.
-     Neither costs anything to a crawl that never uses priorities. (The Redis backend raises
-     only, ``ZADD ... GT``; ``lower=True`` would be ``ZADD ... XX``, not done yet.)
+     Neither costs anything to a crawl that never uses priorities. (The Redis backend keeps
+     this rule, ``lower=True`` included, in one script on ``qk:{host}`` and ``q:{host}``.)
  11. ``put_many(entries)`` is ``put()`` of each, in order (one flag each), except that nothing
      is handed out before the whole batch is queued: getters waiting meanwhile get the best
      entries of the batch, not its first ones.

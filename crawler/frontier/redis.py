@@ -48,7 +48,7 @@ Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
      is leased by any process, or after ``close()``.
   9. ``pending()`` returns (not yields) every queued entry, host by host (by name), each host's
      in hand-out order.
- 10. kept: ``queued_priority``/``reprioritize`` read and raise through ``qk:{host}``.
+ 10. kept: ``queued_priority``/``reprioritize`` read, raise (and lower) through ``qk:{host}``.
  11. kept: the batch is queued in one script, so no claim sees half of it.
 Differences: every method but ``close()`` is a coroutine; ``pending()`` and ``stats()`` are
 calls (no ``len()``/``in_flight``: ``stats()`` has both); ``done()`` returns whether the lease
@@ -384,10 +384,14 @@ class RedisFrontier:
         score = await self._redis(self._client.zscore(self._key(f"q:{host}"), member))
         return None if score is None else -float(score)
 
-    async def reprioritize(self, url: str, key: str, priority: float) -> bool:
+    async def reprioritize(
+        self, url: str, key: str, priority: float, *, lower: bool = False
+    ) -> bool:
+        """Raise a queued entry's priority (with ``lower``, lower it too): it goes after the
+        entries of equal priority; False when nothing changed (rule 10)."""
         if priority != priority:
             raise ValueError(f"priority must be a number, got {priority!r} for {url!r}")
-        args = [self.prefix, host_key(url), key, repr(-float(priority))]
+        args = [self.prefix, host_key(url), key, repr(-float(priority)), "1" if lower else ""]
         return bool(await self._run("raise", args))
 
     # -- robots.txt -----------------------------------------------------------------------------

@@ -273,21 +273,22 @@ return renewed
 """
 )
 
-# ARGV: prefix, host, key, new score (-priority). 1 when raised, 0 otherwise (rule 10).
+# ARGV: prefix, host, key, new score (-priority), lower ('1': lowering allowed too). 1 when
+# changed (the entry goes after its new equals), 0 otherwise (rule 10).
 REPRIORITIZE: Final = (
     _COMMON
     + r"""
-local host, key, score = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local host, key, score, lower = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5] == '1'
 local member = redis.call('HGET', P .. 'qk:' .. host, key)
 if not member then return 0 end
 local q = P .. 'q:' .. host
 local old = tonumber(redis.call('ZSCORE', q, member))
-if old == nil or score >= old then return 0 end
+if old == nil or score == old or (score > old and not lower) then return 0 end
 redis.call('ZREM', q, member)
 local m = '1' .. string.format('%015d', redis.call('INCR', P .. 'seq')) .. string.sub(member, 17)
 redis.call('ZADD', q, ARGV[4], m)
 redis.call('HSET', P .. 'qk:' .. host, key, m)
-redis.call('HINCRBY', P .. 'stats', 'raised', 1)
+if score < old then redis.call('HINCRBY', P .. 'stats', 'raised', 1) end
 redis.call('HSET', P .. 'stats', 'scored', 1)
 return 1
 """
