@@ -60,7 +60,6 @@ the reclaim that ``get()`` runs on its timer).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import random
@@ -74,6 +73,7 @@ from redis.exceptions import RedisError
 
 from crawler.entries import Entry, EntryKind, Outcome
 from crawler.frontier.base import FrontierStats
+from crawler.frontier.redis_members import blame_args, entry_of, member_tail, text
 from crawler.frontier.redis_scripts import (
     ADMIT,
     CLAIM,
@@ -87,9 +87,7 @@ from crawler.frontier.redis_scripts import (
 from crawler.hosts import (
     SUSPECT_STREAK,
     HostRule,
-    blame_of,
     host_key,
-    parse_retry_after,
     robots_url,
 )
 from crawler.robots import RobotsPolicy, policy_from_response
@@ -222,7 +220,7 @@ class RedisFrontier:
         for entry in batch:
             host = host_key(entry.url)
             delay, conc = self._host_settings(host)
-            rows.append((host, _tail(entry), repr(-entry.priority), repr(delay), conc))
+            rows.append((host, member_tail(entry), repr(-entry.priority), repr(delay), conc))
         while True:
             layout = self.sieve.layout()
             args: list[Any] = [self.prefix, "", len(layout), self._max_queued,
@@ -259,16 +257,16 @@ class RedisFrontier:
         args = [self.prefix, self._now_arg(), count, self.lease_ttl, self.owner,
                 self._candidates, "1" if self.respect_robots else "", repr(self.turn)]  # fmt: skip
         reply = await self._run("claim", args)
-        first = _text(reply[0])
+        first = text(reply[0])
         entries = []
         for i in range(3, len(reply), 5):
-            lease, host, score, member, version = (_text(x) for x in reply[i : i + 5])
+            lease, host, score, member, version = (text(x) for x in reply[i : i + 5])
             if member[0] == "2":
                 url = robots_url(host)
                 entry = Entry(url=url, key=url, kind=EntryKind.ROBOTS)
                 self._robots_asked[host] = lease
             else:
-                entry = _entry(host, member, -float(score))
+                entry = entry_of(host, member, -float(score))
                 if version and not (await self._policy(host, version)).allowed(entry.url):
                     await self._run("refuse", [self.prefix, "", lease])
                     entries.append(replace(entry, kind=EntryKind.REFUSED))
@@ -329,8 +327,8 @@ class RedisFrontier:
                 if host in self._robots_asked:  # set_robots() was never called: unreachable
                     await self.set_robots(host, _UNREACHABLE)
                 outcome, retry = None, False
-            blame, wait = _blame(outcome)
-            tail = _tail(Entry(url=entry.url, key=entry.key, depth=entry.depth,
+            blame, wait = blame_args(outcome)
+            tail = member_tail(Entry(url=entry.url, key=entry.key, depth=entry.depth,
                                parent=entry.parent, retries=entry.retries + 1,
                                redirects=entry.redirects, sitemap=entry.sitemap))  # fmt: skip
             args += (flying[1], "1" if retry else "", tail, blame,
@@ -368,7 +366,7 @@ class RedisFrontier:
             flying = self._flying.pop(id(entry), None)
             if flying is None or entry.kind is not EntryKind.PAGE:
                 continue  # a ROBOTS entry is simply asked again once its lease expires
-            args += (flying[1], "2", _tail(entry), "", 0, "", "1")
+            args += (flying[1], "2", member_tail(entry), "", 0, "", "1")
         return sum(await self._run("done", args)) if len(args) > 6 else 0
 
     async def reclaim(self, limit: int = 1000) -> int:
@@ -441,12 +439,12 @@ class RedisFrontier:
         (rule 9)."""
         out: list[Entry] = []
         hosts = sorted(
-            _text(h) for h in await self._redis(self._client.smembers(self._key("hosts")))
+            text(h) for h in await self._redis(self._client.smembers(self._key("hosts")))
         )
         for host in hosts:
             items = await self._redis(self._client.zrange(self._key(f"q:{host}"), 0, -1,
                                                           withscores=True))  # fmt: skip
-            out += [_entry(host, _text(member), -float(score)) for member, score in items]
+            out += [entry_of(host, text(member), -float(score)) for member, score in items]
         return out
 
     async def stats(self) -> FrontierStats:
@@ -458,7 +456,7 @@ class RedisFrontier:
         pipe.zcard(self._key("ready"))
         pipe.zcard(self._key("leases"))
         counts, hosts, ready, filed, leased = await self._redis(pipe.execute())
-        c = {_text(k): int(v) for k, v in counts.items()}
+        c = {text(k): int(v) for k, v in counts.items()}
         return FrontierStats(
             hosts=hosts, ready_hosts=ready, waiting_hosts=filed - ready,
             queued=c.get("queued", 0), in_flight=leased, dropped_full=c.get("dropped_full", 0),
@@ -506,37 +504,3 @@ class RedisFrontier:
             return await call
         except (RedisError, OSError) as exc:
             raise SharedStateError(f"Redis: {exc}") from exc
-
-
-def _tail(entry: Entry) -> str:
-    """The part of a queue member after its class and sequence: ``key\\npayload``.
-    ValueError for a key with a newline (normalized URLs have none)."""
-    if "\n" in entry.key:
-        raise ValueError(f"a frontier key cannot hold a newline: {entry.key!r}")
-    url = "" if entry.url == entry.key else entry.url
-    payload = [url, entry.depth, entry.parent, entry.retries, entry.redirects, entry.sitemap]
-    return entry.key + "\n" + json.dumps(payload, separators=(",", ":"))
-
-
-def _entry(host: str, member: str, priority: float) -> Entry:
-    """The Entry of a queue member."""
-    key, _, payload = member[16:].partition("\n")
-    url, depth, parent, retries, redirects, sitemap = json.loads(payload)
-    return Entry(url=url or key, key=key, depth=depth, parent=parent, retries=retries,
-                 redirects=redirects, sitemap=sitemap, priority=priority)  # fmt: skip
-
-
-def _blame(outcome: Outcome | None) -> tuple[str, float | None]:
-    """The blame of an outcome as ``Politeness.response`` decides it, and the Retry-After wait
-    (None: use the exponential backoff)."""
-    if outcome is None:
-        return "", None
-    blame = blame_of(outcome)
-    wait = None
-    if outcome.retry_after is not None and outcome.status is not None:
-        wait = parse_retry_after(outcome.retry_after)
-    return ("" if blame is None else blame.value), wait
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
