@@ -118,6 +118,7 @@ async def test_a_crawler_with_other_scope_settings_is_refused_by_name(
     other = site_config(site, max_depth=2).override("scope", max_query_params=3)
     with pytest.raises(SharedStateError, match=r"crawl\.max_depth, scope\.max_query_params"):
         await crawl_all(Crawler(shared(other, redis_url)), site.seeds)
+    assert len((await read_status(redis_url, "t"))["processes"]) == 1  # the refused one is not
     # another crawl id is another crawl: accepted
     results = await crawl_all(Crawler(shared(other, redis_url, crawl_id="t2")), site.seeds)
     assert results

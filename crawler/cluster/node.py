@@ -269,7 +269,7 @@ class ClusterNode:
                 await self._beat
         try:
             await self.work.drain()
-            if self.work.error is None:
+            if self.work.error is None and self._beat is not None:  # it had joined the crawl
                 await self.sieve.refresh()
                 await self._heartbeat(stats)
         except SharedStateError as exc:
