@@ -39,7 +39,7 @@ from crawler.entries import Entry
 from crawler.errors import ConfigError, SharedStateError
 from crawler.frontier.redis import SEEN, RedisFrontier
 from crawler.hosts import HostRule
-from crawler.sieve.redis import RedisSieve
+from crawler.sieve.redis import RedisSieve, text
 
 __all__ = ["ClusterNode", "SentCache", "check_cluster_config", "crawl_prefix", "redacted"]
 
@@ -174,7 +174,7 @@ class ClusterNode:
             *_, stored = await pipe.execute()
         except (RedisError, OSError) as exc:
             raise SharedStateError(f"cannot use {where}: {exc}") from exc
-        have = {_text(k): _text(v) for k, v in stored.items()}
+        have = {text(k): text(v) for k, v in stored.items()}
         if have.get("format") != FORMAT:
             raise SharedStateError(f"the crawl {self.prefix!r} in {where} has format "
                                    f"{have.get('format')!r}, expected {FORMAT}")  # fmt: skip
@@ -284,7 +284,3 @@ class ClusterNode:
 
 def _iso(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

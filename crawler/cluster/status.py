@@ -17,6 +17,7 @@ from redis.exceptions import RedisError
 
 from crawler.cluster.node import crawl_prefix, redacted
 from crawler.errors import SharedStateError
+from crawler.sieve.redis import text
 
 __all__ = ["format_status", "read_status", "status_command"]
 
@@ -44,7 +45,7 @@ async def read_status(url: str, crawl_id: str, *, recent: float = 30.0) -> dict[
         await client.aclose()
     if not meta:
         raise SharedStateError(f"no crawl {crawl_id!r} in Redis at {redacted(url)}")
-    c = {_text(k): int(v) for k, v in counts.items()}
+    c = {text(k): int(v) for k, v in counts.items()}
     now = time.time()
     processes = []
     totals = dict.fromkeys(SUMMED, 0)
@@ -54,14 +55,14 @@ async def read_status(url: str, crawl_id: str, *, recent: float = 30.0) -> dict[
         for name in SUMMED:
             value = stats.get(name) or 0
             totals[name] += sum(value.values()) if isinstance(value, dict) else int(value)
-        processes.append({"owner": _text(owner), "host": record.get("host"),
+        processes.append({"owner": text(owner), "host": record.get("host"),
                           "pid": record.get("pid"), "seen_ago": round(now - record["seen"], 1),
                           "active": now - record["seen"] <= recent,
                           "pages": stats.get("pages", 0)})  # fmt: skip
     processes.sort(key=lambda r: r["seen_ago"])
     return {
         "crawl_id": crawl_id,
-        "created": _text(meta.get(b"created", b"")),
+        "created": text(meta.get(b"created", b"")),
         "queued": c.get("queued", 0),
         "leased": int(leased),
         "hosts": int(hosts),
@@ -89,10 +90,6 @@ def format_status(status: dict[str, Any], out: IO[str]) -> None:
         mark = "active" if r["active"] else "gone  "
         print(f"    {mark} {r['owner']}  last seen {r['seen_ago']:g} s ago, "
               f"{r['pages']:,} pages", file=out)  # fmt: skip
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def status_command(url: str, crawl_id: str) -> int:

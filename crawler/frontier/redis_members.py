@@ -10,10 +10,10 @@ takes.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from crawler.entries import Entry, Outcome
 from crawler.hosts import blame_of, parse_retry_after
+from crawler.sieve.redis import text
 
 __all__ = ["blame_args", "entry_of", "member_tail", "text"]
 
@@ -46,7 +46,3 @@ def blame_args(outcome: Outcome | None) -> tuple[str, float | None]:
     if outcome.retry_after is not None and outcome.status is not None:
         wait = parse_retry_after(outcome.retry_after)
     return ("" if blame is None else blame.value), wait
-
-
-def text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

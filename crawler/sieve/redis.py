@@ -43,7 +43,7 @@ from crawler.sieve.bloom import (
 )
 from crawler.sieve.format import SEED
 
-__all__ = ["RedisSieve", "SharedStateError"]
+__all__ = ["RedisSieve", "SharedStateError", "text"]
 
 log = logging.getLogger("crawler.sieve")  # the name the README documents for growth warnings
 
@@ -137,7 +137,7 @@ class RedisSieve:
             *_, stored = await pipe.execute()
         except RedisError as exc:
             raise SharedStateError(f"Redis: {exc}") from exc
-        have = {_text(k): _text(v) for k, v in stored.items()}
+        have = {text(k): text(v) for k, v in stored.items()}
         differ = [
             f"sieve.{name} (shared: {have.get(name)}, here: {value})"
             for name, value in self._params.items()
@@ -392,5 +392,6 @@ def _sets(stage: _Stage, h1: int, h2: int) -> list[Any]:
     return args
 
 
-def _text(value: Any) -> str:
+def text(value: Any) -> str:
+    """A Redis reply (bytes or not) as text."""
     return value.decode() if isinstance(value, bytes) else str(value)
