@@ -380,8 +380,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.status:
             if not config.cluster.redis:
                 raise ConfigError("--status reads a shared crawl: give --redis URL (or [cluster])")
-            from crawler.cluster import status_command  # imports redis-py
-
+            try:
+                from crawler.cluster import status_command  # imports redis-py
+            except ImportError as exc:
+                raise ConfigError(f"--status needs redis-py: pip install 'sieve-crawler[redis]' "
+                                  f"({exc})") from None  # fmt: skip
             return status_command(config.cluster.redis, config.cluster.crawl_id)
         if args.demo and args.targets:
             raise ConfigError("--demo crawls the bundled fixture site; give no seeds with it")
