@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -250,3 +252,16 @@ async def test_a_redis_restart_during_the_crawl_ends_it(redis_url: str) -> None:
     with pytest.raises(SharedStateError, match="restarted"):
         await node.work.get()
     await node.close(dict)
+
+
+def test_without_redis_py_a_shared_crawl_is_a_clear_error() -> None:
+    code = (
+        "import sys\nsys.modules['redis'] = None  # as if redis-py were not installed\n"
+        "from crawler.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    for extra in (["--status"], ["http://127.0.0.1:1/"]):
+        args = [sys.executable, "-c", code, "--redis", "redis://127.0.0.1:1/0", "-q", *extra]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 2, done.stderr
+        assert "pip install 'sieve-crawler[redis]'" in done.stderr, done.stderr
