@@ -48,7 +48,7 @@ PARSE_THREADS = max(1, min(4, (os.cpu_count() or 2) - 1))
 """Parse threads: lexbor parses without the GIL, so these use the cores the event loop does not."""
 SPARE_THREADS = 2
 """Threads a Parser may add when every thread is stuck on one slow parse (markup built to make
-lexbor quadratic: see crawler.defuse._escape_deep_nesting), so that other pages keep flowing."""
+lexbor quadratic: see crawler.defuse.estimate), so that other pages keep flowing."""
 STUCK_SECONDS = 1.0
 """A thread busy with one parse for longer than this is stuck (a typical page takes ~1 ms)."""
 CLOSE_WAIT_SECONDS = 5.0

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
 from crawler import defuse
-from crawler.defuse import MAX_ATTRIBUTES, MAX_TAGS, STRICT_MAX_TAGS
+from crawler.defuse import MAX_ATTRIBUTES, MAX_TAGS, STRICT_MAX_TAGS, estimate
 from crawler.markup import parse_markup
 
 URL = "http://site.test/"
@@ -37,19 +37,19 @@ tokens = st.lists(st.sampled_from([b"<", b"</", b"/", b"x", b"<a>", b"</a>", b"<
 def test_tag_profile_matches_the_reference(parts: list[bytes], block: int) -> None:
     # small blocks: the running depth and a "</" split across blocks carry over
     data = b"".join(parts)
-    assert defuse._tag_profile(data, block) == reference_profile(data)
+    assert estimate.tag_profile(data, block) == reference_profile(data)
 
 
 def test_tag_profile_floors_the_depth_at_zero() -> None:
     # 5 closes (floored at 0), then 5 opens: the floored depth peaks at 5, the raw sum at 0
-    assert defuse._tag_profile(b"</a>" * 5 + b"<p>" * 5) == (10, 5)
-    assert defuse._tag_profile(b"") == (0, 0)
+    assert estimate.tag_profile(b"</a>" * 5 + b"<p>" * 5) == (10, 5)
+    assert estimate.tag_profile(b"") == (0, 0)
 
 
 def test_deep_nesting_is_spotted() -> None:
     body = b"<div>" * 5000 + b"</div>" * 5000
-    assert defuse._tag_profile(body) == (10_000, 5000)
-    assert defuse._tag_profile(body, block=999) == (10_000, 5000)
+    assert estimate.tag_profile(body) == (10_000, 5000)
+    assert estimate.tag_profile(body, block=999) == (10_000, 5000)
 
 
 def test_tag_flood_is_cut_at_max_tags(caplog: pytest.LogCaptureFixture) -> None:
@@ -166,7 +166,7 @@ def test_counting_shortcut_changes_no_answer(parts: list[bytes]) -> None:
     # A small body with no more "<" than the alarm depth skips the nesting estimate: it cannot
     # alarm it (the estimate never exceeds the number of "<"), so the answer is the same.
     data = b"".join(parts)
-    tags, peak = defuse._tag_profile(data)
+    tags, peak = estimate.tag_profile(data)
     assert peak <= tags
     shortcut = defuse.defuse(data, URL)
     saved = defuse._COUNT_BYTES

@@ -1,0 +1,227 @@
+"""Cheap estimates of how deep a page's elements nest, vectorized with numpy (imported at the
+first page that needs them: a crawl of small pages never does).
+
+- `tag_profile`: every "<" opens an element and every "</" closes one, the depth floored at
+  zero (~0.1 ms per 100 KB). It counts a void `<br>`, a `<li>` whose `</li>` the page leaves
+  out (the next `<li>` closes it) or an SVG `<path/>` as an element that stays open, so long
+  lists and pages of inline icons look thousands deep.
+- `named_peak`, for the pages `tag_profile` alarms on: reads each tag's name (its first 8
+  bytes) and counts as the tree builder does where a count is far off: void elements open
+  nothing; "<x/>" closes itself in foreign content (from `<svg>`/`<math>` to its end tag, or to
+  a tag that breaks out of it, `<div>` and the like); and the elements that close one another
+  are bounded by what must lie between two of them in the stack of open elements: two `<li>`
+  only with a special element other than address, div and p between them (`<ul>`, `<dd>`...),
+  likewise `<dd>`/`<dt>`; two `<p>` only with a scope boundary (`<table>`, `<td>`,
+  `<button>`...) between them; two headings, or two `<option>`, only with another element
+  between them; a table's rows, sections and cells at most 3 per open table (implied or not).
+  Counts are kept per group of names (li, dd/dt, p, headings, option, table, table parts,
+  other special elements, the rest), each floored at zero (~1 ms per MB). Inline SVG's
+  `<path/>`, `<title>` and such are read as foreign content: a page of 800 icons is 4 deep.
+
+Both are estimates, not the tree builder (see `crawler.defuse.model` for the model it defers to
+when they alarm): an end tag counts as closing an element of its group even where the tree
+builder ignores it, so markup built for that (`<div></b>` repeated) hides its nesting from
+both, as do tags hidden in comments or raw text from `named_peak`'s foreign-content regions.
+`crawler.defuse` says what bounds that.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from crawler.defuse.names import (
+    BREAKOUT,
+    HEADINGS,
+    INTEGRATION_POINTS,
+    KEEP,
+    SPECIAL,
+    TABLE_PARTS,
+    VOID,
+)
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["NAMED_PEAK_MAX_BYTES", "named_peak", "tag_profile"]
+
+_LT, _GT, _SLASH = ord("<"), ord(">"), ord("/")
+_GUARD_BLOCK = 1 << 18  # bytes per step of `tag_profile` (~10 MB of arrays)
+NAMED_PEAK_MAX_BYTES = 8 << 20
+"""Bodies `named_peak` reads at most (its arrays take ~60 bytes per tag)."""
+
+# the groups counted apart, and the flags of a name
+_OTHER, _SPECIAL, _LI, _DD, _P, _HEADING, _OPTION, _TABLE, _CELL = range(9)
+_VOID_FLAG, _BREAKOUT_FLAG, _FOREIGN_FLAG, _INTEGRATION_FLAG, _END_BREAKOUT_FLAG = 1, 2, 4, 8, 16
+
+
+def _key(name: bytes) -> int:
+    """A name's first 8 bytes as a little-endian integer (the key `named_peak` reads)."""
+    return int.from_bytes(name[:8].ljust(8, b"\0"), "little")
+
+
+@cache
+def _tables() -> tuple[Any, ...]:
+    """The lookup tables of `named_peak`: sorted name keys with their groups and flags (and a
+    last entry no key reaches), byte classes, masks."""
+    import numpy as np
+
+    names = BREAKOUT | INTEGRATION_POINTS | KEEP | SPECIAL | TABLE_PARTS | VOID
+    names |= {b"font", b"html", b"body", b"head", b"svg", b"math", b"option"}
+    groups = {b"li": _LI, b"dd": _DD, b"dt": _DD, b"p": _P, b"option": _OPTION, b"table": _TABLE}
+    groups |= dict.fromkeys(HEADINGS, _HEADING)
+    groups |= dict.fromkeys(TABLE_PARTS - {b"table"}, _CELL)
+    rows: dict[int, tuple[int, int]] = {}
+    for name in sorted(names):
+        group = groups.get(name, _SPECIAL if name in SPECIAL else _OTHER)
+        if name in (b"address", b"div"):  # special, but no boundary for li, dd, p
+            group = _OTHER
+        flags = _VOID_FLAG if name in VOID | {b"html", b"body", b"head"} else 0
+        flags |= _BREAKOUT_FLAG if name in BREAKOUT | {b"font"} else 0
+        flags |= _FOREIGN_FLAG if name in (b"svg", b"math") else 0
+        flags |= _INTEGRATION_FLAG if name in INTEGRATION_POINTS else 0
+        flags |= _END_BREAKOUT_FLAG if name in (b"p", b"br") else 0
+        rows[_key(name)] = (group, flags)
+    keys = sorted(rows)
+    table_keys = np.array([*keys, (1 << 64) - 1], dtype=np.uint64)
+    table_groups = np.array([rows[k][0] for k in keys] + [_OTHER], dtype=np.int8)
+    table_flags = np.array([rows[k][1] for k in keys] + [0], dtype=np.uint8)
+    letter = np.zeros(256, dtype=bool)
+    letter[np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", np.uint8)] = True
+    ends_name = np.zeros(256, dtype=bool)  # and the zeros after the body
+    ends_name[np.frombuffer(b"\0\t\n\f\r />", np.uint8)] = True
+    ends_value = np.zeros(256, dtype=bool)  # before the "/" of "/>": the tag is self-closing
+    ends_value[np.frombuffer(b"\"'\t\n\f\r ", np.uint8)] = True
+    masks = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
+    return table_keys, table_groups, table_flags, letter, ends_name, ends_value, masks
+
+
+def tag_profile(data: bytes, block: int = _GUARD_BLOCK) -> tuple[int, int]:
+    """(number of "<", an over-estimate of the deepest element nesting) of `data`.
+
+    Vectorized over the positions of the "<", `block` bytes at a time (bounding the index
+    arrays of a huge body): with S the running sum of the +1/-1 steps, the floored depth is
+    S - min(0, lowest S so far).
+    """
+    import numpy as np
+
+    a = np.frombuffer(data, np.uint8)
+    tags = peak = level = 0
+    for start in range(0, len(a), block):
+        window = a[start : start + block + 1]  # and the byte after the block's last "<"
+        pos = np.flatnonzero(window[:block] == _LT)
+        if not len(pos):
+            continue
+        tags += len(pos)
+        after = window.take(np.minimum(pos + 1, len(window) - 1))
+        steps = np.where(after == _SLASH, -1, 1)
+        steps[0] += level
+        depth = np.cumsum(steps)
+        low = np.minimum.accumulate(depth)
+        np.minimum(low, 0, out=low)
+        depth -= low
+        peak = max(peak, int(depth.max()))
+        level = int(depth[-1])
+    return tags, peak
+
+
+def named_peak(data: bytes) -> int:
+    """An estimate of the deepest element nesting of `data` that reads tag names (see above);
+    `data` must not be longer than NAMED_PEAK_MAX_BYTES."""
+    import numpy as np
+
+    table_keys, table_groups, table_flags, letter, ends_name, ends_value, masks = _tables()
+    size = len(data)
+    buf = np.zeros(size + 16, dtype=np.uint8)  # zeros after the body: no gather runs off it
+    a = buf[:size]
+    a[:] = np.frombuffer(data, np.uint8)
+    lt = np.flatnonzero(a == _LT)
+    end = buf[lt + 1] == _SLASH
+    first = lt + 1 + end  # the name's first byte
+    tag = letter[buf[first]]  # "<!doctype", "<!--", "< 3": no element
+    lt, end, first = lt[tag], end[tag], first[tag]
+    if not lt.size:
+        return 0
+    # the 8 bytes from each name's start (an unaligned gather), lowercased, cut at its end
+    words = np.ndarray(shape=(size + 9,), dtype="<u8", buffer=buf, strides=(1,)).take(first)
+    ends = ends_name[words.view(np.uint8).reshape(-1, 8)]
+    length = np.where(ends.any(axis=1), ends.argmax(axis=1), 8)
+    keys = (words | np.uint64(0x2020_2020_2020_2020)) & masks[length]
+    row = np.searchsorted(table_keys, keys)
+    row[table_keys[row] != keys] = len(table_keys) - 1
+    group, flags = table_groups[row], table_flags[row]
+    closed = _self_closing(a, buf, lt, end, ends_value)
+    # foreign content: after an <svg>/<math> start tag, until its end tag or a breakout tag,
+    # but for the HTML inside an integration point (<title>, <foreignObject>...)
+    index = np.arange(lt.size)
+    starts_foreign = ~end & ~closed & (flags & _FOREIGN_FLAG != 0)
+    stops = np.where(end, flags & (_FOREIGN_FLAG | _END_BREAKOUT_FLAG), flags & _BREAKOUT_FLAG)
+    integration = flags & _INTEGRATION_FLAG != 0
+    last = [
+        np.maximum.accumulate(np.where(events, index, -1))
+        for events in (starts_foreign, stops != 0, ~end & integration, end & integration)
+    ]
+    started, stopped, entered, left = (np.insert(e[:-1], 0, -1) for e in last)  # before each tag
+    region = started > stopped
+    foreign = region & ((entered < left) | (entered < started))
+    foreign &= np.where(end, flags & _END_BREAKOUT_FLAG == 0, flags & _BREAKOUT_FLAG == 0)
+    steps = np.where(end, -1, 1).astype(np.int32)
+    opens_nothing = np.where(foreign, closed, flags & _VOID_FLAG != 0)  # "</br>" neither
+    opens_nothing |= closed & (flags & _FOREIGN_FLAG != 0)  # <svg/>
+    steps[opens_nothing] = 0
+    group[foreign | (region & end & integration)] = _OTHER  # foreign elements: none is special
+    count = [_floored(np.where(group == g, steps, 0)) for g in range(_CELL)]
+    other, special, li, dd, p, heading, option, table = count
+    parts = 4 * table  # a table, and the section, row and cell open in it (maybe implied)
+    depth = other + special + parts
+    depth += np.minimum(li, 1 + special + heading + dd + parts)
+    depth += np.minimum(dd, 1 + special + heading + li + parts)
+    depth += np.minimum(p, 1 + special + parts)
+    # a heading (an option) closes the one that is the current node: two only nest around
+    # another element
+    depth += np.minimum(heading, 1 + depth + option) + np.minimum(option, 1 + depth + heading)
+    return int(depth.max())
+
+
+def _self_closing(
+    a: npt.NDArray[Any], buf: npt.NDArray[Any], lt: npt.NDArray[Any], end: npt.NDArray[Any],
+    ends_value: npt.NDArray[Any],
+) -> npt.NDArray[Any]:  # fmt: skip
+    """Per tag: a start tag written "<x .../>" whose "/" is not the end of an unquoted value,
+    with an even number of each quote up to the first ">" (else it may end further on)."""
+    import numpy as np
+
+    gt = np.flatnonzero(a == _GT)
+    closed = np.zeros(lt.size, dtype=bool)
+    if not gt.size:
+        return closed
+    nearest = np.searchsorted(gt, lt)
+    found = nearest < gt.size
+    close = gt[np.minimum(nearest, gt.size - 1)]
+    closed = found & ~end & (buf[close - 1] == _SLASH)
+    closed_: npt.NDArray[Any] = closed
+    candidates = np.flatnonzero(closed)
+    if not candidates.size:
+        return closed_
+    start, stop = lt[candidates], close[candidates]
+
+    def between(byte: int) -> npt.NDArray[Any]:
+        at = np.flatnonzero(a == byte)
+        count: npt.NDArray[Any] = np.searchsorted(at, stop) - np.searchsorted(at, start)
+        return count
+
+    even = (between(ord('"')) % 2 == 0) & (between(ord("'")) % 2 == 0)
+    ok = even & (ends_value[buf[stop - 2]] | (between(ord("=")) == 0))
+    closed_[candidates[~ok]] = False
+    return closed_
+
+
+def _floored(steps: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """The running sum of `steps`, floored at zero: S - min(0, lowest S so far)."""
+    import numpy as np
+
+    depth: npt.NDArray[Any] = np.cumsum(steps, dtype=np.int32)
+    low = np.minimum.accumulate(depth)
+    np.minimum(low, 0, out=low)
+    depth -= low
+    return depth
