@@ -3,6 +3,8 @@ untouched (their text stays text), markup built to nest deep is cut at DEPTH_LIM
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -138,3 +140,26 @@ def test_named_peak_is_never_below_lexbors_depth(tags: list[bytes]) -> None:
     # gap); lexbor's depth counts a void element's own level, the estimate does not
     data = b"<!doctype html><body>" + b"".join(tags)
     assert named_peak(data) >= lexbor_depth(data) - 1
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    st.lists(st.sampled_from([*START_TAGS, b"</div>", b"</li>", b"</svg>", b"</p>"]), max_size=80),
+    st.sampled_from([1, 2, 3, 7, 64]),
+)
+def test_named_peak_reads_a_page_in_blocks_as_in_one(tags: list[bytes], block: int) -> None:
+    # small blocks: the counts, the foreign-content events and names split across blocks
+    # carry over
+    data = b"<!doctype html><body>" + b"".join(tags)
+    assert named_peak(data, block) == named_peak(data, 1 << 20)
+
+
+def test_named_peak_memory_is_bounded_by_its_block() -> None:
+    data = b"<ul>" + b"<li><a href=/x>x</a>" * 300_000  # 900,000 tags, 6 MB
+    tracemalloc.start()
+    try:
+        assert named_peak(data) < 10
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * len(data) + (16 << 20)  # the page's copy, one block's arrays

@@ -115,7 +115,7 @@ def _word_hashes(buf: npt.NDArray[np.uint8], word: npt.NDArray[np.bool_]) -> U64
     # the 16 bytes from each word's start (one unaligned gather, no copy of the text: a
     # complex128 is just a 16-byte carrier here), as two little-endian uint64: bytes 0-7, 8-15
     windows = np.ndarray(shape=(n + 1,), dtype="<c16", buffer=buf, strides=(1,))
-    pairs = windows.take(starts).view("<u8")
+    pairs = windows[starts].view("<u8")
     head, tail = pairs[0::2], pairs[1::2]
     short = np.minimum(length, 16)
     head &= _HEAD[short]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import re
 
-from crawler.defuse.estimate import NAMED_PEAK_MAX_BYTES, named_peak, tag_profile
+from crawler.defuse.estimate import named_peak, tag_profile
 from crawler.defuse.model import escape_deep_nesting
 
 __all__ = ["DEPTH_LIMIT", "MAX_ATTRIBUTES", "MAX_TAGS", "STRICT_MAX_TAGS", "defuse"]
@@ -91,9 +91,7 @@ def defuse(data: bytes, url: str, *, strict: bool = False) -> bytes:
         # counting (~0.5 us per KB) beats numpy's fixed cost on a small page.
         return data
     tags, peak = tag_profile(data)
-    if peak > _DEPTH_ALARM and (
-        len(data) > NAMED_PEAK_MAX_BYTES or named_peak(data) > _DEPTH_ALARM
-    ):
+    if peak > _DEPTH_ALARM and named_peak(data) > _DEPTH_ALARM:
         data, escaped = escape_deep_nesting(data, DEPTH_LIMIT)
         if escaped:
             logger.debug("%s: defused %d deeply nested tags", url, escaped)

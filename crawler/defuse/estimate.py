@@ -43,13 +43,12 @@ from crawler.defuse.names import (
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["NAMED_PEAK_MAX_BYTES", "named_peak", "tag_profile"]
+__all__ = ["named_peak", "tag_profile"]
 
 _LT, _GT, _SLASH = ord("<"), ord(">"), ord("/")
 _GUARD_BLOCK = 1 << 18  # bytes per step of `tag_profile` (~10 MB of arrays)
-NAMED_PEAK_MAX_BYTES = 8 << 20
-"""Bodies `named_peak` reads at most (its arrays take ~60 bytes per tag)."""
-
+_NAMED_BLOCK = 1 << 17  # bytes per step of `named_peak` (its arrays: ~200 bytes per tag)
+_TAG_REACH = 1 << 12  # how far past a step's bytes its tags' ">" are looked for
 # the groups counted apart, and the flags of a name
 _OTHER, _SPECIAL, _LI, _DD, _P, _HEADING, _OPTION, _TABLE, _CELL = range(9)
 _VOID_FLAG, _BREAKOUT_FLAG, _FOREIGN_FLAG, _INTEGRATION_FLAG, _END_BREAKOUT_FLAG = 1, 2, 4, 8, 16
@@ -125,17 +124,42 @@ def tag_profile(data: bytes, block: int = _GUARD_BLOCK) -> tuple[int, int]:
     return tags, peak
 
 
-def named_peak(data: bytes) -> int:
-    """An estimate of the deepest element nesting of `data` that reads tag names (see above);
-    `data` must not be longer than NAMED_PEAK_MAX_BYTES."""
+def named_peak(data: bytes, block: int = _NAMED_BLOCK) -> int:
+    """An estimate of the deepest element nesting of `data` that reads tag names (see above),
+    `block` bytes at a time (~200 bytes of arrays per tag in a block)."""
+    import numpy as np
+
+    buf = np.zeros(len(data) + 16, dtype=np.uint8)  # zeros after the body: no gather runs off
+    buf[: len(data)] = np.frombuffer(data, np.uint8)
+    state = _Carry()
+    peak = 0
+    for start in range(0, len(data), block):
+        peak = max(peak, _block_peak(buf, start, min(start + block, len(data)), state))
+    return peak
+
+
+class _Carry:
+    """What `named_peak` carries from one block to the next: the floored count of each group
+    of names, the last foreign-content events (as tag numbers), the tags read so far."""
+
+    __slots__ = ("counts", "events", "tags")
+
+    def __init__(self) -> None:
+        self.counts = [0] * _CELL
+        self.events = [-1, -1, -1, -1]  # foreign start, stop, integration point in, out
+        self.tags = 0
+
+    def __repr__(self) -> str:
+        return f"<_Carry tags={self.tags} counts={self.counts} events={self.events}>"
+
+
+def _block_peak(buf: npt.NDArray[Any], start: int, stop: int, state: _Carry) -> int:
+    """The peak of `named_peak`'s estimate over the tags starting in buf[start:stop]."""
     import numpy as np
 
     table_keys, table_groups, table_flags, letter, ends_name, ends_value, masks = _tables()
-    size = len(data)
-    buf = np.zeros(size + 16, dtype=np.uint8)  # zeros after the body: no gather runs off it
-    a = buf[:size]
-    a[:] = np.frombuffer(data, np.uint8)
-    lt = np.flatnonzero(a == _LT)
+    size = len(buf) - 16
+    lt = np.flatnonzero(buf[start:stop] == _LT) + start
     end = buf[lt + 1] == _SLASH
     first = lt + 1 + end  # the name's first byte
     tag = letter[buf[first]]  # "<!doctype", "<!--", "< 3": no element
@@ -143,25 +167,27 @@ def named_peak(data: bytes) -> int:
     if not lt.size:
         return 0
     # the 8 bytes from each name's start (an unaligned gather), lowercased, cut at its end
-    words = np.ndarray(shape=(size + 9,), dtype="<u8", buffer=buf, strides=(1,)).take(first)
+    words = np.ndarray(shape=(size + 9,), dtype="<u8", buffer=buf, strides=(1,))[first]
     ends = ends_name[words.view(np.uint8).reshape(-1, 8)]
     length = np.where(ends.any(axis=1), ends.argmax(axis=1), 8)
     keys = (words | np.uint64(0x2020_2020_2020_2020)) & masks[length]
     row = np.searchsorted(table_keys, keys)
     row[table_keys[row] != keys] = len(table_keys) - 1
     group, flags = table_groups[row], table_flags[row]
-    closed = _self_closing(a, buf, lt, end, ends_value)
+    closed = _self_closing(buf, lt, end, ends_value, min(size, stop + _TAG_REACH))
     # foreign content: after an <svg>/<math> start tag, until its end tag or a breakout tag,
     # but for the HTML inside an integration point (<title>, <foreignObject>...)
-    index = np.arange(lt.size)
+    index = np.arange(state.tags, state.tags + lt.size)
+    state.tags += lt.size
     starts_foreign = ~end & ~closed & (flags & _FOREIGN_FLAG != 0)
     stops = np.where(end, flags & (_FOREIGN_FLAG | _END_BREAKOUT_FLAG), flags & _BREAKOUT_FLAG)
     integration = flags & _INTEGRATION_FLAG != 0
-    last = [
-        np.maximum.accumulate(np.where(events, index, -1))
-        for events in (starts_foreign, stops != 0, ~end & integration, end & integration)
-    ]
-    started, stopped, entered, left = (np.insert(e[:-1], 0, -1) for e in last)  # before each tag
+    before = []  # per event kind, the last one before each tag
+    for i, events in enumerate((starts_foreign, stops != 0, ~end & integration, end & integration)):
+        last = np.maximum.accumulate(np.where(events, index, state.events[i]))
+        before.append(np.insert(last[:-1], 0, state.events[i]))
+        state.events[i] = int(last[-1])
+    started, stopped, entered, left = before
     region = started > stopped
     foreign = region & ((entered < left) | (entered < started))
     foreign &= np.where(end, flags & _END_BREAKOUT_FLAG == 0, flags & _BREAKOUT_FLAG == 0)
@@ -170,7 +196,11 @@ def named_peak(data: bytes) -> int:
     opens_nothing |= closed & (flags & _FOREIGN_FLAG != 0)  # <svg/>
     steps[opens_nothing] = 0
     group[foreign | (region & end & integration)] = _OTHER  # foreign elements: none is special
-    count = [_floored(np.where(group == g, steps, 0)) for g in range(_CELL)]
+    count = []
+    for g in range(_CELL):
+        counted = _floored(np.where(group == g, steps, 0), state.counts[g])
+        state.counts[g] = int(counted[-1])
+        count.append(counted)
     other, special, li, dd, p, heading, option, table = count
     parts = 4 * table  # a table, and the section, row and cell open in it (maybe implied)
     depth = other + special + parts
@@ -184,29 +214,31 @@ def named_peak(data: bytes) -> int:
 
 
 def _self_closing(
-    a: npt.NDArray[Any], buf: npt.NDArray[Any], lt: npt.NDArray[Any], end: npt.NDArray[Any],
-    ends_value: npt.NDArray[Any],
+    buf: npt.NDArray[Any], lt: npt.NDArray[Any], end: npt.NDArray[Any],
+    ends_value: npt.NDArray[Any], reach: int,
 ) -> npt.NDArray[Any]:  # fmt: skip
     """Per tag: a start tag written "<x .../>" whose "/" is not the end of an unquoted value,
-    with an even number of each quote up to the first ">" (else it may end further on)."""
+    with an even number of each quote up to the first ">" (else it may end further on); tags
+    whose ">" is not before `reach` count as not closed."""
     import numpy as np
 
-    gt = np.flatnonzero(a == _GT)
-    closed = np.zeros(lt.size, dtype=bool)
+    lo = int(lt[0])
+    window = buf[lo:reach]
+    gt = np.flatnonzero(window == _GT) + lo
+    closed_: npt.NDArray[Any] = np.zeros(lt.size, dtype=bool)
     if not gt.size:
-        return closed
+        return closed_
     nearest = np.searchsorted(gt, lt)
     found = nearest < gt.size
     close = gt[np.minimum(nearest, gt.size - 1)]
-    closed = found & ~end & (buf[close - 1] == _SLASH)
-    closed_: npt.NDArray[Any] = closed
-    candidates = np.flatnonzero(closed)
+    closed_ = found & ~end & (buf[close - 1] == _SLASH)
+    candidates = np.flatnonzero(closed_)
     if not candidates.size:
         return closed_
     start, stop = lt[candidates], close[candidates]
 
     def between(byte: int) -> npt.NDArray[Any]:
-        at = np.flatnonzero(a == byte)
+        at = np.flatnonzero(window == byte) + lo
         count: npt.NDArray[Any] = np.searchsorted(at, stop) - np.searchsorted(at, start)
         return count
 
@@ -216,11 +248,13 @@ def _self_closing(
     return closed_
 
 
-def _floored(steps: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """The running sum of `steps`, floored at zero: S - min(0, lowest S so far)."""
+def _floored(steps: npt.NDArray[Any], level: int = 0) -> npt.NDArray[Any]:
+    """The running sum of `steps` from `level` (>= 0), floored at zero: S - min(0, lowest S so
+    far)."""
     import numpy as np
 
     depth: npt.NDArray[Any] = np.cumsum(steps, dtype=np.int32)
+    depth += level
     low = np.minimum.accumulate(depth)
     np.minimum(low, 0, out=low)
     depth -= low
