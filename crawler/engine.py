@@ -48,6 +48,7 @@ from crawler.errors import (
 from crawler.fetcher import Response
 from crawler.focus import Focus
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
+from crawler.gctune import young_threshold
 from crawler.links import read_page
 from crawler.markup import Markup
 from crawler.parsing import Parser, switch_interval
@@ -248,7 +249,7 @@ class Crawler:
         self._workers = [
             asyncio.create_task(self._worker(), name=f"crawl-worker-{i}") for i in range(n)
         ]
-        with switch_interval():
+        with switch_interval(), young_threshold():
             finished = 0
             try:
                 while finished < n:

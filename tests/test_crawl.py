@@ -240,3 +240,17 @@ async def test_gil_switch_interval_is_lowered_during_the_crawl_only(site: Fixtur
     assert len(during) == 1
     assert during.pop() == pytest.approx(min(before, parsing.SWITCH_INTERVAL))
     assert sys.getswitchinterval() == before
+
+
+async def test_young_gc_threshold_is_raised_during_the_crawl_only(site: FixtureSite) -> None:
+    import gc
+
+    from crawler.gctune import YOUNG_THRESHOLD
+
+    before = gc.get_threshold()
+    during = set()
+    async with Crawler(site_config(site)) as crawler:
+        async for _ in crawler.crawl([site.url("site-a.test", "/")]):
+            during.add(gc.get_threshold())
+    assert during == {(max(before[0], YOUNG_THRESHOLD), *before[1:])}
+    assert gc.get_threshold() == before

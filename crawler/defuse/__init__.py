@@ -14,8 +14,8 @@ that each look closer at fewer pages:
 3. only where that alarms too, `model.escape_deep_nesting` follows the tree builder's stack of
    open elements tag by tag (~1 us a tag) and turns the elements beyond DEPTH_LIMIT into text.
 On the sqlite3-doc site, the count alarms on 20 of 766 pages (syntax diagrams in SVG, the
-changelog's lists), the names on none: every page reaches lexbor unchanged. Markup can still be built to
-make lexbor slow (end tags that close nothing hide nesting from the estimates, see
+changelog's lists), the names on none: every page reaches lexbor unchanged. Markup can still be
+built to make lexbor slow (end tags that close nothing hide nesting from the estimates, see
 `crawler.defuse.estimate`; MAX_ATTRIBUTES); a host that has served such a page gets `strict`
 screening, which follows the HTML tokenizer's tag states (~12 ms per MB) and keeps fewer tags.
 """
