@@ -92,7 +92,9 @@ def _tables() -> tuple[Any, ...]:
     ends_value = np.zeros(256, dtype=bool)  # before the "/" of "/>": the tag is self-closing
     ends_value[np.frombuffer(b"\"'\t\n\f\r ", np.uint8)] = True
     masks = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
-    return table_keys, table_groups, table_flags, letter, ends_name, ends_value, masks
+    classes = np.zeros(256, dtype=bool)  # the bytes `named_peak` needs the positions of
+    classes[np.frombuffer(b"<>\"'=", np.uint8)] = True
+    return table_keys, table_groups, table_flags, letter, ends_name, ends_value, masks, classes
 
 
 def tag_profile(data: bytes, block: int = _GUARD_BLOCK) -> tuple[int, int]:
@@ -157,9 +159,13 @@ def _block_peak(buf: npt.NDArray[Any], start: int, stop: int, state: _Carry) -> 
     """The peak of `named_peak`'s estimate over the tags starting in buf[start:stop]."""
     import numpy as np
 
-    table_keys, table_groups, table_flags, letter, ends_name, ends_value, masks = _tables()
+    table_keys, table_groups, table_flags, letter, ends_name, ends_value, masks, classes = _tables()
     size = len(buf) - 16
-    lt = np.flatnonzero(buf[start:stop] == _LT) + start
+    # one pass over the bytes (and _TAG_REACH more, where the block's last tags end): where
+    # each "<", ">", quote and "=" is
+    where = np.flatnonzero(classes[buf[start : min(size, stop + _TAG_REACH)]]) + start
+    kind = buf[where]
+    lt = where[(kind == _LT) & (where < stop)]
     end = buf[lt + 1] == _SLASH
     first = lt + 1 + end  # the name's first byte
     tag = letter[buf[first]]  # "<!doctype", "<!--", "< 3": no element
@@ -174,7 +180,7 @@ def _block_peak(buf: npt.NDArray[Any], start: int, stop: int, state: _Carry) -> 
     row = np.searchsorted(table_keys, keys)
     row[table_keys[row] != keys] = len(table_keys) - 1
     group, flags = table_groups[row], table_flags[row]
-    closed = _self_closing(buf, lt, end, ends_value, min(size, stop + _TAG_REACH))
+    closed = _self_closing(buf, lt, end, ends_value, where, kind)
     # foreign content: after an <svg>/<math> start tag, until its end tag or a breakout tag,
     # but for the HTML inside an integration point (<title>, <foreignObject>...)
     index = np.arange(state.tags, state.tags + lt.size)
@@ -182,11 +188,13 @@ def _block_peak(buf: npt.NDArray[Any], start: int, stop: int, state: _Carry) -> 
     starts_foreign = ~end & ~closed & (flags & _FOREIGN_FLAG != 0)
     stops = np.where(end, flags & (_FOREIGN_FLAG | _END_BREAKOUT_FLAG), flags & _BREAKOUT_FLAG)
     integration = flags & _INTEGRATION_FLAG != 0
-    before = []  # per event kind, the last one before each tag
-    for i, events in enumerate((starts_foreign, stops != 0, ~end & integration, end & integration)):
-        last = np.maximum.accumulate(np.where(events, index, state.events[i]))
-        before.append(np.insert(last[:-1], 0, state.events[i]))
-        state.events[i] = int(last[-1])
+    events = np.stack([starts_foreign, stops != 0, ~end & integration, end & integration])
+    carried = np.array(state.events)[:, None]
+    last = np.maximum.accumulate(np.where(events, index, carried), axis=1)
+    before = np.empty_like(last)  # per kind of event, the last one before each tag
+    before[:, 0:1] = carried
+    before[:, 1:] = last[:, :-1]
+    state.events = last[:, -1].tolist()
     started, stopped, entered, left = before
     region = started > stopped
     foreign = region & ((entered < left) | (entered < started))
@@ -196,12 +204,16 @@ def _block_peak(buf: npt.NDArray[Any], start: int, stop: int, state: _Carry) -> 
     opens_nothing |= closed & (flags & _FOREIGN_FLAG != 0)  # <svg/>
     steps[opens_nothing] = 0
     group[foreign | (region & end & integration)] = _OTHER  # foreign elements: none is special
-    count = []
-    for g in range(_CELL):
-        counted = _floored(np.where(group == g, steps, 0), state.counts[g])
-        state.counts[g] = int(counted[-1])
-        count.append(counted)
-    other, special, li, dd, p, heading, option, table = count
+    # per group of names, the running sum of its steps floored at zero (from the carried count)
+    counts = np.where(group == np.arange(_CELL, dtype=np.int8)[:, None], steps, 0).cumsum(
+        axis=1, dtype=np.int32
+    )
+    counts += np.array(state.counts, dtype=np.int32)[:, None]
+    low = np.minimum.accumulate(counts, axis=1)
+    np.minimum(low, 0, out=low)
+    counts -= low
+    state.counts = counts[:, -1].tolist()
+    other, special, li, dd, p, heading, option, table = counts
     parts = 4 * table  # a table, and the section, row and cell open in it (maybe implied)
     depth = other + special + parts
     depth += np.minimum(li, 1 + special + heading + dd + parts)
@@ -215,47 +227,32 @@ def _block_peak(buf: npt.NDArray[Any], start: int, stop: int, state: _Carry) -> 
 
 def _self_closing(
     buf: npt.NDArray[Any], lt: npt.NDArray[Any], end: npt.NDArray[Any],
-    ends_value: npt.NDArray[Any], reach: int,
+    ends_value: npt.NDArray[Any], where: npt.NDArray[Any], kind: npt.NDArray[Any],
 ) -> npt.NDArray[Any]:  # fmt: skip
     """Per tag: a start tag written "<x .../>" whose "/" is not the end of an unquoted value,
-    with an even number of each quote up to the first ">" (else it may end further on); tags
-    whose ">" is not before `reach` count as not closed."""
+    with an even number of each quote up to the first ">" (else it may end further on). `where`
+    and `kind`: the positions of the "<", ">", quotes and "=" around the tags, and which."""
     import numpy as np
 
-    lo = int(lt[0])
-    window = buf[lo:reach]
-    gt = np.flatnonzero(window == _GT) + lo
-    closed_: npt.NDArray[Any] = np.zeros(lt.size, dtype=bool)
+    gt = where[kind == _GT]
+    closed: npt.NDArray[Any] = np.zeros(lt.size, dtype=bool)
     if not gt.size:
-        return closed_
+        return closed
     nearest = np.searchsorted(gt, lt)
     found = nearest < gt.size
     close = gt[np.minimum(nearest, gt.size - 1)]
-    closed_ = found & ~end & (buf[close - 1] == _SLASH)
-    candidates = np.flatnonzero(closed_)
+    closed = found & ~end & (buf[close - 1] == _SLASH)
+    candidates = np.flatnonzero(closed)
     if not candidates.size:
-        return closed_
+        return closed
     start, stop = lt[candidates], close[candidates]
 
     def between(byte: int) -> npt.NDArray[Any]:
-        at = np.flatnonzero(window == byte) + lo
+        at = where[kind == byte]
         count: npt.NDArray[Any] = np.searchsorted(at, stop) - np.searchsorted(at, start)
         return count
 
     even = (between(ord('"')) % 2 == 0) & (between(ord("'")) % 2 == 0)
     ok = even & (ends_value[buf[stop - 2]] | (between(ord("=")) == 0))
-    closed_[candidates[~ok]] = False
-    return closed_
-
-
-def _floored(steps: npt.NDArray[Any], level: int = 0) -> npt.NDArray[Any]:
-    """The running sum of `steps` from `level` (>= 0), floored at zero: S - min(0, lowest S so
-    far)."""
-    import numpy as np
-
-    depth: npt.NDArray[Any] = np.cumsum(steps, dtype=np.int32)
-    depth += level
-    low = np.minimum.accumulate(depth)
-    np.minimum(low, 0, out=low)
-    depth -= low
-    return depth
+    closed[candidates[~ok]] = False
+    return closed
