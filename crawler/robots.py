@@ -203,7 +203,8 @@ async def fetch_robots(
 
     `fetch(url)` does one capped GET; `join(location, base)` resolves a Location. Returns the
     (status, body, latency) that `policy_from_response` turns into a policy: status None when
-    unreachable; 404 (allow all) after too many redirects, a redirect without a usable Location,
+    unreachable (also for a status outside 100-599: no HTTP class says what it means); 404
+    (allow all) after too many redirects, a redirect without a usable Location,
     or when the SSRF guard refuses the host itself (so that each of its URLs then gets its own
     "blocked" result rather than a misleading robots refusal).
     """
@@ -228,4 +229,6 @@ async def fetch_robots(
         return 404, None, latency, None
     if status is not None and 300 <= status < 400:
         return 404, None, latency, None
+    if status is not None and not 100 <= status <= 599:  # LinkedIn's 999, a 099: no HTTP class
+        return None, None, latency, f"protocol: HTTP status {status} is not 100-599"
     return status, body, latency, None
