@@ -132,7 +132,7 @@ def parse_retry_after(value: str, now: float | None = None) -> float | None:
     value = value.strip()
     if not value:
         return None
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # "²".isdigit(), but float("²") raises
         return float(value)
     try:
         seconds = float(value)  # lenient: "1.5"
