@@ -1,0 +1,307 @@
+"""The crawler against faults a hand-written server puts on the wire (tests/faults.py): each URL
+gets one record with a clear status or error kind, the crawl never crashes nor hangs, and every
+record can be written as JSON Lines and WARC."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import random
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from crawler.config import Config
+from crawler.engine import Crawler
+from crawler.entries import Outcome
+from crawler.frontier.queues import HostQueue
+from crawler.hosts import Host, Politeness
+from crawler.output import JsonlWriter
+from crawler.results import CrawlResult
+from crawler.robots import policy_from_response
+from crawler.warc import WarcOutput
+from tests.faults import HOST, MODES, PAGES, ROBOTS, FaultServer, robots_host
+
+# Each page's record: its status, or its error kind when no usable response came.
+EXPECTED: dict[str, int | str] = {
+    "/status-999": 999,
+    "/status-099": 99,
+    "/status-1000": "protocol",
+    "/no-reason": 200,
+    "/not-http": "protocol",
+    "/http-0.9": "protocol",
+    "/http-2-line": "protocol",
+    "/100-continue": 200,
+    "/103-early-hints": 200,
+    "/bare-lf": 200,
+    "/http-1.0-until-eof": 200,
+    "/no-colon": "protocol",
+    "/nul-in-header": "protocol",
+    "/length-and-chunked": "protocol",
+    "/negative-length": "protocol",
+    "/huge-length": "protocol",
+    "/bad-chunk-size": "protocol",
+    "/chunk-size-overflow": "protocol",
+    "/chunked-cut-short": "truncated",  # was "decoding" (and so never retried)
+    "/transfer-gzip": "decoding",  # was a 200 whose body was still gzip
+    "/latin1-content-type": 200,  # was a crash of the JSONL writer
+    "/latin1-reason": 200,
+    "/br": "decoding",
+    "/zstd": "decoding",
+    "/gzip-gzip": "decoding",
+    "/gzip-twice": "decoding",  # was a 200 whose body was still gzip
+    "/gzip-identity": 200,  # was "decoding"
+    "/x-gzip": 200,
+    "/upper-gzip": 200,
+    "/identity": 200,
+    "/gzip-on-plain": "decoding",
+    "/raw-deflate": 200,
+    "/bogus-charset": 200,
+    "/utf16-charset-no-bom": 200,
+    "/bom-contradicts-header": 200,
+    "/html-as-octet-stream": 200,
+    "/pdf-as-html": 200,
+    "/latin1-location": 302,
+    "/space-location": 302,
+    "/empty-location": 302,
+    "/no-location": 302,
+    "/js-location": 302,
+    "/300": 300,
+    "/306": 306,
+    "/308": 308,
+    "/unasked-304": 304,
+    "/503-superscript-retry-after": 503,  # was the whole crawl ended by a worker's ValueError
+    "/503-garbage-retry-after": 503,
+}
+# Pages read as the HTML they are: title "T", one link.
+READ = ["/status-999", "/100-continue", "/103-early-hints", "/bare-lf", "/http-1.0-until-eof",
+        "/latin1-content-type", "/gzip-identity", "/x-gzip", "/upper-gzip", "/identity",
+        "/raw-deflate", "/bogus-charset", "/utf16-charset-no-bom", "/bom-contradicts-header",
+        "/html-as-octet-stream", "/no-location"]  # fmt: skip
+
+
+def fault_config(server: FaultServer, **sections: dict[str, Any]) -> Config:
+    config = Config().override(
+        "fetch", resolve=server.resolve, retries=0, total_timeout=1.0, connect_timeout=1.0
+    )
+    config = config.override("politeness", delay=0.0, backoff_base=0.02, backoff_max=0.05)
+    config = config.override("crawl", concurrency=4, max_depth=1)
+    for section, values in sections.items():
+        config = config.override(section, **values)
+    return config
+
+
+async def crawl(
+    server: FaultServer, seeds: list[str], *, warc: WarcOutput | None = None, **sections: Any
+) -> tuple[Crawler, dict[str, CrawlResult]]:
+    recorder = None if warc is None else warc.write
+    async with (
+        asyncio.timeout(20),
+        Crawler(fault_config(server, **sections), recorder=recorder) as c,
+    ):
+        results = [r async for r in c.crawl(seeds)]
+    by_url = {r.url: r for r in results}
+    assert len(by_url) == len(results), "a URL has two records"
+    assert not [r.error for r in results if (r.error or "").startswith("internal")]
+    return c, by_url
+
+
+def record(result: CrawlResult) -> int | str | None:
+    if result.status is None:
+        return None if result.error is None else result.error.split(":", 1)[0]
+    return result.status
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FaultServer]:
+    async with FaultServer() as s:
+        yield s
+
+
+async def test_every_fault_gets_its_record(server: FaultServer, tmp_path: Path) -> None:
+    assert set(EXPECTED) | {"/204-with-body"} == set(PAGES)
+    warc = WarcOutput(tmp_path / "faults.warc.gz")
+    try:
+        _, results = await crawl(server, [server.url(p) for p in PAGES], warc=warc)
+    finally:
+        warc.close()
+    got = {path: record(results[server.url(path)]) for path in EXPECTED}
+    assert got == EXPECTED
+    # its body is framed as empty: "hello" is the start of a next response, which is garbage
+    assert record(results[server.url("/204-with-body")]) in (204, "protocol")
+    for path in READ:
+        result = results[server.url(path)]
+        assert (result.title, result.links) == ("T", 1), (path, result)
+    # every record, bad header bytes and all, can be written as UTF-8 JSON Lines and WARC
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    writer = JsonlWriter(out, sync=True)
+    for result in results.values():
+        writer.write(result)
+    assert writer.lines == len(results)
+    with (tmp_path / "faults.warc.gz").open("rb") as fh:
+        uris = [r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(fh)]
+    assert server.url("/latin1-content-type") in uris and server.url("/latin1-reason") in uris
+
+
+async def test_bad_header_bytes_become_text(server: FaultServer) -> None:
+    _, results = await crawl(server, [server.url(p) for p in ("/latin1-content-type",
+                                                             "/latin1-location")])  # fmt: skip
+    page = results[server.url("/latin1-content-type")]
+    assert page.content_type == "text/html; charset=\ufffdt\ufffd"
+    # a Location byte that is not UTF-8 is %-escaped, as browsers send it
+    redirect = results[server.url("/latin1-location")]
+    assert redirect.location == server.url("/caf%E9")
+    assert server.requests[(HOST, "/caf%E9")] == 1
+
+
+async def test_redirect_oddities(server: FaultServer) -> None:
+    paths = ["/space-location", "/empty-location", "/no-location", "/js-location", "/308"]
+    _, results = await crawl(server, [server.url(p) for p in paths])
+    assert results[server.url("/space-location")].location == server.url("/a%20b")
+    # an empty Location is the page itself: recorded once, not fetched again
+    assert server.requests[(HOST, "/empty-location")] == 1
+    assert results[server.url("/no-location")].location is None  # a 3xx without one: a page
+    assert (
+        results[server.url("/js-location")].error == "redirect: bad Location 'javascript:alert(1)'"
+    )
+    assert record(results[server.url("/ok")]) == 200  # /308's target, /no-location's link
+
+
+async def test_a_truncated_chunked_body_is_retried(server: FaultServer) -> None:
+    crawler, results = await crawl(server, [server.url("/chunked-cut-short")],
+                                   fetch={"retries": 2})  # fmt: skip
+    assert record(results[server.url("/chunked-cut-short")]) == "truncated"
+    assert server.requests[(HOST, "/chunked-cut-short")] == 3
+    assert crawler.stats.retries == 2
+
+
+# -- robots.txt ---------------------------------------------------------------------------------
+
+
+def _host_results(
+    server: FaultServer, name: str, results: dict[str, CrawlResult]
+) -> dict[str, Any]:
+    prefix = server.url("", robots_host(name))
+    return {url[len(prefix) :]: record(r) for url, r in results.items() if url.startswith(prefix)}
+
+
+ROBOTS_EXPECTED: dict[str, dict[str, Any]] = {
+    # RFC 9309: 4xx is "unavailable": allow everything
+    "s401": {"/": 200, "/private/x": 200, "/public": 200},
+    "s403": {"/": 200, "/private/x": 200, "/public": 200},
+    "html": {"/": 200, "/private/x": 200, "/public": 200},  # a soft 404: no rules
+    "to-other-host": {"/": 200, "/private/x": 200, "/public": 200},  # the other host's 401
+    "latin1": {"/": 200, "/private/x": "robots", "/public": 200},
+    # no usable answer: nothing fetched for now, the pages refused after 3 attempts
+    "s999": {"/": "robots"},  # was 3 "internal" records of robots.txt and an unclear refusal
+    "s099": {"/": "robots"},
+    "br": {"/": "robots"},
+    "silent": {"/": "robots"},
+}
+ROBOTS_REASONS = {
+    "s999": "protocol: HTTP status 999 is not 100-599",
+    "s099": "protocol: HTTP status 99 is not 100-599",
+    "br": "decoding: unsupported Content-Encoding 'br'",
+    "silent": "timeout: ",
+}
+
+
+async def test_robots_txt_faults(server: FaultServer, tmp_path: Path) -> None:
+    assert set(ROBOTS_EXPECTED) == set(ROBOTS)
+    seeds = [server.url("/", robots_host(name)) for name in ROBOTS]
+    warc = WarcOutput(tmp_path / "robots.warc.gz")
+    try:
+        _, results = await crawl(server, seeds, warc=warc, fetch={"total_timeout": 0.3},
+                                 crawl={"concurrency": 9})  # fmt: skip
+    finally:
+        warc.close()
+    got = {name: _host_results(server, name, results) for name in ROBOTS}
+    assert got == ROBOTS_EXPECTED
+    for name, reason in ROBOTS_REASONS.items():
+        error = results[server.url("/", robots_host(name))].error or ""
+        assert error.startswith(f"robots: robots.txt unreachable ({reason}"), error
+        assert server.requests[(robots_host(name), "/robots.txt")] == 3
+
+
+# -- connection faults -------------------------------------------------------------------------
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+            sock.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("mode", "address"),
+    [*((m, "127.0.0.1") for m in MODES), ("keep-alive", "::1")],
+    ids=[*MODES, "ipv6"],
+)
+async def test_connection_faults_lose_no_url(mode: str, address: str) -> None:
+    if address == "::1" and not _ipv6_loopback():
+        pytest.skip("no IPv6 loopback")
+    async with FaultServer(mode=mode, address=address) as server:
+        # stale pooled connections: a request may meet a closed one; aiohttp and the retries
+        # send it again
+        config = {"fetch": {"retries": 2}, "politeness": {"per_host_concurrency": 2}}
+        _, results = await crawl(server, [server.url("/")], **config)
+    expected = {server.url("/"), *(server.url(f"/p{i}") for i in range(10))}
+    assert set(results) == expected
+    assert {record(r) for r in results.values()} == {200}
+
+
+# -- what a server asks of our politeness --------------------------------------------------------
+
+
+def _politeness() -> Politeness:
+    return Politeness(delay=0.0, per_host_concurrency=1, max_delay=30.0, adaptive=False,
+                      backoff_base=1.0, backoff_max=60.0, max_retry_after=600.0,
+                      robots_ttl=86400.0, robots_max_attempts=3,
+                      rng=random.Random(3))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("value", "wait"),
+    [
+        ("120", 120.0),
+        ("99999999999", 600.0),  # capped at max_retry_after
+        ("Fri, 31 Dec 9999 23:59:59 GMT", 600.0),
+        ("Thu, 01 Jan 1970 00:00:00 GMT", 0.0),
+        # unusable: the host's own backoff (backoff_base 1 s, first failure: 0.5-1 s)
+        ("\u00b2", None),  # "²".isdigit() is true: it ended the crawl
+        ("-5", None),
+        ("1e309", None),
+        ("nan", None),
+        ("soon", None),
+        ("Fri, 31 Dec 99999 23:59:59 GMT", None),
+    ],
+)
+def test_retry_after_values_are_bounded(value: str, wait: float | None) -> None:
+    rules = _politeness()
+    host = Host("http://a.test:80", HostQueue(), 0.0)
+    rules.response(host, Outcome(status=503, retry_after=value), now=1000.0)
+    waited = host.backoff_until - 1000.0
+    if wait is None:
+        assert 0.5 <= waited <= 1.0
+    else:
+        assert waited == pytest.approx(wait)
+
+
+@pytest.mark.parametrize(
+    ("line", "delay"),
+    [("86400", 30.0), ("-5", 0.0), ("abc", 0.0), ("1e309", 0.0), ("nan", 0.0), ("2.5", 2.5)],
+)
+def test_absurd_crawl_delays_are_bounded_or_ignored(line: str, delay: float) -> None:
+    body = f"User-agent: *\nCrawl-delay: {line}\nDisallow: /private/\n".encode()
+    policy = policy_from_response(200, body, "sieve-crawler/0.1")
+    host = Host("http://a.test:80", HostQueue(), 0.0)
+    _politeness().robots(host, policy, now=0.0)
+    assert host.delay == delay  # max_delay caps it; what is not a number >= 0 is ignored
+    assert not policy.allowed("http://a.test/private/x")  # the rest of the file still counts
