@@ -73,6 +73,7 @@ PAGES = {
     + _ZIPPED
     + b"\r\n0\r\n\r\n",
     "/latin1-content-type": _response(headers=b"Content-Type: text/html; charset=\xe9t\xe9\r\n"),
+    "/latin1-etag": _response(headers=b'Content-Type: text/html\r\nETag: "caf\xe9"\r\n'),
     "/latin1-reason": _response(b"200 Tr\xe8s bien"),
     # content codings
     "/br": _encoded(b"Content-Encoding: br\r\n", HTML),

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from crawler.components import settings
 from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.entries import Outcome
@@ -23,6 +24,7 @@ from crawler.hosts import Host, Politeness
 from crawler.output import JsonlWriter
 from crawler.results import CrawlResult
 from crawler.robots import policy_from_response
+from crawler.state import CrawlState
 from crawler.warc import WarcOutput
 from tests.faults import HOST, MODES, PAGES, ROBOTS, FaultServer, robots_host
 
@@ -50,6 +52,7 @@ EXPECTED: dict[str, int | str] = {
     "/chunked-cut-short": "truncated",  # was "decoding" (and so never retried)
     "/transfer-gzip": "decoding",  # was a 200 whose body was still gzip
     "/latin1-content-type": 200,  # was a crash of the JSONL writer
+    "/latin1-etag": 200,  # was a crash of the crawl state (sqlite)
     "/latin1-reason": 200,
     "/br": "decoding",
     "/zstd": "decoding",
@@ -160,6 +163,19 @@ async def test_bad_header_bytes_become_text(server: FaultServer) -> None:
     redirect = results[server.url("/latin1-location")]
     assert redirect.location == server.url("/caf%E9")
     assert server.requests[(HOST, "/caf%E9")] == 1
+
+
+async def test_bad_header_bytes_in_the_crawl_state(server: FaultServer, tmp_path: Path) -> None:
+    config = fault_config(server).override("state", dir=str(tmp_path / "state"))
+    url = server.url("/latin1-etag")
+    for recrawl in (False, True):
+        state = CrawlState.open(config.state.dir, settings(config))
+        if recrawl:
+            state.start_recrawl()
+        async with asyncio.timeout(20), Crawler(config, state=state) as crawler:
+            results = [r async for r in crawler.crawl([url])]
+        assert crawler.complete and [r.status for r in results if r.url == url] == [200]
+    assert server.requests[(HOST, "/latin1-etag")] == 2  # the recrawl sent If-None-Match
 
 
 async def test_redirect_oddities(server: FaultServer) -> None:
