@@ -89,6 +89,11 @@ PAGES = {
     "/gzip-on-plain": _encoded(b"Content-Encoding: gzip\r\n", HTML),
     "/raw-deflate": _encoded(b"Content-Encoding: deflate\r\n", zlib.compress(HTML)[2:-4]),
     # charsets and content types
+    # punycode is a Python text codec, and quadratic: 256 KB took 25 s
+    "/punycode-charset": _response(
+        headers=b"Content-Type: text/html; charset=punycode\r\n",
+        body=HTML + b"-" + b"abcdefghijklmnopqrstuvwxyz" * 20_000,
+    ),
     "/bogus-charset": _response(headers=b"Content-Type: text/html; charset=klingon\r\n"),
     "/utf16-charset-no-bom": _response(
         headers=b"Content-Type: text/html; charset=utf-16\r\n",
