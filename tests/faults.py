@@ -83,6 +83,10 @@ PAGES = {
         b"Content-Encoding: gzip\r\nContent-Encoding: gzip\r\n", gzip.compress(_ZIPPED)
     ),
     "/gzip-identity": _encoded(b"Content-Encoding: gzip, identity\r\n", _ZIPPED),
+    "/gzip-members": _encoded(
+        b"Content-Encoding: gzip\r\n", gzip.compress(HTML[:30]) + gzip.compress(HTML[30:])
+    ),
+    "/gzip-no-trailer": _encoded(b"Content-Encoding: gzip\r\n", _ZIPPED[:-8]),
     "/x-gzip": _encoded(b"Content-Encoding: x-gzip\r\n", _ZIPPED),
     "/upper-gzip": _encoded(b"Content-Encoding: GZIP\r\n", _ZIPPED),
     "/identity": _encoded(b"Content-Encoding: identity\r\n", HTML),
