@@ -45,7 +45,10 @@ def _codings(values: list[str]) -> list[str]:
 
 def content_coding(headers: MultiMapping[str]) -> str:
     """The content coding to undo ("" for none), lower-case; DecodingError if unsupported."""
-    transfer = _codings(headers.getall("Transfer-Encoding", []))
+    transfer_values = headers.getall("Transfer-Encoding", [])
+    if "Content-Encoding" not in headers and transfer_values in ([], ["chunked"]):
+        return ""  # the usual case, in two lookups
+    transfer = _codings(transfer_values)
     if [c for c in transfer if c not in ("chunked", "identity")]:
         raise DecodingError(f"unsupported Transfer-Encoding {', '.join(transfer)!r}")
     codings = [c for c in _codings(headers.getall("Content-Encoding", [])) if c != "identity"]
