@@ -139,6 +139,7 @@ ROBOTS = {
     "to-other-host": _robots(
         b"301 Moved", headers=b"Location: http://s401.robots.test:PORT/robots.txt\r\n"
     ),
+    "utf16": _robots(b"200 OK", _RULES.decode().encode("utf-16")),  # with its BOM
     "br": _robots(b"200 OK", _RULES, b"Content-Encoding: br\r\n"),
     "latin1": _robots(b"200 OK", _RULES + b"Disallow: /caf\xe9/\n", b"X-Note: caf\xe9\r\n"),
     "silent": b"",  # reads the request, never answers

@@ -220,6 +220,7 @@ ROBOTS_EXPECTED: dict[str, dict[str, Any]] = {
     "html": {"/": 200, "/private/x": 200, "/public": 200},  # a soft 404: no rules
     "to-other-host": {"/": 200, "/private/x": 200, "/public": 200},  # the other host's 401
     "latin1": {"/": 200, "/private/x": "robots", "/public": 200},
+    "utf16": {"/": 200, "/private/x": "robots", "/public": 200},  # was: allowed everything
     # no usable answer: nothing fetched for now, the pages refused after 3 attempts
     "s999": {"/": "robots"},  # was 3 "internal" records of robots.txt and an unclear refusal
     "s099": {"/": "robots"},
