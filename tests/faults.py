@@ -107,6 +107,12 @@ PAGES = {
         headers=b"Content-Type: text/html; charset=latin-1\r\n", body=b"\xef\xbb\xbf" + HTML
     ),
     "/html-as-octet-stream": _response(headers=b"Content-Type: application/octet-stream\r\n"),
+    "/xhtml": _response(
+        headers=b"Content-Type: application/xhtml+xml\r\n",
+        body=b'<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>T'
+        b"</title></head><body><a href='/ok'>ok</a></body></html>",
+    ),
+    "/one-line": _response(body=b"<html><body>" + b"<b>x</b>" * 400_000 + b"</body></html>"),
     "/pdf-as-html": _response(body=b"%PDF-1.4\n" + bytes(range(256)) * 64),
     # redirects
     "/latin1-location": b"HTTP/1.1 302 Found\r\nLocation: /caf\xe9\r\nContent-Length: 0\r\n\r\n",

@@ -71,6 +71,8 @@ EXPECTED: dict[str, int | str] = {
     "/utf16-charset-no-bom": 200,
     "/bom-contradicts-header": 200,
     "/html-as-octet-stream": 200,
+    "/xhtml": 200,
+    "/one-line": 200,  # 3.2 MB, no newline
     "/pdf-as-html": 200,
     "/latin1-location": 302,
     "/space-location": 302,
@@ -89,7 +91,7 @@ READ = ["/status-999", "/100-continue", "/103-early-hints", "/bare-lf", "/http-1
         "/latin1-content-type", "/gzip-identity", "/gzip-members", "/gzip-no-trailer",
         "/x-gzip", "/upper-gzip", "/identity", "/raw-deflate", "/punycode-charset",
         "/bogus-charset", "/utf16-charset-no-bom", "/bom-contradicts-header",
-        "/html-as-octet-stream", "/no-location"]  # fmt: skip
+        "/html-as-octet-stream", "/xhtml", "/no-location"]  # fmt: skip
 
 
 def fault_config(server: FaultServer, **sections: dict[str, Any]) -> Config:
