@@ -68,7 +68,8 @@ class RobotsPolicy:
     True for a disallow-all caused by a server error or an unreachable host (fetch it again later),
     ``reason`` then says what went wrong ("HTTP 503", "connect: ..."),
     ``crawl_delay`` is the delay in seconds asked of our user agent (Crawl-delay, else derived from
-    Request-rate), ``sitemaps`` the Sitemap URLs listed in the file (site-wide).
+    Request-rate), ``sitemaps`` the Sitemap URLs listed in the file (site-wide), ``retry_after``
+    the seconds a temporary policy's 429/503 asked us to wait before asking again (Retry-After).
     """
 
     __slots__ = (
@@ -77,6 +78,7 @@ class RobotsPolicy:
         "_token",
         "crawl_delay",
         "reason",
+        "retry_after",
         "sitemaps",
         "status",
         "temporary",
@@ -85,6 +87,7 @@ class RobotsPolicy:
     status: int | None
     temporary: bool
     reason: str | None
+    retry_after: float | None
     crawl_delay: float | None
     sitemaps: tuple[str, ...]
     _parser: Any
@@ -102,6 +105,7 @@ class RobotsPolicy:
         parser: Protego | None = None,
         token: str = "*",
         reason: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         if crawl_delay is not None and not crawl_delay >= 0.0:
             raise ValueError(f"crawl_delay must be >= 0 seconds, got {crawl_delay!r}")
@@ -109,6 +113,7 @@ class RobotsPolicy:
         setter(self, "status", status)
         setter(self, "temporary", temporary)
         setter(self, "reason", reason)
+        setter(self, "retry_after", retry_after)
         setter(self, "_disallow_all", disallow_all or temporary)
         setter(self, "crawl_delay", crawl_delay)
         setter(self, "sitemaps", tuple(sitemaps))
@@ -154,13 +159,14 @@ def policy_from_response(
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
     error: str | None = None,
+    retry_after: float | None = None,
 ) -> RobotsPolicy:
     """Build the policy for the final response to a robots.txt fetch (see the module docstring).
 
     ``status`` is the final HTTP status after redirects (None when no response was received),
     ``body`` the response body (any length: it is truncated here at ``max_bytes``), ``user_agent``
     our User-Agent header or its product token, ``error`` why no response came (for the reason
-    of a temporary disallow-all).
+    of a temporary disallow-all), ``retry_after`` the seconds a 429/503 asked us to wait.
     """
     if status is not None and not 100 <= status <= 599:
         raise ValueError(
@@ -171,7 +177,8 @@ def policy_from_response(
     token = product_token(user_agent)
     if status is None or status >= 500 or status == 429:
         reason = f"HTTP {status}" if status is not None else (error or "no response")
-        return RobotsPolicy(status=status, temporary=True, reason=reason)
+        wait = retry_after if status in (429, 503) else None
+        return RobotsPolicy(status=status, temporary=True, reason=reason, retry_after=wait)
     if status >= 300 or status < 200:
         # 3xx left over after the redirect limit, 4xx: "unavailable", crawl without restriction.
         return RobotsPolicy(status=status)

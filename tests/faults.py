@@ -148,6 +148,7 @@ ROBOTS = {
     "utf16": _robots(b"200 OK", _RULES.decode().encode("utf-16")),  # with its BOM
     "br": _robots(b"200 OK", _RULES, b"Content-Encoding: br\r\n"),
     "latin1": _robots(b"200 OK", _RULES + b"Disallow: /caf\xe9/\n", b"X-Note: caf\xe9\r\n"),
+    "retry-after": _robots(b"503 Maintenance", headers=b"Retry-After: 120\r\n"),
     "silent": b"",  # reads the request, never answers
 }
 MODES = ("keep-alive", "close", "rst", "half-close")

@@ -23,7 +23,7 @@ from crawler.frontier.queues import HostQueue
 from crawler.hosts import Host, Politeness
 from crawler.output import JsonlWriter
 from crawler.results import CrawlResult
-from crawler.robots import policy_from_response
+from crawler.robots import RobotsPolicy, policy_from_response
 from crawler.state import CrawlState
 from crawler.warc import WarcOutput
 from tests.faults import HOST, MODES, PAGES, ROBOTS, FaultServer, robots_host
@@ -98,7 +98,9 @@ def fault_config(server: FaultServer, **sections: dict[str, Any]) -> Config:
     config = Config().override(
         "fetch", resolve=server.resolve, retries=0, total_timeout=1.0, connect_timeout=1.0
     )
-    config = config.override("politeness", delay=0.0, backoff_base=0.02, backoff_max=0.05)
+    config = config.override(
+        "politeness", delay=0.0, backoff_base=0.02, backoff_max=0.05, max_retry_after=0.1
+    )
     config = config.override("crawl", concurrency=4, max_depth=1)
     for section, values in sections.items():
         config = config.override(section, **values)
@@ -227,18 +229,30 @@ ROBOTS_EXPECTED: dict[str, dict[str, Any]] = {
     "s999": {"/": "robots"},  # was 3 "internal" records of robots.txt and an unclear refusal
     "s099": {"/": "robots"},
     "br": {"/": "robots"},
+    "retry-after": {"/": "robots"},
     "silent": {"/": "robots"},
 }
 ROBOTS_REASONS = {
     "s999": "protocol: HTTP status 999 is not 100-599",
     "s099": "protocol: HTTP status 99 is not 100-599",
     "br": "decoding: unsupported Content-Encoding 'br'",
+    "retry-after": "HTTP 503",
     "silent": "timeout: ",
 }
 
 
-async def test_robots_txt_faults(server: FaultServer, tmp_path: Path) -> None:
+async def test_robots_txt_faults(
+    server: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert set(ROBOTS_EXPECTED) == set(ROBOTS)
+    waits: dict[str, list[float | None]] = {}
+    apply = Politeness.robots
+
+    def spy(rules: Politeness, host: Host, policy: RobotsPolicy, now: float) -> bool:
+        waits.setdefault(host.key, []).append(policy.retry_after)
+        return apply(rules, host, policy, now)
+
+    monkeypatch.setattr(Politeness, "robots", spy)
     seeds = [server.url("/", robots_host(name)) for name in ROBOTS]
     warc = WarcOutput(tmp_path / "robots.warc.gz")
     try:
@@ -252,6 +266,9 @@ async def test_robots_txt_faults(server: FaultServer, tmp_path: Path) -> None:
         error = results[server.url("/", robots_host(name))].error or ""
         assert error.startswith(f"robots: robots.txt unreachable ({reason}"), error
         assert server.requests[(robots_host(name), "/robots.txt")] == 3
+    # a 503's Retry-After goes with its policy (Politeness.robots waits for it, capped)
+    assert waits[f"http://{robots_host('retry-after')}:{server.port}"] == [120.0] * 3
+    assert waits[f"http://{robots_host('s999')}:{server.port}"] == [None] * 3
 
 
 # -- connection faults -------------------------------------------------------------------------
@@ -332,3 +349,20 @@ def test_absurd_crawl_delays_are_bounded_or_ignored(line: str, delay: float) -> 
     _politeness().robots(host, policy, now=0.0)
     assert host.delay == delay  # max_delay caps it; what is not a number >= 0 is ignored
     assert not policy.allowed("http://a.test/private/x")  # the rest of the file still counts
+
+
+@pytest.mark.parametrize(
+    ("status", "retry_after", "wait"),
+    [(503, 120.0, 120.0), (429, 86400.0, 600.0), (503, None, None), (500, 120.0, None)],
+)
+def test_robots_txt_retry_after_is_honoured_and_capped(
+    status: int, retry_after: float | None, wait: float | None
+) -> None:
+    policy = policy_from_response(status, None, "sieve-crawler/0.1", retry_after=retry_after)
+    host = Host("http://a.test:80", HostQueue(), 0.0)
+    _politeness().robots(host, policy, now=1000.0)  # the first failure: backoff 0.5-1 s
+    waited = host.backoff_until - 1000.0
+    if wait is None:
+        assert 0.5 <= waited <= 1.0
+    else:
+        assert waited == pytest.approx(wait)
