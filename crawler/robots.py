@@ -7,9 +7,9 @@ Crawl-delay.
 
 Status rules (RFC 9309 section 2.3.1):
 
-- 2xx: the body (truncated at ``max_bytes``, 500 KiB by default, decoded as UTF-8 with errors
-  replaced, or UTF-16 after its BOM) is parsed with protego: wildcards, ``$``, Allow, longest
-  match.
+- 2xx: the body (truncated at ``max_bytes``, 500 KiB by default, then at its last line end;
+  decoded as UTF-8 with errors replaced, or UTF-16 after its BOM) is parsed with protego:
+  wildcards, ``$``, Allow, longest match.
 - 3xx as the *final* status (more than 5 redirects, or a redirect without a target): the file is
   "unavailable", which RFC 9309 treats like 4xx.
 - 4xx: unavailable, allow everything. Exception: **429** means the server is rate-limiting us, so it
@@ -183,6 +183,8 @@ def policy_from_response(
         # 3xx left over after the redirect limit, 4xx: "unavailable", crawl without restriction.
         return RobotsPolicy(status=status)
     data = (body or b"")[:max_bytes]
+    if len(data) == max_bytes:  # cut: its last line is not what the site wrote ("Disallow: /")
+        data = data[: max(data.rfind(b"\n"), data.rfind(b"\r")) + 1]
     # RFC 9309 wants UTF-8; a UTF-16 BOM says what it is, and its rules are the site's wishes
     codec = "utf-16" if data.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8"
     text = data.decode(codec, errors="replace").removeprefix("\ufeff")

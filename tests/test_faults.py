@@ -23,7 +23,7 @@ from crawler.frontier.queues import HostQueue
 from crawler.hosts import Host, Politeness
 from crawler.output import JsonlWriter
 from crawler.results import CrawlResult
-from crawler.robots import RobotsPolicy, policy_from_response
+from crawler.robots import DEFAULT_MAX_BYTES, RobotsPolicy, policy_from_response
 from crawler.state import CrawlState
 from crawler.warc import WarcOutput
 from tests.faults import HOST, MODES, PAGES, ROBOTS, FaultServer, robots_host
@@ -366,3 +366,14 @@ def test_robots_txt_retry_after_is_honoured_and_capped(
         assert 0.5 <= waited <= 1.0
     else:
         assert waited == pytest.approx(wait)
+
+
+def test_a_robots_txt_cut_at_500_kib_loses_its_partial_last_line() -> None:
+    # the cut falls right after "Disallow: /": parsed, that line would disallow everything
+    rule = b"Disallow: /private/\n"
+    head = b"User-agent: *\n" + rule * ((DEFAULT_MAX_BYTES - 100) // len(rule))
+    body = head + b"#" * (DEFAULT_MAX_BYTES - len(head) - len(b"\nDisallow: /")) + b"\n"
+    body += b"Disallow: /old-archive/\n"
+    assert body[:DEFAULT_MAX_BYTES].endswith(b"\nDisallow: /")
+    policy = policy_from_response(200, body, "sieve-crawler/0.1")
+    assert policy.allowed("http://a.test/public") and not policy.allowed("http://a.test/private/")
