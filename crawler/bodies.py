@@ -23,7 +23,7 @@ class Decoder:
     body (`eof`): a tail that does not start like a gzip member, or anything after deflate.
     """
 
-    __slots__ = ("_done", "_first", "_gzip", "_wbits", "_z")
+    __slots__ = ("_done", "_first", "_gzip", "_head", "_wbits", "_z")
 
     def __init__(self, wbits: int) -> None:
         self._wbits = wbits
@@ -31,6 +31,7 @@ class Decoder:
         self._first = wbits == zlib.MAX_WBITS
         self._gzip = wbits > zlib.MAX_WBITS
         self._done = False
+        self._head = b""  # "deflate": the first byte, until a second one tells the wrapper
 
     @property
     def eof(self) -> bool:
@@ -62,6 +63,11 @@ class Decoder:
         return out
 
     def _inflate(self, data: bytes, room: int) -> bytes:
+        if self._first and len(self._head) + len(data) < 2:
+            self._head += data  # the zlib header is 2 bytes: a 1-byte read cannot tell
+            return b""
+        if self._head:
+            data, self._head = self._head + data, b""
         try:
             out = self._z.decompress(data, room + 1)
         except zlib.error:

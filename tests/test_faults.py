@@ -5,9 +5,11 @@ record can be written as JSON Lines and WARC."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import io
 import random
 import socket
+import zlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from crawler.bodies import Decoder
 from crawler.components import settings
 from crawler.config import Config
 from crawler.engine import Crawler
@@ -377,3 +380,21 @@ def test_a_robots_txt_cut_at_500_kib_loses_its_partial_last_line() -> None:
     assert body[:DEFAULT_MAX_BYTES].endswith(b"\nDisallow: /")
     policy = policy_from_response(200, body, "sieve-crawler/0.1")
     assert policy.allowed("http://a.test/public") and not policy.allowed("http://a.test/private/")
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "raw-deflate"])
+def test_encoded_bodies_decode_however_the_reads_split_them(coding: str) -> None:
+    first, second = b"<html>first member " * 20, b"second member</html>" * 20
+    if coding == "gzip":  # two members, then junk
+        data, junk = gzip.compress(first) + gzip.compress(second), b"junk"
+    else:
+        data = zlib.compress(first + second)
+        data, junk = (data[2:-4] if coding == "raw-deflate" else data), b""
+    for cut in range(1, len(data) + len(junk)):
+        for cut2 in sorted({cut, cut + 1, cut + 17}):
+            decoder = Decoder.make("gzip" if coding == "gzip" else "deflate")
+            assert decoder is not None
+            whole = data + junk
+            out = b"".join(decoder.feed(part, 1 << 20)
+                           for part in (whole[:cut], whole[cut:cut2], whole[cut2:]))  # fmt: skip
+            assert out == first + second, (cut, cut2)
