@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import io
+import json
 import random
 import socket
 import zlib
@@ -24,7 +25,7 @@ from crawler.engine import Crawler
 from crawler.entries import Outcome
 from crawler.frontier.queues import HostQueue
 from crawler.hosts import Host, Politeness
-from crawler.output import JsonlWriter
+from crawler.output import JsonlWriter, open_output
 from crawler.results import CrawlResult
 from crawler.robots import DEFAULT_MAX_BYTES, RobotsPolicy, policy_from_response
 from crawler.state import CrawlState
@@ -398,3 +399,13 @@ def test_encoded_bodies_decode_however_the_reads_split_them(coding: str) -> None
             out = b"".join(decoder.feed(part, 1 << 20)
                            for part in (whole[:cut], whole[cut:cut2], whole[cut2:]))  # fmt: skip
             assert out == first + second, (cut, cut2)
+
+
+def test_jsonl_output_writes_a_lone_surrogate_as_its_json_escape(tmp_path: Path) -> None:
+    # Defence in depth: the fetcher no longer lets one through (test_bad_header_bytes_...)
+    result = CrawlResult(url="http://a.test/", key="http://a.test/", status=200, depth=0,
+                         parent=None, fetched_at="now", title="caf\udce9")  # fmt: skip
+    path = tmp_path / "out.jsonl"
+    with open_output(str(path)) as out:
+        JsonlWriter(out, sync=True).write(result)
+    assert json.loads(path.read_text(encoding="utf-8"))["title"] == "caf\udce9"
