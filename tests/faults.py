@@ -103,6 +103,7 @@ PAGES = {
         headers=b"Content-Type: text/html; charset=utf-16\r\n",
         body=HTML.decode().encode("utf-16-le"),
     ),
+    "/utf16-no-bom-no-charset": _response(body=HTML.decode().encode("utf-16-le")),
     "/bom-contradicts-header": _response(
         headers=b"Content-Type: text/html; charset=latin-1\r\n", body=b"\xef\xbb\xbf" + HTML
     ),

@@ -73,6 +73,7 @@ EXPECTED: dict[str, int | str] = {
     "/punycode-charset": 200,  # was a parse thread stuck for hours (quadratic decoding)
     "/bogus-charset": 200,
     "/utf16-charset-no-bom": 200,
+    "/utf16-no-bom-no-charset": 200,  # read as UTF-8, as browsers would: no title, no links
     "/bom-contradicts-header": 200,
     "/html-as-octet-stream": 200,
     "/xhtml": 200,
