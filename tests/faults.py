@@ -219,6 +219,13 @@ class FaultServer:
         self.requests[(host, path)] += 1
         if self.mode:
             return await self._misbehave(writer, path)
+        if path == "/endless-103":  # 1xx responses forever: the final one never comes
+            while not writer.is_closing():
+                writer.write(
+                    b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n" * 64
+                )
+                await writer.drain()
+            return False
         writer.write(self._bytes(host, path).replace(b"PORT", str(self.port).encode()))
         if host.endswith(".robots.test") and host.split(".")[0] == "silent":
             await reader.read()  # until the crawler gives up and hangs up
