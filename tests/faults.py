@@ -63,6 +63,10 @@ PAGES = {
     b"chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
     "/length-too-short": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\r\n\r\n"
     + HTML * 1000,  # 80 KB more than the framing says: aiohttp quotes it all in its error
+    "/length-too-short-close": _response(body=HTML)[: -len(HTML)].replace(
+        b"Content-Length: %d" % len(HTML), b"Content-Length: 20"
+    )
+    + HTML,  # a proxy rewrote the body, not its length: browsers show the first 20 bytes
     "/negative-length": b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nok",
     "/huge-length": b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\nok",
     "/bad-chunk-size": _CHUNKED + b"chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
