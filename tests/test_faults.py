@@ -38,7 +38,7 @@ from tests.test_frontier import simulate
 
 # Each page's record: its status, or its error kind when no usable response came.
 EXPECTED: dict[str, int | str] = {
-    "/endless-103": "timeout",  # total_timeout (1 s here); by default too_slow after 20 s
+    "/endless-103": "timeout",  # total_timeout (2 s here); by default too_slow after 20 s
     "/status-999": 999,
     "/status-099": 99,
     "/status-1000": "protocol",
@@ -107,7 +107,7 @@ READ = ["/status-999", "/100-continue", "/103-early-hints", "/bare-lf", "/http-1
 
 def fault_config(server: FaultServer, **sections: dict[str, Any]) -> Config:
     config = Config().override(
-        "fetch", resolve=server.resolve, retries=0, total_timeout=1.0, connect_timeout=1.0
+        "fetch", resolve=server.resolve, retries=0, total_timeout=2.0, connect_timeout=2.0
     )
     config = config.override(
         "politeness", delay=0.0, backoff_base=0.02, backoff_max=0.05, max_retry_after=0.1
@@ -268,7 +268,7 @@ async def test_robots_txt_faults(
     seeds = [server.url("/", robots_host(name)) for name in ROBOTS]
     warc = WarcOutput(tmp_path / "robots.warc.gz")
     try:
-        _, results = await crawl(server, seeds, warc=warc, fetch={"total_timeout": 0.3},
+        _, results = await crawl(server, seeds, warc=warc, fetch={"total_timeout": 1.0},
                                  crawl={"concurrency": 9})  # fmt: skip
     finally:
         warc.close()
