@@ -16,18 +16,27 @@ __all__ = ["Decoder", "read_capped"]
 
 
 class Decoder:
-    """Bounded Content-Encoding decoding: never inflates more than asked for at a time."""
+    """Bounded Content-Encoding decoding: never inflates more than asked for at a time.
 
-    __slots__ = ("_first", "_z")
+    A gzip body may be several members one after the other (RFC 1952 2.2; urllib3 and Go read
+    them all): each is inflated in turn. What follows the last member is junk, and ends the
+    body (`eof`): a tail that does not start like a gzip member, or anything after deflate.
+    """
+
+    __slots__ = ("_done", "_first", "_gzip", "_head", "_wbits", "_z")
 
     def __init__(self, wbits: int) -> None:
+        self._wbits = wbits
         self._z = zlib.decompressobj(wbits)
         self._first = wbits == zlib.MAX_WBITS
+        self._gzip = wbits > zlib.MAX_WBITS
+        self._done = False
+        self._head = b""  # "deflate": the first byte, until a second one tells the wrapper
 
     @property
     def eof(self) -> bool:
-        """True once the end of the compressed stream has been decoded."""
-        return self._z.eof
+        """True once the compressed stream has ended and junk, not another member, follows."""
+        return self._done
 
     @classmethod
     def make(cls, encoding: str) -> Decoder | None:
@@ -41,6 +50,24 @@ class Decoder:
 
     def feed(self, data: bytes, room: int) -> bytes:
         """Inflate `data`, returning at most `room + 1` bytes (one more means: over the cap)."""
+        out = self._inflate(data, room)
+        while self._z.eof and not self._done and len(out) <= room:
+            rest = self._z.unused_data  # after the end of a stream: kept by zlib, data and all
+            if len(rest) < 2 and _GZIP_MAGIC.startswith(rest):
+                break  # nothing yet, or half a magic number: the next chunk tells
+            if not (self._gzip and rest.startswith(_GZIP_MAGIC)):
+                self._done = True
+                break
+            self._z = zlib.decompressobj(self._wbits)  # the next gzip member
+            out += self._inflate(rest, room - len(out))
+        return out
+
+    def _inflate(self, data: bytes, room: int) -> bytes:
+        if self._first and len(self._head) + len(data) < 2:
+            self._head += data  # the zlib header is 2 bytes: a 1-byte read cannot tell
+            return b""
+        if self._head:
+            data, self._head = self._head + data, b""
         try:
             out = self._z.decompress(data, room + 1)
         except zlib.error:
@@ -53,6 +80,9 @@ class Decoder:
         while self._z.unconsumed_tail and len(out) <= room:
             out += self._z.decompress(self._z.unconsumed_tail, room + 1 - len(out))
         return out
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 async def read_capped(
@@ -86,6 +116,6 @@ async def read_capped(
         if truncate and raw_total >= cap:
             break  # the bytes as sent are capped too: they may decode to (almost) nothing
         if decoder is not None and decoder.eof:
-            break  # after the end of a gzip/deflate stream comes only junk: stop reading
+            break  # after the end of the gzip members / deflate stream, only junk: stop reading
     body = b"".join(decoded)
     return (body, body) if decoder is None else (b"".join(raw), body)

@@ -49,6 +49,7 @@ from crawler.fetcher import Response
 from crawler.focus import Focus
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
 from crawler.gctune import young_threshold
+from crawler.hosts import parse_retry_after
 from crawler.links import read_page
 from crawler.markup import Markup
 from crawler.parsing import Parser, switch_interval
@@ -470,10 +471,13 @@ class Crawler:
         assert self.frontier is not None
         self.stats.robots_fetches += 1
 
+        last: list[Response] = []  # the final response: its Retry-After, on a 429/503
+
         async def fetch(url: str) -> Response:
             response = await self.fetcher.fetch(url, max_body=ROBOTS_MAX_BYTES, truncate=True)
             if self._recorder is not None:
                 self._recorder(response)
+            last[:] = [response]
             return response
 
         def join(location: str, base: str) -> str | None:
@@ -481,7 +485,11 @@ class Crawler:
             return None if resolved is None else resolved[0]
 
         status, body, latency, error = await fetch_robots(fetch, join, entry.url)
-        policy = policy_from_response(status, body, self.config.crawl.user_agent, error=error)
+        value = last[0].header("Retry-After") if last else None
+        wait = None if value is None else parse_retry_after(value)
+        policy = policy_from_response(
+            status, body, self.config.crawl.user_agent, error=error, retry_after=wait
+        )
         self.frontier.set_robots(host_key(entry.url), policy, body)
         if self.config.scope.use_sitemaps and not policy.temporary:
             for loc in policy.sitemaps:

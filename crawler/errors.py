@@ -55,6 +55,9 @@ __all__ = [
 ]
 
 
+MAX_MESSAGE = 300  # characters of a failure's message kept in its result
+
+
 class Blame(enum.Enum):
     """Whom a failed fetch is held against (applied by ``crawler.hosts.Politeness.response``)."""
 
@@ -94,8 +97,11 @@ class FetchError(CrawlerError):
     retry = False
 
     def describe(self) -> str:
-        """The `kind: message` form stored in a result's `error` field."""
+        """The `kind: message` form stored in a result's `error` field: one line, at most
+        `MAX_MESSAGE` characters of message (aiohttp quotes a whole garbage read: 100 KB+)."""
         message = " ".join(str(self).split()) or self.__class__.__name__  # one line, always
+        if len(message) > MAX_MESSAGE:
+            message = f"{message[:MAX_MESSAGE]}... ({len(message)} characters)"
         return f"{self.kind}: {message}"
 
 

@@ -53,6 +53,7 @@ from crawler.errors import (
 )
 from crawler.fetchwatch import CURRENT, Pacer, WatchedRequest
 from crawler.guard import AddressGuard, GuardedResolver, parse_address
+from crawler.headers import content_coding, header_text
 from crawler.steering import HostRules, redact, uses_proxy
 
 __all__ = ["Fetcher", "OverrideResolver", "Response", "translate_error"]
@@ -186,10 +187,11 @@ def translate_error(exc: BaseException, *, waiting: bool = True) -> FetchError:
         return FetchTimeout(f"{exc or 'timed out'} ({what})", waiting=waiting)
     if isinstance(exc, aiohttp.ClientPayloadError):
         text = str(exc)
-        if "encoding" in text.lower() or "decompress" in text.lower():
-            return DecodingError(text)
+        # first: a chunked body cut short says "not completed: <TransferEncodingError ...>"
         if "not completed" in text:
             return Truncated(text)
+        if "encoding" in text.lower() or "decompress" in text.lower():
+            return DecodingError(text)
         return ProtocolError(text)
     if isinstance(exc, aiohttp.ClientResponseError):
         return ProtocolError(exc.message or str(exc))
@@ -353,7 +355,7 @@ class Fetcher:
                 waiting = False
                 latency = time.monotonic() - started
                 declared = resp.content_length
-                encoding = resp.headers.get("Content-Encoding", "").strip().lower()
+                encoding = content_coding(resp.headers)
                 if declared is not None and declared > cap and not encoding and not truncate:
                     raise BodyTooLarge(f"Content-Length {declared} exceeds the cap of {cap} bytes")
                 decoder = Decoder.make(encoding)
@@ -363,12 +365,15 @@ class Fetcher:
                 return Response(
                     url=url,
                     status=resp.status,
-                    headers=tuple((str(k), v) for k, v in resp.headers.items()),
+                    headers=tuple(
+                        (str(k), v if v.isascii() else header_text(k, v))
+                        for k, v in resp.headers.items()
+                    ),
                     body=body,
                     latency=latency,
                     elapsed=time.monotonic() - started,
                     ip=watch.peer,
-                    reason=resp.reason or "",
+                    reason=header_text("", resp.reason or ""),
                     version=f"HTTP/{version.major}.{version.minor}" if version else "HTTP/1.1",
                     request_headers=redact(
                         ((str(k), v) for k, v in resp.request_info.headers.items()), self._secret

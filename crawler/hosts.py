@@ -25,8 +25,9 @@ A robots.txt Crawl-delay still raises a rule's delay (``max(rule delay, min(Craw
 max_delay))``): a rule never goes below what the site asks for.
 
 robots.txt: a policy in force is kept ``robots_ttl`` seconds. An unreachable robots.txt (temporary
-policy) is retried with backoff; a cached policy stays in force meanwhile (RFC 9309 2.4). A host
-with no policy yet gives up after ``robots_max_attempts`` failures and then refuses its pages.
+policy) is retried with backoff, and not before its 429/503's Retry-After (capped likewise); a
+cached policy stays in force meanwhile (RFC 9309 2.4). A host with no policy yet gives up after
+``robots_max_attempts`` failures and then refuses its pages.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def parse_retry_after(value: str, now: float | None = None) -> float | None:
     value = value.strip()
     if not value:
         return None
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # "²".isdigit(), but float("²") raises
         return float(value)
     try:
         seconds = float(value)  # lenient: "1.5"
@@ -325,7 +326,10 @@ class Politeness:
                 host.ready_at = max(host.ready_at, host.last_start + host.delay)
             return True
         host.robots_failures += 1
-        retry_at = now + self.backoff(host.robots_failures)
+        wait = self.backoff(host.robots_failures)
+        if policy.retry_after is not None:  # a 429/503's Retry-After, capped
+            wait = max(wait, min(policy.retry_after, self.max_retry_after))
+        retry_at = now + wait
         if host.policy is not None and not host.policy.temporary:
             host.robots_expires = retry_at  # keep the cached policy (RFC 9309 2.4), retry later
         elif host.robots_failures >= self.robots_max_attempts:

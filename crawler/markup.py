@@ -459,9 +459,16 @@ def _text_codec(name: str | None) -> str | None:
         info = codecs.lookup(name)
     except LookupError:
         return None
-    if not getattr(info, "_is_text_encoding", True) or info.name == "utf-7":
+    if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_WEB_CHARSETS:
         return None  # base64, rot13...; UTF-7 smuggles markup past ASCII checks (WHATWG drops it)
     return info.name
+
+
+# Python text codecs no browser knows: UTF-7 and the escape codecs smuggle markup past ASCII
+# checks; punycode decodes in quadratic time (a 256 KB page took 25 s of CPU).
+_NOT_WEB_CHARSETS = frozenset(
+    {"utf-7", "punycode", "idna", "unicode-escape", "raw-unicode-escape", "undefined"}
+)
 
 
 def _decode(body: bytes, content_type: str | None) -> tuple[str, bytes]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import os
 import sys
@@ -173,12 +174,17 @@ class JsonlWriter:
 
 @contextlib.contextmanager
 def open_output(path: str) -> Iterator[TextIO]:
-    """stdout, or `path` opened for appending (never truncated) after `repair_jsonl`."""
+    """stdout, or `path` opened for appending (never truncated) after `repair_jsonl`.
+
+    A lone surrogate (text that was bytes no codec could read) is written as its JSON escape
+    (``\\udcff``, ``errors="backslashreplace"``), never a UnicodeEncodeError ending the crawl."""
     if path in ("", "-"):
+        if isinstance(sys.stdout, io.TextIOWrapper):
+            sys.stdout.reconfigure(errors="backslashreplace")
         yield sys.stdout
         return
     repair_jsonl(Path(path))
-    with open(path, "a", encoding="utf-8") as fh:
+    with open(path, "a", encoding="utf-8", errors="backslashreplace") as fh:
         yield fh
 
 

@@ -7,8 +7,9 @@ Crawl-delay.
 
 Status rules (RFC 9309 section 2.3.1):
 
-- 2xx: the body (truncated at ``max_bytes``, 500 KiB by default, decoded as UTF-8 with errors
-  replaced) is parsed with protego: wildcards, ``$``, Allow, longest match.
+- 2xx: the body (truncated at ``max_bytes``, 500 KiB by default, then at its last line end;
+  decoded as UTF-8 with errors replaced, or UTF-16 after its BOM) is parsed with protego:
+  wildcards, ``$``, Allow, longest match.
 - 3xx as the *final* status (more than 5 redirects, or a redirect without a target): the file is
   "unavailable", which RFC 9309 treats like 4xx.
 - 4xx: unavailable, allow everything. Exception: **429** means the server is rate-limiting us, so it
@@ -67,7 +68,8 @@ class RobotsPolicy:
     True for a disallow-all caused by a server error or an unreachable host (fetch it again later),
     ``reason`` then says what went wrong ("HTTP 503", "connect: ..."),
     ``crawl_delay`` is the delay in seconds asked of our user agent (Crawl-delay, else derived from
-    Request-rate), ``sitemaps`` the Sitemap URLs listed in the file (site-wide).
+    Request-rate), ``sitemaps`` the Sitemap URLs listed in the file (site-wide), ``retry_after``
+    the seconds a temporary policy's 429/503 asked us to wait before asking again (Retry-After).
     """
 
     __slots__ = (
@@ -76,6 +78,7 @@ class RobotsPolicy:
         "_token",
         "crawl_delay",
         "reason",
+        "retry_after",
         "sitemaps",
         "status",
         "temporary",
@@ -84,6 +87,7 @@ class RobotsPolicy:
     status: int | None
     temporary: bool
     reason: str | None
+    retry_after: float | None
     crawl_delay: float | None
     sitemaps: tuple[str, ...]
     _parser: Any
@@ -101,6 +105,7 @@ class RobotsPolicy:
         parser: Protego | None = None,
         token: str = "*",
         reason: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         if crawl_delay is not None and not crawl_delay >= 0.0:
             raise ValueError(f"crawl_delay must be >= 0 seconds, got {crawl_delay!r}")
@@ -108,6 +113,7 @@ class RobotsPolicy:
         setter(self, "status", status)
         setter(self, "temporary", temporary)
         setter(self, "reason", reason)
+        setter(self, "retry_after", retry_after)
         setter(self, "_disallow_all", disallow_all or temporary)
         setter(self, "crawl_delay", crawl_delay)
         setter(self, "sitemaps", tuple(sitemaps))
@@ -153,13 +159,14 @@ def policy_from_response(
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
     error: str | None = None,
+    retry_after: float | None = None,
 ) -> RobotsPolicy:
     """Build the policy for the final response to a robots.txt fetch (see the module docstring).
 
     ``status`` is the final HTTP status after redirects (None when no response was received),
     ``body`` the response body (any length: it is truncated here at ``max_bytes``), ``user_agent``
     our User-Agent header or its product token, ``error`` why no response came (for the reason
-    of a temporary disallow-all).
+    of a temporary disallow-all), ``retry_after`` the seconds a 429/503 asked us to wait.
     """
     if status is not None and not 100 <= status <= 599:
         raise ValueError(
@@ -170,11 +177,17 @@ def policy_from_response(
     token = product_token(user_agent)
     if status is None or status >= 500 or status == 429:
         reason = f"HTTP {status}" if status is not None else (error or "no response")
-        return RobotsPolicy(status=status, temporary=True, reason=reason)
+        wait = retry_after if status in (429, 503) else None
+        return RobotsPolicy(status=status, temporary=True, reason=reason, retry_after=wait)
     if status >= 300 or status < 200:
         # 3xx left over after the redirect limit, 4xx: "unavailable", crawl without restriction.
         return RobotsPolicy(status=status)
-    text = (body or b"")[:max_bytes].decode("utf-8", errors="replace").removeprefix("\ufeff")
+    data = (body or b"")[:max_bytes]
+    if len(data) == max_bytes:  # cut: its last line is not what the site wrote ("Disallow: /")
+        data = data[: max(data.rfind(b"\n"), data.rfind(b"\r")) + 1]
+    # RFC 9309 wants UTF-8; a UTF-16 BOM says what it is, and its rules are the site's wishes
+    codec = "utf-16" if data.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8"
+    text = data.decode(codec, errors="replace").removeprefix("\ufeff")
     parser = Protego.parse(text)
     delay = parser.crawl_delay(token)
     if delay is None:
@@ -203,7 +216,8 @@ async def fetch_robots(
 
     `fetch(url)` does one capped GET; `join(location, base)` resolves a Location. Returns the
     (status, body, latency) that `policy_from_response` turns into a policy: status None when
-    unreachable; 404 (allow all) after too many redirects, a redirect without a usable Location,
+    unreachable (also for a status outside 100-599: no HTTP class says what it means); 404
+    (allow all) after too many redirects, a redirect without a usable Location,
     or when the SSRF guard refuses the host itself (so that each of its URLs then gets its own
     "blocked" result rather than a misleading robots refusal).
     """
@@ -228,4 +242,6 @@ async def fetch_robots(
         return 404, None, latency, None
     if status is not None and 300 <= status < 400:
         return 404, None, latency, None
+    if status is not None and not 100 <= status <= 599:  # LinkedIn's 999, a 099: no HTTP class
+        return None, None, latency, f"protocol: HTTP status {status} is not 100-599"
     return status, body, latency, None

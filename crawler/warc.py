@@ -111,7 +111,9 @@ class WarcOutput:
             length=None,
             warc_headers_dict=warc_headers,
             http_headers=StatusAndHeaders(
-                f"{response.status} {response.reason}".strip(), headers, protocol=response.version
+                f"{response.status} {_ascii(response.reason)}".strip(),
+                headers,
+                protocol=response.version,
             ),
         )
         request.rec_headers.replace_header(
@@ -129,6 +131,11 @@ class WarcOutput:
 
     def __repr__(self) -> str:
         return f"<WarcOutput {str(self.path)!r} files={len(self.files)} records={self.records}>"
+
+
+def _ascii(reason: str) -> str:
+    """The reason phrase as warcio can write a status line: ASCII ("Très bien": "Tr?s bien")."""
+    return reason if reason.isascii() else reason.encode("ascii", "replace").decode("ascii")
 
 
 def _repair(path: Path) -> None:
