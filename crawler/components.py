@@ -89,6 +89,7 @@ def make_frontier(
         backoff_base=p.backoff_base,
         backoff_max=p.backoff_max,
         max_retry_after=p.max_retry_after,
+        max_host_failures=p.max_host_failures,
         respect_robots=p.respect_robots,
         robots_ttl=p.robots_ttl,
         max_queued=config.crawl.max_queued,

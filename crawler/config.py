@@ -84,6 +84,7 @@ class PolitenessConfig:
     backoff_base: float = 1.0
     backoff_max: float = 300.0
     max_retry_after: float = 600.0
+    max_host_failures: int = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,6 +366,7 @@ _NON_NEGATIVE = {
     "max_retry_after", "retries", "max_redirects", "max_pages_per_host", "memo_size",
     "max_links_per_page", "progress_interval", "checkpoint_interval", "max_url_length",
     "max_path_depth", "max_segment_repeats", "max_query_params", "min_rate", "lease_ttl",
+    "max_host_failures",
 }  # fmt: skip
 _POSITIVE_FLOAT = {
     "connect_timeout",

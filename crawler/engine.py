@@ -188,7 +188,9 @@ class Crawler:
             self.sieve = state.restore_sieve(self.sieve)
             self.stats.restore(state.stats() or {})
             if self.budget is not None:  # the budget counts the page results of every run
-                self.budget.spend(self.stats.pages - self.stats.robots_refused)
+                self.budget.spend(
+                    self.stats.pages - self.stats.robots_refused - self.stats.host_down
+                )
             if self.content is not None:
                 self.content.load(state.content())
         if state is not None and self.content is not None:
@@ -330,9 +332,12 @@ class Crawler:
                     if entry.kind is EntryKind.ROBOTS:
                         outcome = await self._fetch_robots(entry)
                     elif entry.kind is EntryKind.REFUSED:
-                        self.stats.robots_refused += 1
-                        reason = frontier.refusal(entry)
-                        await self._emit(self._failed(entry, f"robots: {reason}"))
+                        refused = frontier.refusal(entry)  # "robots: ..." or "host_down: ..."
+                        if refused.startswith("host_down:"):
+                            self.stats.host_down += 1
+                        else:
+                            self.stats.robots_refused += 1
+                        await self._emit(self._failed(entry, refused))
                     else:
                         outcome, retry, result = await self._fetch_page(entry)
                         if result is not None:

@@ -85,6 +85,7 @@ class CrawlStats:
     errors: Counter[str] = field(default_factory=Counter)
     retries: int = 0
     robots_refused: int = 0
+    host_down: int = 0  # URLs not fetched: their host failed max_host_failures times in a row
     robots_fetches: int = 0
     scope_refused: Counter[str] = field(default_factory=Counter)  # links refused, by reason
     over_limit: int = 0
@@ -126,7 +127,7 @@ class CrawlStats:
 
     def restore(self, saved: dict[str, Any]) -> None:
         """Continue counting from a saved `as_dict()` (a resumed crawl)."""
-        for name in ("pages", "bytes", "retries", "robots_refused", "robots_fetches",
+        for name in ("pages", "bytes", "retries", "robots_refused", "host_down", "robots_fetches",
                      "over_limit", "duplicates", "links_seen", "admitted",
                      "dropped_full", "exact_duplicates", "near_duplicates", "scored",
                      "relevant", "unchanged"):  # fmt: skip
@@ -145,6 +146,7 @@ class CrawlStats:
             "errors": dict(sorted(self.errors.items())),
             "retries": self.retries,
             "robots_refused": self.robots_refused,
+            "host_down": self.host_down,
             "robots_fetches": self.robots_fetches,
             "out_of_scope": self.out_of_scope,
             "scope_refused": dict(sorted(self.scope_refused.items())),

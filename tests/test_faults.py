@@ -419,8 +419,6 @@ def test_jsonl_output_writes_a_lone_surrogate_as_its_json_escape(tmp_path: Path)
     assert json.loads(path.read_text(encoding="utf-8"))["title"] == "caf\udce9"
 
 
-@pytest.mark.xfail(strict=True, reason="no circuit breaker: a host that goes down mid-crawl "
-                   "holds the crawl for hours (the frontier's to fix, see the README)")  # fmt: skip
 def test_a_host_that_went_down_does_not_hold_the_crawl_for_hours() -> None:
     # robots.txt was fetched, then the host stopped answering: every URL fails to connect
     # (blame HOST, retried), each attempt after the host's backoff (capped at 300 s)

@@ -432,7 +432,7 @@ async def test_robots_first_pages_held_then_refused_without_a_delay(
     refused = await claim_one(b)
     assert refused is not None and refused.kind is EntryKind.REFUSED
     assert refused.url == "http://a.test/private/x"
-    assert b.refusal(refused) == "disallowed by robots.txt"
+    assert b.refusal(refused) == "robots: disallowed by robots.txt"
     assert await b.done(refused) is False  # REFUSED entries need no done()
     last = await claim_one(b)  # at once: the refusal spent no slot and no delay
     assert last is not None and last.url == "http://a.test/2"
@@ -458,7 +458,7 @@ async def test_robots_unreachable_backs_off_then_refuses_pages(
     clock.now += 2.0
     refused = await claim_one(f)  # gave up after 2 attempts: every page refused
     assert refused is not None and refused.kind is EntryKind.REFUSED
-    assert f.refusal(refused).startswith("robots.txt unreachable")
+    assert f.refusal(refused).startswith("robots: robots.txt unreachable")
     assert await f.get() is None
 
 

@@ -75,6 +75,7 @@ class Frontier:
         respect_robots: bool = True,
         robots_ttl: float = 86400.0,
         robots_max_attempts: int = 3,
+        max_host_failures: int = 10,
         clock: Callable[[], float] | None = None,
         rng: random.Random | None = None,
         host_rule: Callable[[str], HostRule | None] | None = None,
@@ -83,7 +84,7 @@ class Frontier:
             delay=delay, per_host_concurrency=per_host_concurrency, max_delay=max_delay,
             adaptive=adaptive, backoff_base=backoff_base, backoff_max=backoff_max,
             max_retry_after=max_retry_after, robots_ttl=robots_ttl,
-            robots_max_attempts=robots_max_attempts, rng=rng,
+            robots_max_attempts=robots_max_attempts, max_host_failures=max_host_failures, rng=rng,
         )  # fmt: skip
         counts = dict(max_queued=max_queued, max_queued_per_host=max_queued_per_host)
         for name, count in counts.items():
@@ -138,7 +139,7 @@ class Frontier:
         if size >= self._max_queued_per_host:
             self._dropped[1] += 1
             return False
-        if host.policy is not None and not host.policy.allowed(url):
+        if host.down is not None or (host.policy is not None and not host.policy.allowed(url)):
             self._refusals.append(entry)  # refused at once: no slot, no delay
         else:
             head, context = self._packer.pack(entry, host.prefix)
@@ -241,10 +242,16 @@ class Frontier:
             if host.robots_fetching:  # the engine never called set_robots(): unreachable
                 self._set_policy(host, _UNREACHABLE)
         else:
-            if outcome is not None:
-                self._rules.response(host, outcome, self._now())
+            if outcome is not None and self._rules.response(host, outcome, self._now()):
+                logger.warning("%s is down (%s); refusing its %d queued pages", host.key,
+                               host.down, host.queue.size)  # fmt: skip
+                self._sweep(host)
             if retry:
-                self._push_front(host, replace(entry, retries=entry.retries + 1))
+                entry = replace(entry, retries=entry.retries + 1)
+                if host.down is None:
+                    self._push_front(host, entry)
+                else:
+                    self._refusals.append(entry)
                 self._queued += 1
                 self._retries += 1
         self._schedule.file(host)
@@ -262,14 +269,17 @@ class Frontier:
             self._dispatch()
 
     def refusal(self, entry: Entry) -> str:
-        """Why a REFUSED entry was refused: its host's robots.txt rules, or robots.txt being
-        unreachable (RFC 9309: then nothing may be fetched)."""
+        """Why a REFUSED entry was refused, as a result's error (`kind: message`): its host is
+        down (``max_host_failures``), or its robots.txt rules, or robots.txt being unreachable
+        (RFC 9309: then nothing may be fetched)."""
         host = self._hosts.get(host_key(entry.url))
+        if host is not None and host.down is not None:
+            return f"host_down: {host.down}"
         policy = host.policy if host is not None else None
         if policy is None or policy.temporary:
             why = f"{policy.reason}; " if policy is not None and policy.reason else ""
-            return f"robots.txt unreachable ({why}RFC 9309: complete disallow)"
-        return "disallowed by robots.txt"
+            return f"robots: robots.txt unreachable ({why}RFC 9309: complete disallow)"
+        return "robots: disallowed by robots.txt"
 
     def close(self) -> None:
         """Stop handing out work: waiting and later ``get()`` calls return None."""
@@ -473,13 +483,19 @@ class Frontier:
             self._sweep(host)
 
     def _sweep(self, host: Host) -> None:
-        """Move the queued pages a new policy disallows to the refusals (handed out at once)."""
+        """Move the queued pages a new policy disallows (all of them, once the host is down) to
+        the refusals (handed out at once)."""
         policy = host.policy
-        if policy is None or not host.queue.size:
+        if (policy is None and host.down is None) or not host.queue.size:
             return
+        allowed = _nothing if host.down is not None or policy is None else policy.allowed
         prefix = host.prefix
-        for head, context, priority in host.queue.remove_disallowed(policy.allowed, prefix):
+        for head, context, priority in host.queue.remove_disallowed(allowed, prefix):
             self._refusals.append(Packer.unpack(head, context, prefix, EntryKind.PAGE, priority))
+
+
+def _nothing(url: str) -> bool:
+    return False
 
 
 def _marks(prefix: str, key: str) -> tuple[str, ...]:

@@ -413,12 +413,13 @@ class RedisFrontier:
                            host, self.robots_max_attempts)  # fmt: skip
 
     def refusal(self, entry: Entry) -> str:
-        """Why a REFUSED entry was refused: its host's robots.txt rules, or robots.txt being
-        unreachable (RFC 9309: then nothing may be fetched)."""
+        """Why a REFUSED entry was refused, as a result's error (`kind: message`): its host's
+        robots.txt rules, or robots.txt being unreachable (RFC 9309: then nothing may be
+        fetched)."""
         cached = self._policies.get(host_key(entry.url))
         if cached is None or cached[1].temporary:
-            return "robots.txt unreachable (RFC 9309: complete disallow)"
-        return "disallowed by robots.txt"
+            return "robots: robots.txt unreachable (RFC 9309: complete disallow)"
+        return "robots: disallowed by robots.txt"
 
     async def robots(self, key: str) -> tuple[int | None, bytes] | None:
         """The stored robots.txt answer (status, body) of a host, None if none was stored."""
