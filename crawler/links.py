@@ -22,10 +22,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from crawler.markup import TITLE_MAX_CHARS, Markup, is_html, parse_markup
 from crawler.scoring import PageText
+from crawler.urls import document_base
 from crawler.urlsyntax import STRIP
 
 __all__ = ["TITLE_MAX_CHARS", "Page", "extract", "is_html", "read_page"]
@@ -33,7 +34,7 @@ __all__ = ["TITLE_MAX_CHARS", "Page", "extract", "is_html", "read_page"]
 
 T = TypeVar("T")
 
-_FOLLOWABLE_BASE_SCHEMES = frozenset({"http", "https"})
+_HTTP = ("http://", "https://")
 
 # X-Robots-Tag: "name: value" directives that are not user-agent scopes.
 _VALUED_DIRECTIVES = frozenset(
@@ -127,11 +128,9 @@ def read_page(
 
     base = url
     if markup.base_href is not None:
-        joined = _join(url, markup.base_href)
-        if joined is not None and urlsplit(joined).scheme in _FOLLOWABLE_BASE_SCHEMES:
-            base = joined
+        base = document_base(url, markup.base_href)
     href = markup.canonical_href
-    canonical = _join(base, href) if href else None
+    canonical = _join(base if base.startswith(_HTTP) else url, href) if href else None
 
     hrefs, found, title = markup.hrefs, len(markup.hrefs), markup.title
     text = None

@@ -154,10 +154,17 @@ def test_body_must_be_bytes() -> None:
         ("<base href='//other.test/'>", "http://other.test/"),
         ("<base target=_blank><base href='/second/'>", "http://site.test/second/"),
         ("<base href='/first/'><base href='/second/'>", "http://site.test/first/"),
-        ("<base href='javascript:alert(1)'>", URL),
-        ("<base href='data:text/html,x'>", URL),
-        ("<base href='http://[::1'>", URL),
+        # another scheme is a base in browsers too: relative links then lead nowhere
+        ("<base href='javascript:alert(1)'>", "javascript:alert(1)"),
+        ("<base href=' Data:text/html,x'>", "Data:text/html,x"),
+        ("<base href='http://[::1'>", URL),  # unparsable: the page's URL
+        ("<base href='https://[::1'>", URL),
         ("<base href=' \n/spaced/ '>", "http://site.test/spaced/"),
+        # resolved as links are (WHATWG): "\" is "/", tabs and newlines dropped, host normalized
+        ("<base href='\\\\Other.test\\s\\'>", "http://other.test/s/"),
+        ("<base href='/a\tb/\n'>", "http://site.test/ab/"),
+        ("<base href='HTTPS://CDN.test:443/x/#f'>", "https://cdn.test/x/"),
+        ("<base href='http:///h.test/x/'>", "http://h.test/x/"),
     ],
 )
 def test_base(head: str, base: str) -> None:
