@@ -11,7 +11,7 @@ from typing import Final
 __all__ = [
     "ASCII_HOST_OK", "DEFAULT_PORTS", "PATH_FIX", "PATH_OK", "QUERY_FIX", "QUERY_OK", "SPLIT",
     "STRIP", "TAB_NL", "compile_patterns", "cut_fragment", "ends_in_number", "fix_pct",
-    "pair_key", "parse_ipv4", "remove_dot_segments",
+    "legacy_query", "pair_key", "parse_ipv4", "remove_dot_segments",
 ]  # fmt: skip
 
 DEFAULT_PORTS: Final = {"http": "80", "https": "443"}
@@ -36,6 +36,11 @@ _IPV4_DIGITS: Final = {
     10: re.compile("[0-9]+").fullmatch,
     16: re.compile("[0-9A-Fa-f]*").fullmatch,
 }
+# A byte of an encoded query as browsers send it (the WHATWG query percent-encode set).
+QUERY_BYTE: Final = tuple(
+    f"%{b:02X}" if b < 0x21 or b > 0x7E or chr(b) in "\"#<>'" else chr(b) for b in range(256)
+)
+_NON_ASCII: Final = re.compile(r"[^\x00-\x7f]+")
 PATTERN_OK: Final = re.compile(r"[^\s=&;#?/*]*\*?[^\s=&;#?/*]*").fullmatch
 
 
@@ -130,3 +135,41 @@ def parse_ipv4(host: str) -> str | None:
     for i, n in enumerate(numbers):
         last += n << (24 - 8 * i)
     return f"{last >> 24}.{last >> 16 & 255}.{last >> 8 & 255}.{last & 255}"
+
+
+def legacy_query(href: str, charset: str) -> str:
+    """`href` with the non-ASCII text of its query percent-encoded in `charset`, the encoding of
+    the page it is on, as browsers encode a link's query (WHATWG URL parser, query state): "é" is
+    "%E9" on a windows-1252 page; a character the charset lacks is sent as "&#N;" ("%26%23N%3B").
+    The path and fragment stay as they are (browsers encode them in UTF-8, as the crawl does).
+    Call it for pages in a charset other than UTF-8/16/32 only. Never raises."""
+    q = href.find("?")
+    if q < 0 or href.isascii():
+        return href
+    h = href.find("#")
+    if 0 <= h < q:
+        return href
+    end = len(href) if h < 0 else h
+    query = href[q + 1 : end]
+    if query.isascii():
+        return href
+
+    def encode(m: re.Match[str]) -> str:
+        run, out = m.group(0), []
+        while run:
+            try:
+                data, bad, run = run.encode(charset), "", ""
+            except UnicodeEncodeError as exc:
+                data, bad, run = (
+                    run[: exc.start].encode(charset),
+                    run[exc.start : exc.end],
+                    run[exc.end :],
+                )
+            out += [QUERY_BYTE[b] for b in data]
+            out += [f"%26%23{ord(c)}%3B" for c in bad]
+        return "".join(out)
+
+    try:
+        return href[: q + 1] + _NON_ASCII.sub(encode, query) + href[end:]
+    except (UnicodeError, LookupError, ValueError, TypeError):  # a codec that cannot encode
+        return href

@@ -10,9 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crawler.urls import UrlNormalizer, document_base
-from crawler.urlsyntax import ends_in_number, parse_ipv4
+from crawler.urlsyntax import ends_in_number, legacy_query, parse_ipv4
 from tests.whatwg_oracle import (
     DOC_SITES,
     Case,
@@ -156,3 +158,20 @@ def test_parse_ipv4(host: str, expected: str | None) -> None:
 )
 def test_ends_in_number(host: str, expected: bool) -> None:
     assert ends_in_number(host) is expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(),
+    st.sampled_from(["cp1252", "shift_jis", "koi8-r", "gb18030", "iso2022_jp", "big5", "ascii"]),
+)
+def test_legacy_query_touches_only_the_query_and_never_raises(href: str, charset: str) -> None:
+    out = legacy_query(href, charset)
+    q, h = href.find("?"), href.find("#")
+    if q < 0 or 0 <= h < q:
+        assert out == href
+        return
+    end = len(href) if h < 0 else h
+    assert out[: q + 1] == href[: q + 1]
+    assert out.endswith(href[end:])
+    assert out[q + 1 : len(out) - (len(href) - end)].isascii()
