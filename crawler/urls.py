@@ -391,7 +391,8 @@ class UrlNormalizer:
             encoded = encoded.rstrip(".")
             if not encoded:
                 return None
-            if ends_in_number(encoded):  # "127.1", "0x7f.1", "2130706433": what browsers read
+            if (encoded[-1].isdigit() or "0x" in encoded) and ends_in_number(encoded):
+                # "127.1", "0x7f.1", "2130706433": an IPv4 address as browsers read it
                 encoded = parse_ipv4(encoded)
                 if encoded is None:
                     return None
