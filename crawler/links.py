@@ -22,18 +22,19 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from crawler.markup import TITLE_MAX_CHARS, Markup, is_html, parse_markup
 from crawler.scoring import PageText
-from crawler.urlsyntax import STRIP
+from crawler.urls import document_base
+from crawler.urlsyntax import STRIP, legacy_query
 
 __all__ = ["TITLE_MAX_CHARS", "Page", "extract", "is_html", "read_page"]
 
 
 T = TypeVar("T")
 
-_FOLLOWABLE_BASE_SCHEMES = frozenset({"http", "https"})
+_HTTP = ("http://", "https://")
 
 # X-Robots-Tag: "name: value" directives that are not user-agent scopes.
 _VALUED_DIRECTIVES = frozenset(
@@ -125,15 +126,23 @@ def read_page(
             noindex |= meta_noindex
             nofollow |= meta_nofollow
 
+    hrefs, base_href, href = markup.hrefs, markup.base_href, markup.canonical_href
+    anchors = markup.anchors
+    if charset is not None and not charset.startswith("utf"):  # a legacy charset's queries
+        hrefs = tuple([legacy_query(h, charset) for h in hrefs])
+        base_href = None if base_href is None else legacy_query(base_href, charset)
+        href = None if href is None else legacy_query(href, charset)
+        if anchors:
+            encoded: dict[str, tuple[str, str, str]] = {}
+            for h, details in anchors.items():
+                encoded.setdefault(legacy_query(h, charset), details)
+            anchors = encoded
     base = url
-    if markup.base_href is not None:
-        joined = _join(url, markup.base_href)
-        if joined is not None and urlsplit(joined).scheme in _FOLLOWABLE_BASE_SCHEMES:
-            base = joined
-    href = markup.canonical_href
-    canonical = _join(base, href) if href else None
+    if base_href is not None:
+        base = document_base(url, base_href)
+    canonical = _join(base if base.startswith(_HTTP) else url, href) if href else None
 
-    hrefs, found, title = markup.hrefs, len(markup.hrefs), markup.title
+    found, title = len(hrefs), markup.title
     text = None
     if markup.text is not None:
         text = PageText(url, title or "", *markup.text)
@@ -148,7 +157,7 @@ def read_page(
     links = hrefs[:max_links] if truncated else hrefs
     return Page(
         markup.is_html, charset, title, base, canonical, links, found, skipped, truncated,
-        noindex, nofollow, markup.anchors, text,
+        noindex, nofollow, anchors, text,
     )  # fmt: skip
 
 

@@ -8,8 +8,9 @@ not a crawlable http(s) URL, and never raise on any input string.
 
 `UrlNormalizer.resolve(href, base)` is the engine's hot path: both results from one parse, behind
 a bounded memo keyed by the part of the base the href depends on (so navigation links repeated on
-every page of a site hit), with per-base and per-authority caches underneath. Hosts are encoded by
-yarl (IDNA UTS #46, IPv6 compression); everything else is done here with precompiled regexes.
+every page of a site hit), with per-base and per-authority caches underneath. Hosts are mapped by
+idna (UTS #46) and encoded by yarl (IDNA, IPv6 compression); IPv4 hosts are read as browsers read
+them (WHATWG); everything else is done here with precompiled regexes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Final
 from urllib.parse import unquote
 
+from idna import uts46_remap
 from yarl import URL
 
 from crawler.urlsyntax import (
@@ -33,14 +35,16 @@ from crawler.urlsyntax import (
     TAB_NL,
     compile_patterns,
     cut_fragment,
+    ends_in_number,
     fix_pct,
     pair_key,
+    parse_ipv4,
     remove_dot_segments,
 )
 
 __all__ = [
     "DEFAULT_SESSION_PARAMS", "DEFAULT_TRACKING_PARAMS", "UrlNormalizer", "canonicalize",
-    "normalize",
+    "document_base", "normalize",
 ]  # fmt: skip
 
 DEFAULT_SESSION_PARAMS: Final[tuple[str, ...]] = (
@@ -303,10 +307,15 @@ class UrlNormalizer:
             scheme = scheme.lower()
             if scheme not in DEFAULT_PORTS:
                 return None
-            if auth is None:  # "http:g": relative when the base has the same scheme (RFC 5.2.2)
-                if base is None or base.scheme != scheme:
-                    return None
-                scheme = None
+            if auth is None:
+                if base is not None and base.scheme == scheme:
+                    scheme = None  # "http:g": relative when the base has the same scheme
+                else:  # "https:g" on an http page: browsers read "https://g"
+                    auth = ""
+                    path = "/" + path
+        if auth == "" and path[:1] == "/":  # "///g": browsers skip any number of slashes
+            auth, slash, path = path.lstrip("/").partition("/")
+            path = slash + path
         if query is not None and not QUERY_OK(query):
             query = QUERY_FIX(fix_pct, query)
         if path and not PATH_OK(path):
@@ -369,6 +378,8 @@ class UrlNormalizer:
             encoded: str | None = host.lower()  # plain reg-name: what yarl would do, faster
         else:  # IDNA (UTS #46), IP addresses and validation are yarl's
             try:
+                if not host.isascii():  # map first as browsers do (soft hyphens vanish...)
+                    host = uts46_remap(host, std3_rules=False, transitional=False)
                 encoded = URL.build(scheme=scheme, host=host).raw_host
             except (ValueError, UnicodeError):
                 return None
@@ -380,6 +391,11 @@ class UrlNormalizer:
             encoded = encoded.rstrip(".")
             if not encoded:
                 return None
+            if (encoded[-1].isdigit() or "0x" in encoded) and ends_in_number(encoded):
+                # "127.1", "0x7f.1", "2130706433": an IPv4 address as browsers read it
+                encoded = parse_ipv4(encoded)
+                if encoded is None:
+                    return None
         if port:
             port = port.lstrip("0") or "0"
             if (
@@ -407,3 +423,18 @@ def canonicalize(url: str, base: str | None = None) -> str | None:
 def normalize(url: str, base: str | None = None) -> str | None:
     """The URL to fetch for `url` (resolved against `base`), or None if it is not crawlable."""
     return _DEFAULT.normalize(url, base)
+
+
+def document_base(page: str, base_href: str) -> str:
+    """The URL a page's links resolve against, given its `<base href>` value (HTML's "frozen base
+    URL"): `base_href` resolved against `page` as links are; `page` itself when that fails; and
+    for another scheme ("javascript:", "ftp:") the base as written, against which relative links
+    resolve to nothing, as in a browser (absolute http(s) links still do)."""
+    resolved = _DEFAULT.normalize(base_href, page)
+    if resolved is not None:
+        return resolved
+    cleaned = base_href.strip(STRIP).translate(TAB_NL)
+    scheme = SPLIT(cleaned).group(1)  # type: ignore[union-attr]  # SPLIT always matches
+    if scheme is not None and scheme.lower() not in DEFAULT_PORTS:
+        return cleaned
+    return page

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import codecs
+import html
 import time
 
 import pytest
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from crawler.links import TITLE_MAX_CHARS, Page, extract, is_html
 from crawler.markup import DEPTH_LIMIT
+from crawler.urls import normalize
 
 URL = "http://site.test/dir/page.html"
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR<html><a href=x>"
@@ -154,10 +156,17 @@ def test_body_must_be_bytes() -> None:
         ("<base href='//other.test/'>", "http://other.test/"),
         ("<base target=_blank><base href='/second/'>", "http://site.test/second/"),
         ("<base href='/first/'><base href='/second/'>", "http://site.test/first/"),
-        ("<base href='javascript:alert(1)'>", URL),
-        ("<base href='data:text/html,x'>", URL),
-        ("<base href='http://[::1'>", URL),
+        # another scheme is a base in browsers too: relative links then lead nowhere
+        ("<base href='javascript:alert(1)'>", "javascript:alert(1)"),
+        ("<base href=' Data:text/html,x'>", "Data:text/html,x"),
+        ("<base href='http://[::1'>", URL),  # unparsable: the page's URL
+        ("<base href='https://[::1'>", URL),
         ("<base href=' \n/spaced/ '>", "http://site.test/spaced/"),
+        # resolved as links are (WHATWG): "\" is "/", tabs and newlines dropped, host normalized
+        ("<base href='\\\\Other.test\\s\\'>", "http://other.test/s/"),
+        ("<base href='/a\tb/\n'>", "http://site.test/ab/"),
+        ("<base href='HTTPS://CDN.test:443/x/#f'>", "https://cdn.test/x/"),
+        ("<base href='http:///h.test/x/'>", "http://h.test/x/"),
     ],
 )
 def test_base(head: str, base: str) -> None:
@@ -322,6 +331,38 @@ def test_charset_decodes_title_too() -> None:
     body = "<title>\u0417\u0434\u0440\u0430\u0432\u0441\u0442\u0432\u0443\u0439</title>"
     p = extract(body.encode("cp1251"), URL, content_type="text/html; charset=cp1251")
     assert p.title == "\u0417\u0434\u0440\u0430\u0432\u0441\u0442\u0432\u0443\u0439"
+
+
+@pytest.mark.parametrize(
+    ("href", "charset", "link"),
+    [
+        # as browsers do: a link's query in the page's charset, its path and fragment in UTF-8
+        ("/é?q=café&x=€#é", "windows-1252", "/é?q=caf%E9&x=%80#é"),
+        (f"{RU}?q={RU[1:]}", "windows-1251", f"{RU}?q=%EF%F0%E8%E2%E5%F2"),
+        ("?q=日本", "shift_jis", "?q=%93%FA%96{"),  # ASCII bytes outside the set stay
+        ("?q=日x€", "windows-1252", "?q=%26%2326085%3Bx%80"),  # not in the charset: "&#N;"
+        ("?q=\"'<>", "windows-1252", "?q=\"'<>"),  # ASCII: the normalizer's business
+        ("#?é", "windows-1252", "#?é"),  # a "?" in the fragment starts no query
+        ("?q=é", "utf-8", "?q=é"),
+    ],
+)
+def test_legacy_charset_query(href: str, charset: str, link: str) -> None:
+    # a character the charset lacks is written as a character reference, as an editor would
+    body = f"<a href='{html.escape(href)}'>x</a>".encode(charset, "xmlcharrefreplace")
+    p = extract(body, URL, content_type=f"text/html; charset={charset}", anchors=True)
+    assert p.links == (link,)
+    assert list(p.anchors) == [link.partition("#")[0] + "#" * ("#" in link)]
+
+
+def test_legacy_charset_query_reaches_the_fetched_url_and_base() -> None:
+    body = "<base href='/b/?x=é'><a href='?q=é ü'><a href=''><a href='d/é'>".encode("cp1252")
+    p = extract(body, URL, content_type="text/html; charset=windows-1252")
+    assert p.base == "http://site.test/b/?x=%E9"
+    assert [normalize(h, p.base) for h in p.links] == [
+        "http://site.test/b/?q=%E9%20%FC",
+        "http://site.test/b/?x=%E9",
+        "http://site.test/b/d/%C3%A9",
+    ]
 
 
 # --- hostile input --------------------------------------------------------------------------------

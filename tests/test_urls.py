@@ -104,8 +104,11 @@ def test_rule1_whitespace_and_controls(raw: str, expected: str) -> None:
         ("", None),
         ("   ", None),
         ("http://", None),
-        ("http:///x", None),
-        ("http:g", None),  # same-scheme relative needs a base
+        ("http:///", None),
+        # browsers skip any run of slashes after "http:" (WHATWG "special authority")
+        ("http:///x", "http://x/"),
+        ("http:g", "http://g/"),  # relative only against an http base (see below)
+        ("https:/g/h", "https://g/h"),
         ("/relative", None),
         ("relative.html", None),
         ("//a.com/x", None),
@@ -115,9 +118,17 @@ def test_rule3_scheme_without_base(raw: str, expected: str | None) -> None:
     assert canonicalize(raw) == expected
 
 
-def test_rule3_other_scheme_relative_refs_are_not_resolved() -> None:
-    assert canonicalize("https:g", "http://a/b/c") is None
+def test_rule3_scheme_without_slashes_is_relative_only_to_the_same_scheme() -> None:
+    # what browsers do (WHATWG "special relative or authority" / "special authority slashes")
+    assert canonicalize("http:g", "http://a/b/c") == "http://a/b/g"
+    assert canonicalize("http:/g", "http://a/b/c") == "http://a/g"
+    assert canonicalize("https:g", "http://a/b/c") == "https://g/"
+    assert canonicalize("https:/g/h?q", "http://a/b/c") == "https://g/h?q"
+    assert canonicalize("https:", "http://a/b/c") is None
     assert canonicalize("//x.com/y", "https://a/b") == "https://x.com/y"
+    assert canonicalize("////x.com/y", "https://a/b") == "https://x.com/y"
+    assert canonicalize("\\/\\x.com\\y", "https://a/b") == "https://x.com/y"
+    assert canonicalize("///?q", "https://a/b") is None
 
 
 @pytest.mark.parametrize(
@@ -137,6 +148,26 @@ def test_rule3_other_scheme_relative_refs_are_not_resolved() -> None:
         ("http://[2001:DB8:0:0::1]/", "http://[2001:db8::1]/"),
         ("http://[::1]:8080/x", "http://[::1]:8080/x"),
         ("http://127.0.0.1/", "http://127.0.0.1/"),
+        # IPv4 hosts as browsers read them (WHATWG IPv4 parser): one key per address
+        ("http://127.1/", "http://127.0.0.1/"),
+        ("http://0x7F.1:8080/", "http://127.0.0.1:8080/"),
+        ("http://2130706433/", "http://127.0.0.1/"),
+        ("http://0177.0.0.01/", "http://127.0.0.1/"),
+        ("http://0300.0250.0x0.1/", "http://192.168.0.1/"),
+        ("http://1.2.3.4./", "http://1.2.3.4/"),
+        ("http://%31%32%37.1/", "http://127.0.0.1/"),
+        ("http://１２７.１/", "http://127.0.0.1/"),  # full-width digits map to ASCII first
+        ("http://0x/", "http://0.0.0.0/"),
+        ("http://1.2.3.256/", None),  # a host ending in a number must be an IPv4 address
+        ("http://1.2.3.4.5/", None),
+        ("http://4294967296/", None),
+        ("http://08.1/", None),
+        ("http://a.test.123/", None),
+        ("http://a.0x1f/", None),
+        ("http://1..2/", None),
+        ("http://" + "9" * 5000 + "/", None),
+        ("http://a.123x/", "http://a.123x/"),  # not a number: a name
+        ("http://0xg.com/", "http://0xg.com/"),
         ("http://a b.com/", None),
         ("http://a<b.com/", None),
         ("http://[::1/", None),
@@ -144,7 +175,9 @@ def test_rule3_other_scheme_relative_refs_are_not_resolved() -> None:
         ("http://[1.2.3.4]/", None),
         ("http://[fe80::1%25eth0]/", None),
         ("http://a%2fb.com/", None),
-        ("http://e\u200bvil.com/", None),  # default-ignorable code point
+        ("http://e\u200bvil.com/", "http://evil.com/"),  # UTS #46 maps it to nothing, as
+        ("http://e\u00advil.com/", "http://evil.com/"),  # browsers do (what the link leads to)
+        ("http://x\u2024y.com/", None),  # UTS #46 disallowed (IDNA 2003 read it as "x.y.com")
         ("http://./", None),
     ],
 )
@@ -197,6 +230,8 @@ def test_rule5_port(raw: str, expected: str | None) -> None:
         ("http://a.com/[x]", "http://a.com/%5Bx%5D"),
         ("http://a.com/:@!$&'()*+,;=", "http://a.com/:@!$&'()*+,;="),
         ("http://a.com/?q=ä ö", "http://a.com/?q=%C3%A4%20%C3%B6"),
+        ("http://a.com/'a'?q='b'", "http://a.com/'a'?q=%27b%27"),  # "'" encoded in a query
+        ("http://a.com/?q=%27", "http://a.com/?q=%27"),
         ("http://a.com/?a=%7e&b=%2f", "http://a.com/?a=~&b=%2F"),
         ("http:\\\\a.com\\x\\..\\y?z\\w", "http://a.com/y?z%5Cw"),  # "\" is "/" before "?"
     ],
