@@ -24,7 +24,12 @@ Politeness (decided before anything is handed out, never after)
   5. With ``respect_robots``, a host's robots.txt (a ROBOTS entry) is handed out before its first
      page and again when its policy expires; pages are held until ``set_robots()``; disallowed
      pages (and every page of a host whose robots.txt stayed unreachable) come back as REFUSED
-     entries, at once, without a slot or a delay. ``refusal(entry)`` says why.
+     entries, at once, without a slot or a delay. ``refusal(entry)`` says why, as the result's
+     error (``kind: message``: ``robots: ...``).
+ 12. Circuit breaker: the ``max_host_failures``-th failure in a row held against a host
+     (``crawler.hosts.Politeness``; 0: never) puts it down: its queued pages, a retry asked for
+     in that ``done()``, and every page put for it later come back as REFUSED entries at once;
+     ``refusal(entry)`` says ``host_down: ...``.
 
 Accounting
   6. Every PAGE/ROBOTS entry handed out by ``get()`` gets exactly one ``done()`` (a second is a
@@ -123,7 +128,8 @@ class FrontierBackend(Protocol):
         ...
 
     def refusal(self, entry: Entry) -> str:
-        """Why a REFUSED entry was refused."""
+        """Why a REFUSED entry was refused, as the result's error: ``robots: ...`` (rule 5) or
+        ``host_down: ...`` (rule 12)."""
         ...
 
     def close(self) -> None:
