@@ -91,8 +91,8 @@ async def crawl(fs: list[RedisFrontier], clock: Clock, respond: Respond) -> Log:
         turn += 1
         (entry,) = entries
         log.append((clock.now, turn % len(fs), entry))
-        if entry.kind is EntryKind.REFUSED:
-            assert await f.done(entry) is False  # no lease to give back
+        if entry.kind is EntryKind.REFUSED:  # its lease held no slot: the host stays free
+            assert await f.done(entry)
             continue
         outcome, retry = respond(entry)
         clock.now += 0.01
@@ -144,9 +144,11 @@ async def test_pages_admitted_after_the_host_went_down_are_refused_at_once(
     # at once: the host is backed off and within its delay, the refusal waits for neither
     entries, _, queued, leased = await b.claim(3)
     assert [(e.url, e.kind) for e in entries] == [("http://down.test/late", EntryKind.REFUSED)]
-    assert (queued, leased) == (0, 0)
+    assert (queued, leased) == (0, 1)  # leased until its result is out
     assert b.refusal(entries[0]).startswith("host_down: 2 fetches in a row failed")
     assert a.refusal(entries[0]) == b.refusal(entries[0])
+    assert await b.done(entries[0]) and (await b.stats()).in_flight == 0
+    assert await b.done(entries[0]) is False  # once
 
 
 async def test_an_answer_resets_the_count(clients: list[Redis], clock: Clock) -> None:
@@ -222,8 +224,45 @@ async def test_a_lease_reclaimed_from_a_host_that_went_down_is_refused(
     assert await b.reclaim() == 1
     entries, _, queued, leased = await b.claim(5)
     assert {e.url for e in entries} == {lost.url, "http://down.test/2"} - {again.url}
-    assert all(e.kind is EntryKind.REFUSED for e in entries) and (queued, leased) == (0, 0)
+    assert all(e.kind is EntryKind.REFUSED for e in entries) and (queued, leased) == (0, 2)
     assert await a.done(lost) is False  # too late: it was refused meanwhile
+
+
+async def test_refusals_of_a_process_that_died_go_to_the_others_and_hold_no_slot(
+    clients: list[Redis], clock: Clock
+) -> None:
+    a = await frontier(clients[0], clock, 1, lease_ttl=10.0)
+    b = await frontier(clients[1], clock, 1, lease_ttl=10.0)
+    await a.put_many(pages("down.test", 4))
+    (failed,), _, _, _ = await a.claim()
+    assert await a.done(failed, Outcome(blame=ConnectError.blame))  # down at once
+    dead, _, _, _ = await a.claim(2)  # a dies before it wrote their results
+    assert [e.kind for e in dead] == [EntryKind.REFUSED] * 2
+    hk = PREFIX + "h:http://down.test:80"
+    assert await clients[0].hget(hk, "in_flight") == b"0"  # refusals take no slot
+    (other,), _, _, _ = await b.claim(5)
+    assert other.kind is EntryKind.REFUSED and await b.done(other)
+    clock.now += 10.0
+    assert await b.reclaim() == 2  # their leases expired: refused again, by b
+    again, _, queued, leased = await b.claim(5)
+    assert sorted(e.url for e in again) == sorted(e.url for e in dead)
+    assert all(e.kind is EntryKind.REFUSED for e in again) and (queued, leased) == (0, 2)
+    assert all([await b.done(e) for e in again])
+    assert await clients[0].hget(hk, "in_flight") == b"0" and await b.get() is None
+
+
+async def test_refusals_given_back_unfetched_are_refused_again(
+    clients: list[Redis], clock: Clock
+) -> None:
+    a = await frontier(clients[0], clock, 1)
+    b = await frontier(clients[1], clock, 1)
+    await a.put_many(pages("down.test", 3))
+    (failed,), _, _, _ = await a.claim()
+    assert await a.done(failed, Outcome(blame=ConnectError.blame))
+    held, _, _, _ = await a.claim(2)
+    assert await a.release(held) == 2  # a stopping: claimed for no worker
+    back, _, _, _ = await b.claim(5)
+    assert back == held and all(e.kind is EntryKind.REFUSED for e in back)
 
 
 async def test_a_shared_crawl_records_every_url_of_a_host_that_is_down(

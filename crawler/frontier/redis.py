@@ -33,7 +33,8 @@ Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
      processes, and so is the circuit breaker: the ``max_host_failures``-th HOST failure in a
      row, reported by any process, puts the host down in Redis (``down`` in its hash); its
      queued pages, its retries and pages admitted later are handed out first, at once, as
-     REFUSED entries without a lease (``refusal()``: ``host_down: ...``), each to one process.
+     REFUSED entries (``refusal()``: ``host_down: ...``), each to one process, leased until
+     ``done()`` (the engine's, once the result is out) but holding no slot.
      Not yet: the adaptive delay.
   5. kept with ``respect_robots`` (off by default here; the engine passes its setting): a host
      whose policy is unknown or expired hands out its ROBOTS entry first (leased like a page;
@@ -265,7 +266,7 @@ class RedisFrontier:
         host is ready or None, queued, leased). With ``respect_robots`` a page its host's robots.txt
         disallows comes back as a REFUSED entry, its lease released at once (no slot, no
         delay spent). The pages of a host that is down (``max_host_failures``) come first, as
-        REFUSED entries without a lease."""
+        REFUSED entries leased until ``done()`` (no slot, no delay)."""
         args = [self.prefix, self._now_arg(), count, self.lease_ttl, self.owner,
                 self._candidates, "1" if self.respect_robots else "", repr(self.turn)]  # fmt: skip
         reply = await self._run("claim", args)
@@ -273,12 +274,10 @@ class RedisFrontier:
         entries = []
         for i in range(3, len(reply), 5):
             lease, host, score, member, version = (text(x) for x in reply[i : i + 5])
-            if not lease:  # its host is down: `version` says why
-                self._down[host] = version
-                entries.append(replace(entry_of(host, member, -float(score)),
-                                       kind=EntryKind.REFUSED))  # fmt: skip
-                continue
-            if member[0] == "2":
+            if version.startswith("down:"):  # its host is down: why
+                self._down[host] = version[5:]
+                entry = replace(entry_of(host, member, -float(score)), kind=EntryKind.REFUSED)
+            elif member[0] == "2":
                 url = robots_url(host)
                 entry = Entry(url=url, key=url, kind=EntryKind.ROBOTS)
                 self._robots_asked[host] = lease
@@ -334,10 +333,12 @@ class RedisFrontier:
         flags: list[bool | None] = []
         urls: list[str] = []
         for entry, outcome, retry in items:
-            if entry.kind is EntryKind.REFUSED:
-                flags.append(False)
-                continue
             flying = self._flying.pop(id(entry), None)
+            if entry.kind is EntryKind.REFUSED:  # by robots.txt: released at once; host down:
+                if flying is None:  # leased until its result is out
+                    flags.append(False)
+                    continue
+                outcome, retry = None, False
             if flying is None or flying[0] is not entry:
                 raise ValueError(f"done() for an entry not handed out here: {entry!r}")
             if entry.kind is EntryKind.ROBOTS:
@@ -392,7 +393,7 @@ class RedisFrontier:
         args = self._done_head()
         for entry in entries:
             flying = self._flying.pop(id(entry), None)
-            if flying is None or entry.kind is not EntryKind.PAGE:
+            if flying is None or entry.kind is EntryKind.ROBOTS:
                 continue  # a ROBOTS entry is simply asked again once its lease expires
             args += (flying[1], "2", member_tail(entry), "", 0, "", "1")
         return sum(await self._run("done", args)) if len(args) > _DONE_HEAD else 0

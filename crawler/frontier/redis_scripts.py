@@ -62,7 +62,8 @@ local function requeue(host, score, member)
     return m
 end
 -- take a lease: returns host, score, member, the host's next start before the claim (nil when
--- the lease is not current); a ROBOTS lease (class 2) still fetching puts its host back to 'need'
+-- the lease is not current; '' for a refusal's lease, which holds no slot); a ROBOTS lease
+-- (class 2) still fetching puts its host back to 'need'
 local function take_lease(id)
     local data = redis.call('HGET', P .. 'lease', id)
     if not data then return nil end
@@ -74,7 +75,7 @@ local function take_lease(id)
     local d = string.find(data, '\n', c + 1, true)
     local host = string.sub(data, 1, a - 1)
     local hk = P .. 'h:' .. host
-    redis.call('HINCRBY', hk, 'in_flight', -1)
+    if d > c + 1 then redis.call('HINCRBY', hk, 'in_flight', -1) end
     local member = string.sub(data, d + 1)
     if string.sub(member, 1, 1) == '2' and redis.call('HGET', hk, 'robots') == 'fetching' then
         redis.call('HSET', hk, 'robots', 'need')
@@ -90,8 +91,9 @@ end
 # turns on a host, below. Returns {seconds until a host is ready or '', queued, in flight, then
 # per claim: id, host, score, member, the host's robots.txt version (its ``robots_expires``, ''
 # when not respected)}. The queued pages of a host that is down (filed in ``ready`` at -inf, so
-# first) are handed out before anything else, as refusals: no lease (id ''), no slot, no delay,
-# its ``down`` reason in place of the version.
+# first) are handed out before anything else, as refusals: leased (so a process that dies
+# before it wrote their results leaves them to the others) but holding no slot and spending no
+# delay, ``down:{reason}`` in place of the version.
 CLAIM: Final = (
     _COMMON
     + r"""
@@ -168,14 +170,19 @@ while claimed < want do
         local q = P .. 'q:' .. down
         local why = redis.call('HGET', P .. 'h:' .. down, 'down')
         local items = redis.call('ZRANGE', q, 0, want - claimed - 1, 'WITHSCORES')
+        local expiry = fmt(now + ttl)
         for j = 1, #items, 2 do
             redis.call('ZREM', q, items[j])
             redis.call('HDEL', P .. 'qk:' .. down, key_of(items[j]))
-            out[#out + 1] = ''
+            local id = redis.call('INCR', P .. 'lid')
+            redis.call('ZADD', P .. 'leases', expiry, id)
+            redis.call('HSET', P .. 'lease', id, down .. '\n' .. items[j + 1] .. '\n' .. owner ..
+                       '\n\n' .. items[j])  -- no next start: no slot held
+            out[#out + 1] = tostring(id)
             out[#out + 1] = down
             out[#out + 1] = items[j + 1]
             out[#out + 1] = items[j]
-            out[#out + 1] = why
+            out[#out + 1] = 'down:' .. why
         end
         local n = #items / 2
         claimed = claimed + n
