@@ -8,11 +8,12 @@ import asyncio
 import random
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from typing import IO, Any, cast
 
 import pytest
 from redis.asyncio import Redis
 
+from crawler.cluster import format_status, read_status
 from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.entries import Entry, EntryKind, Outcome
@@ -300,3 +301,16 @@ async def test_a_shared_crawl_records_every_url_of_a_host_that_is_down(
     stats = [one.stats_dict(), two.stats_dict()]
     assert sum(s["host_down"] for s in stats) == kinds.count("host_down")
     assert sum(s["robots_refused"] for s in stats) == 0
+    status = await read_status(server.url, "down")  # crawl --status
+    assert status["finished"] and status["hosts_down"] == 1
+    lines: list[str] = []
+    format_status(status, cast(IO[str], Lines(lines)))
+    assert "hosts 1 (1 down)" in "".join(lines)
+
+
+class Lines:
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def write(self, text: str) -> None:
+        self.lines.append(text)

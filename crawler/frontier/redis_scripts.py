@@ -182,7 +182,7 @@ while claimed < want do
             out[#out + 1] = down
             out[#out + 1] = items[j + 1]
             out[#out + 1] = items[j]
-            out[#out + 1] = 'down:' .. why
+            out[#out + 1] = 'down:' .. (why or '')
         end
         local n = #items / 2
         claimed = claimed + n
