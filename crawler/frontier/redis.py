@@ -334,11 +334,11 @@ class RedisFrontier:
         urls: list[str] = []
         for entry, outcome, retry in items:
             flying = self._flying.pop(id(entry), None)
-            if entry.kind is EntryKind.REFUSED:  # by robots.txt: released at once; host down:
-                if flying is None:  # leased until its result is out
+            if entry.kind is EntryKind.REFUSED:
+                if flying is None:  # refused by robots.txt: its lease went at the claim
                     flags.append(False)
                     continue
-                outcome, retry = None, False
+                outcome, retry = None, False  # its host is down: its lease goes now
             if flying is None or flying[0] is not entry:
                 raise ValueError(f"done() for an entry not handed out here: {entry!r}")
             if entry.kind is EntryKind.ROBOTS:

@@ -13,9 +13,10 @@ retries first, then FIFO by sequence), ``qk:{host}`` (key -> member, for re-prio
 ``failures``, ``suspects``, ``down``: why it is down, when it is), ``hosts`` (set of hosts seen),
 ``ready`` (hosts with work and a free slot, scored by the time their next request may start;
 hosts that are down with queued pages at -inf), ``leases`` (lease id -> expiry),
-``lease`` (lease id -> ``host\\nscore\\nowner\\nmember``), ``lid`` and ``seq`` (counters),
-``stats`` (hash of counters; ``queued`` is the number of queued entries), ``sieve:*`` (the
-``crawler.sieve.redis.RedisSieve`` stages and counters).
+``lease`` (lease id -> ``host\\nscore\\nowner\\nnext\\nmember``, ``next`` the host's next
+start before the claim, empty for a refusal's lease: it holds no slot), ``lid`` and ``seq``
+(counters), ``stats`` (hash of counters; ``queued`` is the number of queued entries),
+``sieve:*`` (the ``crawler.sieve.redis.RedisSieve`` stages and counters).
 """
 
 from __future__ import annotations
@@ -241,7 +242,7 @@ local function finish(at)
     if host == nil then return 0 end
     local hk = P .. 'h:' .. host
     local blame = ARGV[at + 3]
-    local went_down = 1
+    local answer = 1
     if string.sub(member, 1, 1) == '2' then  -- a ROBOTS entry: set_robots() applied its answer
         refile(host)
         return 1
@@ -262,7 +263,7 @@ local function finish(at)
         redis.call('HINCRBY', P .. 'stats', 'backoffs', 1)
         if maxf > 0 and failures >= maxf and redis.call('HSETNX', hk, 'down', ARGV[8]) == 1 then
             redis.call('HINCRBY', P .. 'stats', 'hosts_down', 1)
-            went_down = 2
+            answer = 2
         end
     elseif blame == 'url' then
         redis.call('HSET', hk, 'failures', 0, 'suspects', 0)
@@ -272,7 +273,7 @@ local function finish(at)
         if ARGV[at + 1] == '1' then redis.call('HINCRBY', P .. 'stats', 'retries', 1) end
     end
     refile(host)
-    return went_down
+    return answer
 end
 local out = {}
 for at = 9, #ARGV, 7 do out[#out + 1] = finish(at) end
