@@ -176,6 +176,18 @@ async def test_failures_of_the_urls_own_never_put_a_host_down(
     assert len(log) == 20 and all(e.kind is EntryKind.PAGE for _, _, e in log)
 
 
+async def test_suspect_streaks_count_as_failures_of_the_host(
+    clients: list[Redis], clock: Clock
+) -> None:
+    def error_500(entry: Entry) -> tuple[Outcome, bool]:  # SUSPECT: 3 URLs in a row blame the host
+        return Outcome(status=500, attempt=entry.retries), False
+
+    f = await frontier(clients[0], clock, 2)
+    await f.put_many(pages("flaky.test", 20))
+    log = await crawl([f], clock, error_500)
+    assert [e.kind for _, _, e in log] == [EntryKind.PAGE] * 6 + [EntryKind.REFUSED] * 14
+
+
 async def test_zero_never_gives_up(clients: list[Redis], clock: Clock) -> None:
     f = await frontier(clients[0], clock, 0)
     await f.put_many(pages("down.test", 6))
