@@ -55,6 +55,7 @@ __all__ = [
     "HostRule",
     "Politeness",
     "blame_of",
+    "down_reason",
     "host_key",
     "origin",
     "parse_retry_after",
@@ -127,6 +128,14 @@ def blame_of(outcome: Outcome) -> Blame | None:
             failure = failure_class(outcome.status)
             return Blame.URL if failure is None else failure[0]
     return blame
+
+
+def down_reason(failures: int) -> str:
+    """Why a host is down (the circuit breaker, module docstring), after `failures` in a row."""
+    return (
+        f"{failures} fetches in a row failed (DNS, connection, timeout, 429 or 503): its other "
+        "pages are not tried in this crawl"
+    )
 
 
 def parse_retry_after(value: str, now: float | None = None) -> float | None:
@@ -311,10 +320,7 @@ class Politeness:
                 wait = self.backoff(host.failures)
             self.push_back(host, now + min(wait, self.max_retry_after))
             if host.down is None and 0 < self.max_host_failures <= host.failures:
-                host.down = (
-                    f"{host.failures} fetches in a row failed (DNS, connection, timeout, 429 or "
-                    "503): its other pages are not tried in this crawl"
-                )
+                host.down = down_reason(host.failures)
                 went_down = True
         elif blame is Blame.URL:
             host.failures = 0

@@ -149,7 +149,8 @@ class ClusterNode:
             backoff_max=p.backoff_max, max_retry_after=p.max_retry_after,
             lease_ttl=c.lease_ttl or LEASE_TTL, clock=clock,
             host_rule=host_rule, respect_robots=p.respect_robots, robots_ttl=p.robots_ttl,
-            user_agent=config.crawl.user_agent, turn=2.5 * POLL_INTERVAL, exact=self.exact,
+            max_host_failures=p.max_host_failures, user_agent=config.crawl.user_agent,
+            turn=2.5 * POLL_INTERVAL, exact=self.exact,
         )  # fmt: skip
         self.owner = self.frontier.owner
         self.work = SharedWork(self.frontier, poll_interval=POLL_INTERVAL)

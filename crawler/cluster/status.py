@@ -66,6 +66,7 @@ async def read_status(url: str, crawl_id: str, *, recent: float = 30.0) -> dict[
         "queued": c.get("queued", 0),
         "leased": int(leased),
         "hosts": int(hosts),
+        "hosts_down": c.get("hosts_down", 0),  # put down by the circuit breaker
         "seen_urls": int(seen or 0),
         "handed_out": c.get("handed_out", 0),
         "reclaimed": c.get("reclaimed", 0),
@@ -80,7 +81,8 @@ def format_status(status: dict[str, Any], out: IO[str]) -> None:
     s = status
     state = "finished (nothing queued or leased)" if s["finished"] else "running"
     print(f"crawl {s['crawl_id']!r} (created {s['created']}): {state}", file=out)
-    print(f"  queued {s['queued']:,}  leased {s['leased']:,}  hosts {s['hosts']:,}  "
+    down = f" ({s['hosts_down']:,} down)" if s["hosts_down"] else ""
+    print(f"  queued {s['queued']:,}  leased {s['leased']:,}  hosts {s['hosts']:,}{down}  "
           f"URLs seen {s['seen_urls']:,}", file=out)  # fmt: skip
     print(f"  fetched {s['pages']:,} pages ({s['errors']:,} errors, {s['bytes']:,} bytes), "
           f"{s['retries']:,} retries, {s['reclaimed']:,} leases reclaimed", file=out)  # fmt: skip

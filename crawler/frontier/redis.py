@@ -30,7 +30,12 @@ Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
   4. delay between starts, ``per_host_concurrency`` (or ``host_rule``), backoff (HOST blame,
      SUSPECT streaks, 429/503 Retry-After capped at ``max_retry_after``; the blame is computed
      here as ``Politeness.response`` does, the counters live in the host hash) are kept across
-     processes. Not yet: the adaptive delay.
+     processes, and so is the circuit breaker: the ``max_host_failures``-th HOST failure in a
+     row, reported by any process, puts the host down in Redis (``down`` in its hash); its
+     queued pages, its retries and pages admitted later are handed out first, at once, as
+     REFUSED entries (``refusal()``: ``host_down: ...``), each to one process, leased until
+     ``done()`` (the engine's, once the result is out) but holding no slot.
+     Not yet: the adaptive delay.
   5. kept with ``respect_robots`` (off by default here; the engine passes its setting): a host
      whose policy is unknown or expired hands out its ROBOTS entry first (leased like a page;
      reclaimed, it is asked again) and nothing else until ``set_robots()``, which stores the
@@ -52,7 +57,7 @@ Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
  11. kept: the batch is queued in one script, so no claim sees half of it.
 Differences: every method but ``close()`` is a coroutine; ``pending()`` and ``stats()`` are
 calls (no ``len()``/``in_flight``: ``stats()`` has both); ``done()`` returns whether the lease
-was current; no ``refusal()`` yet (rule 5); ``open()`` first; ``claim(count)``, ``done_many()``
+was current; ``open()`` first; ``claim(count)``, ``done_many()``
 and ``reclaim()`` are extra (a non-waiting batch claim, a batch of completions in one round trip,
 the reclaim that ``get()`` runs on its timer).
 """
@@ -87,6 +92,7 @@ from crawler.frontier.redis_scripts import (
 from crawler.hosts import (
     SUSPECT_STREAK,
     HostRule,
+    down_reason,
     host_key,
     robots_url,
 )
@@ -101,6 +107,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_LEASE_TTL: Final = 60.0 + 30.0  # the fetch's total_timeout + 30 s
 # what `admit` says of each entry (the ADMIT script's flags)
 SEEN, ADMITTED, FULL, HOST_FULL, OVER_LIMIT = 0, 1, 2, 3, 4
+_DONE_HEAD: Final = 8  # the DONE script's arguments before the entries'
 _UNREACHABLE: Final = RobotsPolicy(status=None, temporary=True, reason="its fetch did not finish")
 
 
@@ -108,13 +115,13 @@ class RedisFrontier:
     """A frontier whose state lives in Redis under `prefix`; `sieve` is the crawl's RedisSieve
     (same client and prefix; opened here). ``await open()`` before use."""
 
-    __slots__ = ("_candidates", "_client", "_clock", "_closed", "_dropped_closed", "_flying",
-                 "_host_rule", "_max_delay", "_max_queued", "_max_queued_per_host",
+    __slots__ = ("_candidates", "_client", "_clock", "_closed", "_down", "_dropped_closed",
+                 "_flying", "_host_rule", "_max_delay", "_max_queued", "_max_queued_per_host",
                  "_next_reclaim", "_policies", "_rng", "_robots_asked", "_scripts", "_sleep",
                  "backoff_base", "backoff_max", "concurrency", "delay", "exact", "lease_ttl",
-                 "max_retry_after", "owner", "poll_interval", "prefix", "reclaim_interval",
-                 "respect_robots", "robots_max_attempts", "robots_ttl", "sieve", "turn",
-                 "user_agent")  # fmt: skip
+                 "max_host_failures", "max_retry_after", "owner", "poll_interval", "prefix",
+                 "reclaim_interval", "respect_robots", "robots_max_attempts", "robots_ttl",
+                 "sieve", "turn", "user_agent")  # fmt: skip
 
     def __init__(
         self,
@@ -144,6 +151,7 @@ class RedisFrontier:
         respect_robots: bool = False,
         robots_ttl: float = 86400.0,
         robots_max_attempts: int = 3,
+        max_host_failures: int = 10,
         user_agent: str = "sieve-crawler",
     ) -> None:
         if sieve.prefix != prefix:
@@ -155,6 +163,8 @@ class RedisFrontier:
                 raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
         if per_host_concurrency < 1 or candidates < 1:
             raise ValueError("per_host_concurrency and candidates must be >= 1")
+        if max_host_failures < 0:
+            raise ValueError(f"max_host_failures must be >= 0, got {max_host_failures!r}")
         self._client = client
         self.prefix = prefix
         self.sieve = sieve
@@ -181,8 +191,10 @@ class RedisFrontier:
         self.respect_robots = respect_robots
         self.robots_ttl = float(robots_ttl)
         self.robots_max_attempts = robots_max_attempts
+        self.max_host_failures = max_host_failures
         self.user_agent = user_agent
         self._policies: dict[str, tuple[str, RobotsPolicy]] = {}  # host -> (version, policy)
+        self._down: dict[str, str] = {}  # host -> why it is down, as its refusals said
         self._robots_asked: dict[str, str] = {}  # host -> its ROBOTS lease held here
         self._closed = False
         self._dropped_closed = 0
@@ -253,7 +265,8 @@ class RedisFrontier:
         """Claim up to `count` entries now, without waiting: (entries, seconds until the next
         host is ready or None, queued, leased). With ``respect_robots`` a page its host's robots.txt
         disallows comes back as a REFUSED entry, its lease released at once (no slot, no
-        delay spent)."""
+        delay spent). The pages of a host that is down (``max_host_failures``) come first, as
+        REFUSED entries leased until ``done()`` (no slot, no delay)."""
         args = [self.prefix, self._now_arg(), count, self.lease_ttl, self.owner,
                 self._candidates, "1" if self.respect_robots else "", repr(self.turn)]  # fmt: skip
         reply = await self._run("claim", args)
@@ -261,7 +274,10 @@ class RedisFrontier:
         entries = []
         for i in range(3, len(reply), 5):
             lease, host, score, member, version = (text(x) for x in reply[i : i + 5])
-            if member[0] == "2":
+            if version.startswith("down:"):  # its host is down: why
+                self._down[host] = version[5:]
+                entry = replace(entry_of(host, member, -float(score)), kind=EntryKind.REFUSED)
+            elif member[0] == "2":
                 url = robots_url(host)
                 entry = Entry(url=url, key=url, kind=EntryKind.ROBOTS)
                 self._robots_asked[host] = lease
@@ -310,16 +326,19 @@ class RedisFrontier:
 
     async def done_many(self, items: Iterable[tuple[Entry, Outcome | None, bool]]) -> list[bool]:
         """``done(entry, outcome, retry=retry)`` of each item, in one round trip (plus one per
-        ROBOTS entry whose ``set_robots()`` never came: its robots.txt counts as unreachable)."""
-        args: list[Any] = [self.prefix, self._now_arg(), repr(self.backoff_base),
-                           repr(self.backoff_max), repr(self.max_retry_after),
-                           SUSPECT_STREAK]  # fmt: skip
+        ROBOTS entry whose ``set_robots()`` never came: its robots.txt counts as unreachable).
+        The ``max_host_failures``-th HOST failure in a row puts its host down, for every
+        process: its queued pages, a retry among them, are handed out as refusals."""
+        args = self._done_head()
         flags: list[bool | None] = []
+        urls: list[str] = []
         for entry, outcome, retry in items:
-            if entry.kind is EntryKind.REFUSED:
-                flags.append(False)
-                continue
             flying = self._flying.pop(id(entry), None)
+            if entry.kind is EntryKind.REFUSED:
+                if flying is None:  # refused by robots.txt: its lease went at the claim
+                    flags.append(False)
+                    continue
+                outcome, retry = None, False  # its host is down: its lease goes now
             if flying is None or flying[0] is not entry:
                 raise ValueError(f"done() for an entry not handed out here: {entry!r}")
             if entry.kind is EntryKind.ROBOTS:
@@ -336,8 +355,20 @@ class RedisFrontier:
                      "" if wait is None else repr(wait),
                      repr(0.5 + 0.5 * self._rng.random()))  # fmt: skip
             flags.append(None)
-        replies = iter(await self._run("done", args) if len(args) > 6 else [])
+            urls.append(entry.url)
+        answers = await self._run("done", args) if len(args) > _DONE_HEAD else []
+        for url, answer in zip(urls, answers, strict=True):
+            if answer == 2:
+                logger.warning("%s is down (%s): refusing its pages", host_key(url),
+                               down_reason(self.max_host_failures))  # fmt: skip
+        replies = iter(answers)
         return [bool(next(replies)) if flag is None else flag for flag in flags]
+
+    def _done_head(self) -> list[Any]:
+        """The DONE script's arguments before the entries' (``_DONE_HEAD`` of them)."""
+        return [self.prefix, self._now_arg(), repr(self.backoff_base), repr(self.backoff_max),
+                repr(self.max_retry_after), SUSPECT_STREAK, self.max_host_failures,
+                down_reason(self.max_host_failures)]  # fmt: skip
 
     async def maybe_reclaim(self) -> None:
         """Run ``reclaim()`` when its timer (every ``reclaim_interval`` seconds) is due."""
@@ -359,15 +390,13 @@ class RedisFrontier:
     async def release(self, entries: list[Entry]) -> int:
         """Give back entries claimed here and not fetched (a process stopping): each goes back
         to the head of its host's queue as it was, its slot freed; how many were still leased."""
-        args: list[Any] = [self.prefix, self._now_arg(), repr(self.backoff_base),
-                           repr(self.backoff_max), repr(self.max_retry_after),
-                           SUSPECT_STREAK]  # fmt: skip
+        args = self._done_head()
         for entry in entries:
             flying = self._flying.pop(id(entry), None)
-            if flying is None or entry.kind is not EntryKind.PAGE:
+            if flying is None or entry.kind is EntryKind.ROBOTS:
                 continue  # a ROBOTS entry is simply asked again once its lease expires
             args += (flying[1], "2", member_tail(entry), "", 0, "", "1")
-        return sum(await self._run("done", args)) if len(args) > 6 else 0
+        return sum(await self._run("done", args)) if len(args) > _DONE_HEAD else 0
 
     async def reclaim(self, limit: int = 1000) -> int:
         """Put expired leases' entries back at the head of their hosts; how many."""
@@ -413,10 +442,14 @@ class RedisFrontier:
                            host, self.robots_max_attempts)  # fmt: skip
 
     def refusal(self, entry: Entry) -> str:
-        """Why a REFUSED entry was refused, as a result's error (`kind: message`): its host's
-        robots.txt rules, or robots.txt being unreachable (RFC 9309: then nothing may be
-        fetched)."""
-        cached = self._policies.get(host_key(entry.url))
+        """Why a REFUSED entry was refused, as a result's error (`kind: message`): its host is
+        down (``max_host_failures``), or its robots.txt rules, or robots.txt being unreachable
+        (RFC 9309: then nothing may be fetched)."""
+        host = host_key(entry.url)
+        down = self._down.get(host)
+        if down is not None:
+            return f"host_down: {down}"
+        cached = self._policies.get(host)
         if cached is None or cached[1].temporary:
             return "robots: robots.txt unreachable (RFC 9309: complete disallow)"
         return "robots: disallowed by robots.txt"

@@ -10,11 +10,13 @@ Keys: ``q:{host}`` queue (sorted set: score ``-priority``, member ``{class}{seq:
 {payload}``, class ``0`` for retried/reclaimed entries, ``1`` for new ones, so equal scores pop
 retries first, then FIFO by sequence), ``qk:{host}`` (key -> member, for re-prioritizing),
 ``h:{host}`` (host hash: ``delay``, ``base``, ``conc``, ``in_flight``, ``next``, ``backoff_until``,
-``failures``, ``suspects``), ``hosts`` (set of hosts seen), ``ready`` (hosts with work and a free
-slot, scored by the time their next request may start), ``leases`` (lease id -> expiry),
-``lease`` (lease id -> ``host\\nscore\\nowner\\nmember``), ``lid`` and ``seq`` (counters),
-``stats`` (hash of counters; ``queued`` is the number of queued entries), ``sieve:*`` (the
-``crawler.sieve.redis.RedisSieve`` stages and counters).
+``failures``, ``suspects``, ``down``: why it is down, when it is), ``hosts`` (set of hosts seen),
+``ready`` (hosts with work and a free slot, scored by the time their next request may start;
+hosts that are down with queued pages at -inf), ``leases`` (lease id -> expiry),
+``lease`` (lease id -> ``host\\nscore\\nowner\\nnext\\nmember``, ``next`` the host's next
+start before the claim, empty for a refusal's lease: it holds no slot), ``lid`` and ``seq``
+(counters), ``stats`` (hash of counters; ``queued`` is the number of queued entries),
+``sieve:*`` (the ``crawler.sieve.redis.RedisSieve`` stages and counters).
 """
 
 from __future__ import annotations
@@ -38,14 +40,16 @@ local function key_of(member)
     local nl = string.find(member, '\n', 17, true)
     return string.sub(member, 17, nl - 1)
 end
--- file the host in `ready` iff it has work and a free slot, at max(next start, backoff end)
+-- file the host in `ready` iff it has work and a free slot, at max(next start, backoff end);
+-- a host that is down (``down`` set) with work at -inf: its pages are refused at once
 local function refile(host)
     local st = redis.call('HMGET', P .. 'h:' .. host, 'in_flight', 'conc', 'next', 'backoff_until',
-                          'robots')
+                          'robots', 'down')
     local busy, conc = tonumber(st[1] or '0'), tonumber(st[2] or '1')
-    if busy < conc and st[5] ~= 'fetching' and redis.call('ZCARD', P .. 'q:' .. host) > 0 then
-        local at = math.max(tonumber(st[3] or '0'), tonumber(st[4] or '0'))
-        redis.call('ZADD', P .. 'ready', fmt(at), host)
+    if (st[6] or (busy < conc and st[5] ~= 'fetching'))
+            and redis.call('ZCARD', P .. 'q:' .. host) > 0 then
+        local at = st[6] and '-inf' or fmt(math.max(tonumber(st[3] or '0'), tonumber(st[4] or '0')))
+        redis.call('ZADD', P .. 'ready', at, host)
     else
         redis.call('ZREM', P .. 'ready', host)
     end
@@ -59,7 +63,8 @@ local function requeue(host, score, member)
     return m
 end
 -- take a lease: returns host, score, member, the host's next start before the claim (nil when
--- the lease is not current); a ROBOTS lease (class 2) still fetching puts its host back to 'need'
+-- the lease is not current; '' for a refusal's lease, which holds no slot); a ROBOTS lease
+-- (class 2) still fetching puts its host back to 'need'
 local function take_lease(id)
     local data = redis.call('HGET', P .. 'lease', id)
     if not data then return nil end
@@ -71,7 +76,7 @@ local function take_lease(id)
     local d = string.find(data, '\n', c + 1, true)
     local host = string.sub(data, 1, a - 1)
     local hk = P .. 'h:' .. host
-    redis.call('HINCRBY', hk, 'in_flight', -1)
+    if d > c + 1 then redis.call('HINCRBY', hk, 'in_flight', -1) end
     local member = string.sub(data, d + 1)
     if string.sub(member, 1, 1) == '2' and redis.call('HGET', hk, 'robots') == 'fetching' then
         redis.call('HSET', hk, 'robots', 'need')
@@ -85,8 +90,11 @@ end
 # robots.txt ('1'/''): a host whose policy is unknown or expired hands out its ROBOTS entry
 # (member class 2) first, and nothing else until ``set_robots``; turn (seconds, 0: off): taking
 # turns on a host, below. Returns {seconds until a host is ready or '', queued, in flight, then
-# per claim: id, host,
-# score, member, the host's robots.txt version (its ``robots_expires``, '' when not respected)}.
+# per claim: id, host, score, member, the host's robots.txt version (its ``robots_expires``, ''
+# when not respected)}. The queued pages of a host that is down (filed in ``ready`` at -inf, so
+# first) are handed out before anything else, as refusals: leased (so a process that dies
+# before it wrote their results leaves them to the others) but holding no slot and spending no
+# delay, ``down:{reason}`` in place of the version.
 CLAIM: Final = (
     _COMMON
     + r"""
@@ -134,7 +142,8 @@ while claimed < want do
                              'LIMIT', 0, scan)
     if #cands == 0 then break end
     local best, best_score, best_member, robots, removed
-    for i = 1, #cands, 2 do
+    local down = cands[2] == '-inf' and cands[1]
+    for i = 1, down and 0 or #cands, 2 do
         local h = cands[i]
         local mine = false
         if others > 0 then
@@ -158,7 +167,30 @@ while claimed < want do
             best, best_member, best_score = h, top[1], top[2]
         end
     end
-    if robots ~= nil then
+    if down then
+        local q = P .. 'q:' .. down
+        local why = redis.call('HGET', P .. 'h:' .. down, 'down')
+        local items = redis.call('ZRANGE', q, 0, want - claimed - 1, 'WITHSCORES')
+        local expiry = fmt(now + ttl)
+        for j = 1, #items, 2 do
+            redis.call('ZREM', q, items[j])
+            redis.call('HDEL', P .. 'qk:' .. down, key_of(items[j]))
+            local id = redis.call('INCR', P .. 'lid')
+            redis.call('ZADD', P .. 'leases', expiry, id)
+            redis.call('HSET', P .. 'lease', id, down .. '\n' .. items[j + 1] .. '\n' .. owner ..
+                       '\n\n' .. items[j])  -- no next start: no slot held
+            out[#out + 1] = tostring(id)
+            out[#out + 1] = down
+            out[#out + 1] = items[j + 1]
+            out[#out + 1] = items[j]
+            out[#out + 1] = 'down:' .. (why or '')
+        end
+        local n = #items / 2
+        claimed = claimed + n
+        redis.call('HINCRBY', P .. 'stats', 'queued', -n)
+        redis.call('HINCRBY', P .. 'stats', 'refused_robots', n)
+        refile(down)
+    elseif robots ~= nil then
         redis.call('HSET', P .. 'h:' .. robots, 'robots', 'fetching')
         redis.call('HINCRBY', P .. 'stats', 'robots_fetches', 1)
         lease(robots, '0', '2000000000000000robots\n[]')
@@ -180,7 +212,8 @@ if turn > 0 then
     end
 end
 local first = redis.call('ZRANGE', P .. 'ready', 0, 0, 'WITHSCORES')
-local wait = first[2] and fmt(math.max(0, tonumber(first[2]) - now)) or ''
+local wait = first[2] and (first[2] == '-inf' and fmt(0) or
+                           fmt(math.max(0, tonumber(first[2]) - now))) or ''
 if skip_until and claimed == 0 then wait = fmt(math.max(0, skip_until - now)) end
 local head = {wait, redis.call('HGET', P .. 'stats', 'queued') or '0',
               redis.call('ZCARD', P .. 'leases')}
@@ -189,22 +222,27 @@ return head
 """
 )
 
-# ARGV: prefix, now, backoff_base, backoff_max, max_retry_after, suspect streak, then per
-# entry: lease id, retry ('1'; '2': given back unfetched, not counted as a retry; ''), retry
-# tail (key\npayload with retries + 1), blame ('host', 'suspect', 'url', ''), attempt, wait
-# ('' or seconds, Retry-After), jitter.
-# Returns per entry 1, or 0 when its lease is not current (expired and reclaimed, or done).
+# ARGV: prefix, now, backoff_base, backoff_max, max_retry_after, suspect streak,
+# max_host_failures (0: never), the reason a host is down, then per entry: lease id, retry
+# ('1'; '2': given back unfetched, not counted as a retry; ''), retry tail (key\npayload with
+# retries + 1), blame ('host', 'suspect', 'url', ''), attempt, wait ('' or seconds,
+# Retry-After), jitter. The max_host_failures-th HOST failure in a row (the ``failures`` the
+# backoff counts) puts the host down (circuit breaker, ``crawler.hosts``): ``down`` = the
+# reason in its hash, and ``refile`` makes its queued pages (a retry among them) refusals.
+# Returns per entry 1, 2 when it put its host down, or 0 when its lease is not current
+# (expired and reclaimed, or done).
 DONE: Final = (
     _COMMON
     + r"""
 local now = clock()
 local bbase, bmax, maxra = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local streak = tonumber(ARGV[6])
+local streak, maxf = tonumber(ARGV[6]), tonumber(ARGV[7])
 local function finish(at)
     local host, score, member = take_lease(ARGV[at])
     if host == nil then return 0 end
     local hk = P .. 'h:' .. host
     local blame = ARGV[at + 3]
+    local answer = 1
     if string.sub(member, 1, 1) == '2' then  -- a ROBOTS entry: set_robots() applied its answer
         refile(host)
         return 1
@@ -223,6 +261,10 @@ local function finish(at)
         local old = tonumber(redis.call('HGET', hk, 'backoff_until') or '0')
         redis.call('HSET', hk, 'backoff_until', fmt(math.max(old, untl)))
         redis.call('HINCRBY', P .. 'stats', 'backoffs', 1)
+        if maxf > 0 and failures >= maxf and redis.call('HSETNX', hk, 'down', ARGV[8]) == 1 then
+            redis.call('HINCRBY', P .. 'stats', 'hosts_down', 1)
+            answer = 2
+        end
     elseif blame == 'url' then
         redis.call('HSET', hk, 'failures', 0, 'suspects', 0)
     end
@@ -231,10 +273,10 @@ local function finish(at)
         if ARGV[at + 1] == '1' then redis.call('HINCRBY', P .. 'stats', 'retries', 1) end
     end
     refile(host)
-    return 1
+    return answer
 end
 local out = {}
-for at = 7, #ARGV, 7 do out[#out + 1] = finish(at) end
+for at = 9, #ARGV, 7 do out[#out + 1] = finish(at) end
 return out
 """
 )
