@@ -333,9 +333,7 @@ class Crawler:
                         outcome = await self._fetch_robots(entry)
                     elif entry.kind is EntryKind.REFUSED:
                         refused = frontier.refusal(entry)  # "robots: ..." or "host_down: ..."
-                        if refused.startswith("host_down:"):
-                            self.stats.host_down += 1
-                        else:
+                        if refused.startswith("robots:"):  # (host_down: counted by kind)
                             self.stats.robots_refused += 1
                         await self._emit(self._failed(entry, refused))
                     else:

@@ -120,8 +120,6 @@ def summary_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
     if stats.get("unchanged"):
         add("unchanged (304, recrawl)", stats["unchanged"])
     add("URLs not fetched: robots.txt", stats["robots_refused"])  # disallowed or unreachable
-    if stats.get("host_down"):
-        add("URLs not fetched: host down", stats["host_down"])
     add("links out of scope", stats["out_of_scope"])
     for reason, n in stats["scope_refused"].items():
         add(f"  {reason}", n)

@@ -85,7 +85,6 @@ class CrawlStats:
     errors: Counter[str] = field(default_factory=Counter)
     retries: int = 0
     robots_refused: int = 0
-    host_down: int = 0  # URLs not fetched: their host failed max_host_failures times in a row
     robots_fetches: int = 0
     scope_refused: Counter[str] = field(default_factory=Counter)  # links refused, by reason
     over_limit: int = 0
@@ -105,6 +104,12 @@ class CrawlStats:
     def out_of_scope(self) -> int:
         """Links the scope refused, all reasons together."""
         return sum(self.scope_refused.values())
+
+    @property
+    def host_down(self) -> int:
+        """URLs not fetched: their host failed max_host_failures times in a row (their results'
+        error kind is ``host_down``)."""
+        return self.errors["host_down"]
 
     @property
     def harvest_rate(self) -> float | None:
@@ -127,7 +132,7 @@ class CrawlStats:
 
     def restore(self, saved: dict[str, Any]) -> None:
         """Continue counting from a saved `as_dict()` (a resumed crawl)."""
-        for name in ("pages", "bytes", "retries", "robots_refused", "host_down", "robots_fetches",
+        for name in ("pages", "bytes", "retries", "robots_refused", "robots_fetches",
                      "over_limit", "duplicates", "links_seen", "admitted",
                      "dropped_full", "exact_duplicates", "near_duplicates", "scored",
                      "relevant", "unchanged"):  # fmt: skip

@@ -5,34 +5,26 @@ pages are refused at once (as tests/test_host_down.py asks of the in-memory fron
 from __future__ import annotations
 
 import asyncio
+import io
 import random
-import socket
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import IO, Any, cast
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
 
 from crawler.cluster import format_status, read_status
-from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.entries import Entry, EntryKind, Outcome
 from crawler.errors import ConnectError, ProtocolError
 from crawler.frontier.redis import RedisFrontier
-from crawler.sieve.redis import RedisSieve
 from tests.redis_server import RedisServer
+from tests.test_frontier_redis import PREFIX, Clock
+from tests.test_frontier_redis import frontier as redis_frontier
+from tests.test_host_down import down_site, pages
 
-PREFIX = "crawl:down:"
 Respond = Callable[[Entry], tuple[Outcome, bool]]
 Log = list[tuple[float, int, Entry]]  # (claimed at, by which process, the entry)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture(scope="module")
@@ -56,16 +48,9 @@ async def clients(server: RedisServer) -> AsyncIterator[list[Redis]]:
 
 
 async def frontier(client: Redis, clock: Clock, max_host_failures: int, **kw: Any) -> RedisFrontier:
-    sieve = RedisSieve(client, PREFIX, capacity=10_000, error_rate=1e-3)
-    f = RedisFrontier(client, PREFIX, sieve, clock=clock, backoff_base=1.0, backoff_max=300.0,
-                      max_host_failures=max_host_failures, rng=random.Random(3),
-                      **kw)  # fmt: skip
-    await f.open()
-    return f
-
-
-def pages(host: str, n: int) -> list[Entry]:
-    return [Entry(url=f"http://{host}/{i}", key=f"http://{host}/{i}") for i in range(n)]
+    return await redis_frontier(client, clock, backoff_base=1.0, backoff_max=300.0,
+                                max_host_failures=max_host_failures, rng=random.Random(3),
+                                **kw)  # fmt: skip
 
 
 def down_then(entry: Entry) -> tuple[Outcome, bool]:
@@ -281,24 +266,8 @@ async def test_refusals_given_back_unfetched_are_refused_again(
 async def test_a_shared_crawl_records_every_url_of_a_host_that_is_down(
     server: RedisServer, clients: list[Redis]
 ) -> None:
-    with socket.socket() as sock:  # a port nobody listens on: every connection is refused
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    config = (
-        Config()
-        .override(
-            "politeness",
-            delay=0.0,
-            backoff_base=0.01,
-            backoff_max=0.05,
-            respect_robots=False,
-            max_host_failures=3,
-        )
-        .override("fetch", resolve={"down.test": "127.0.0.1"})
-        .override("security", allow_networks=["127.0.0.0/8"])
-        .override("cluster", redis=server.url, crawl_id="down")
-    )
-    seeds = [f"http://down.test:{port}/{i}" for i in range(30)]
+    config, seeds = down_site(30)
+    config = config.override("cluster", redis=server.url, crawl_id="down")
     one, two = Crawler(config), Crawler(config)
 
     async def run(crawler: Crawler) -> list[Any]:
@@ -315,14 +284,6 @@ async def test_a_shared_crawl_records_every_url_of_a_host_that_is_down(
     assert sum(s["robots_refused"] for s in stats) == 0
     status = await read_status(server.url, "down")  # crawl --status
     assert status["finished"] and status["hosts_down"] == 1
-    lines: list[str] = []
-    format_status(status, cast(IO[str], Lines(lines)))
-    assert "hosts 1 (1 down)" in "".join(lines)
-
-
-class Lines:
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-
-    def write(self, text: str) -> None:
-        self.lines.append(text)
+    out = io.StringIO()
+    format_status(status, out)
+    assert "hosts 1 (1 down)" in out.getvalue()

@@ -4,9 +4,12 @@ put down, and its other pages are refused at once instead of being tried for hou
 from __future__ import annotations
 
 import random
+import socket
 
 import pytest
 
+from crawler.config import Config
+from crawler.engine import Crawler
 from crawler.entries import Entry, EntryKind, Outcome
 from crawler.errors import ConnectError, ProtocolError
 from crawler.frontier import Frontier
@@ -98,13 +101,10 @@ def test_a_negative_count_is_refused() -> None:
         frontier(-1)
 
 
-async def test_a_crawl_records_every_url_of_a_host_that_is_down() -> None:
-    import socket
-
-    from crawler.config import Config
-    from crawler.engine import Crawler
-
-    with socket.socket() as sock:  # a port nobody listens on: every connection is refused
+def down_site(n: int) -> tuple[Config, list[str]]:
+    """A config giving up a host after 3 failures in a row, and `n` seeds on down.test, which
+    resolves to a loopback port nobody listens on (every connection is refused)."""
+    with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     config = (
@@ -120,7 +120,11 @@ async def test_a_crawl_records_every_url_of_a_host_that_is_down() -> None:
         .override("fetch", resolve={"down.test": "127.0.0.1"})
         .override("security", allow_networks=["127.0.0.0/8"])
     )
-    seeds = [f"http://down.test:{port}/{i}" for i in range(30)]
+    return config, [f"http://down.test:{port}/{i}" for i in range(n)]
+
+
+async def test_a_crawl_records_every_url_of_a_host_that_is_down() -> None:
+    config, seeds = down_site(30)
     async with Crawler(config) as crawler:
         results = [r async for r in crawler.crawl(seeds)]
     assert sorted(r.url for r in results) == sorted(seeds)  # nothing lost

@@ -229,7 +229,8 @@ class _Stack:
         elif name == b"li":
             self._close(name, LIST_SCOPE)
         elif name in HEADINGS:
-            self._pop_to(max(self._find(h, SCOPE) for h in HEADINGS))
+            if (i := max(self._find(h, SCOPE) for h in HEADINGS)) >= 0:
+                self.pop_to(i)
         elif name in SCOPED_END:
             self._close(name, SCOPE)
         elif name == b"form":  # only the form leaves the stack
@@ -275,10 +276,6 @@ class _Stack:
                 return
             if names[i] in SPECIAL and names[i] not in (b"address", b"div", b"p"):
                 return
-
-    def _pop_to(self, i: int) -> None:
-        if i >= 0:
-            self.pop_to(i)
 
     def pop_to(self, i: int) -> None:
         """Close the element at `i` and every one opened after it."""
