@@ -50,6 +50,13 @@ class Handout:
             f"waiters={len(self._waiters)} closed={self._closed}>"
         )
 
+    def __len__(self) -> int:
+        return self._queued
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
     async def get(self) -> Entry | None:
         """The next entry whose host may be fetched now, waiting as long as needed. None once the
         crawl is finished (nothing queued, nothing in flight) or the frontier is closed."""

@@ -1,4 +1,4 @@
-"""The in-memory frontier: per-host priority queues, a schedule of hosts, waiting getters.
+"""The in-memory frontier: per-host priority queues, and which entry is handed out next.
 
 It keeps the rules of :class:`crawler.frontier.base.FrontierBackend`. Each host
 (``host_key``) has a :class:`crawler.frontier.queues.HostQueue` (best priority first, FIFO on
@@ -238,13 +238,6 @@ class Frontier(Handout):
         for host in list(self._hosts.values()):
             for head, context, priority in host.queue:
                 yield Packer.unpack(head, context, host.prefix, EntryKind.PAGE, priority)
-
-    def __len__(self) -> int:
-        return self._queued
-
-    @property
-    def in_flight(self) -> int:
-        return self._in_flight
 
     @property
     def stats(self) -> FrontierStats:
