@@ -19,8 +19,8 @@
         ├── DecodingError      "decoding"     the Content-Encoding could not be decoded
         └── BlockedAddress     "blocked"      the address is refused by the SSRF guard
 
-Foreign exceptions (aiohttp, OSError, asyncio) are translated into these in `crawler.fetcher` only.
-A result's `error` field is `f"{exc.kind}: {exc}"`.
+Foreign exceptions (aiohttp, OSError, asyncio) are translated into these in `crawler.translate`
+only. A result's `error` field is `f"{exc.kind}: {exc}"`.
 
 Every failure is classified here, in one place (the README has the table): its :class:`Blame`
 (does it back off the host, or only mark the URL?) and whether the URL is retried. A timeout

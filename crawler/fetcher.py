@@ -1,9 +1,9 @@
-"""HTTP fetching: one aiohttp session, capped streaming bodies, and one place for foreign errors.
+"""HTTP fetching: one aiohttp session, capped streaming bodies, a floor on the transfer rate.
 
 Redirects are not followed here: a 3xx comes back as a `Response` with its `location`, and the
 engine sends the target through canonicalization, scope and the Sieve like any other link.
 Every aiohttp, asyncio and OS error is translated into a `crawler.errors.FetchError` subclass by
-`translate_error()`; nothing else in the crawler catches aiohttp's exceptions.
+`crawler.translate.translate_error()`; nothing else in the crawler catches aiohttp's exceptions.
 
 A transfer slower than ``min_rate`` bytes/s over ``min_rate_window`` seconds is cut
 (`crawler.fetchwatch`, like curl's ``--speed-limit``/``--speed-time``): the response headers must
@@ -12,7 +12,8 @@ floor, both on the event loop's clock, checked every ``min(1 s, window / 4)`` (`
 peer's address is taken when the request is sent, while the connection is surely open (a
 ``Connection: close`` response may be gone by the time its headers are parsed).
 
-With an `AddressGuard` (the SSRF guard, `crawler.guard`) the resolver is wrapped in a
+The resolver is `crawler.resolver.OverrideResolver` (the ``[fetch] resolve`` overrides) unless
+one is given. With an `AddressGuard` (the SSRF guard, `crawler.guard`) the resolver is wrapped in a
 `GuardedResolver`, so aiohttp only ever connects to addresses the guard allows, and IP-literal URLs
 (which aiohttp never resolves) are checked before connecting; both raise `BlockedAddress`.
 
@@ -24,39 +25,26 @@ for NO_PROXY hosts). `Response.request_headers` never holds a secret header's va
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
-import os
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 
 import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.abc import AbstractResolver
 from yarl import URL
 
 from crawler.bodies import Decoder, read_capped
-from crawler.errors import (
-    BlockedAddress,
-    BodyTooLarge,
-    ConnectError,
-    ConnectionReset,
-    DecodingError,
-    DNSError,
-    FetchError,
-    FetchTimeout,
-    ProtocolError,
-    TooSlow,
-    Truncated,
-)
+from crawler.errors import BodyTooLarge, TooSlow
 from crawler.fetchwatch import CURRENT, Pacer, WatchedRequest
 from crawler.guard import AddressGuard, GuardedResolver, parse_address
 from crawler.headers import content_coding, header_text
+from crawler.resolver import OverrideResolver
 from crawler.steering import HostRules, redact, uses_proxy
+from crawler.translate import translate_error
 
-__all__ = ["Fetcher", "OverrideResolver", "Response", "translate_error"]
+__all__ = ["Fetcher", "Response"]
 
 log = logging.getLogger(__name__)
 
@@ -101,110 +89,6 @@ class Response:
         if 300 <= self.status < 400:
             return self.header("Location")
         return None
-
-
-class OverrideResolver(AbstractResolver):
-    """Like curl's ``--resolve``: names in `overrides` resolve to the given address.
-
-    Every other name goes to aiohttp's default resolver. Used to crawl several virtual hosts on
-    loopback without touching /etc/hosts.
-    """
-
-    __slots__ = ("_fallback", "_overrides")
-
-    def __init__(self, overrides: Mapping[str, str]) -> None:
-        self._overrides = {k.lower().rstrip("."): v for k, v in overrides.items()}
-        self._fallback: AbstractResolver | None = None
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        address = self._overrides.get(host.lower().rstrip("."))
-        if address is None:
-            if self._fallback is None:
-                self._fallback = aiohttp.ThreadedResolver()
-            return await self._fallback.resolve(host, port, family)
-        addr_family = socket.AF_INET6 if ":" in address else socket.AF_INET
-        return [
-            {
-                "hostname": host,
-                "host": address,
-                "port": port,
-                "family": addr_family,
-                "proto": 0,
-                "flags": socket.AI_NUMERICHOST,
-            }
-        ]
-
-    async def close(self) -> None:
-        if self._fallback is not None:
-            await self._fallback.close()
-
-    def __repr__(self) -> str:
-        return f"<OverrideResolver {self._overrides!r}>"
-
-
-def _blocked_cause(exc: BaseException) -> BlockedAddress | None:
-    """A BlockedAddress that `exc` was raised from, however deep (aiohttp may wrap it)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, BlockedAddress):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
-
-
-_RESET_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED})
-
-
-def translate_error(exc: BaseException, *, waiting: bool = True) -> FetchError:
-    """Map a foreign exception raised while fetching to the crawler's own FetchError.
-
-    `waiting`: raised before the response headers were complete (else while reading the body).
-    """
-    if isinstance(exc, FetchError):
-        return exc
-    blocked = _blocked_cause(exc)
-    if blocked is not None:
-        return blocked
-    if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        return DNSError(f"cannot resolve {exc.host}")
-    if isinstance(exc, aiohttp.ClientSSLError):
-        return ConnectError(f"TLS: {exc}")
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        # "Connection refused" (the errno's own words), not asyncio's "Connect call failed"
-        why = os.strerror(exc.errno) if exc.errno else exc.strerror or str(exc)
-        return ConnectError(f"cannot connect to {exc.host}:{exc.port}: {why}")
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return ConnectError(f"connect timed out: {exc}")
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
-        cls = ConnectionReset if waiting else Truncated
-        return cls("server disconnected")
-    if isinstance(exc, asyncio.TimeoutError | aiohttp.ServerTimeoutError):
-        what = "waiting for the response headers" if waiting else "reading the body"
-        return FetchTimeout(f"{exc or 'timed out'} ({what})", waiting=waiting)
-    if isinstance(exc, aiohttp.ClientPayloadError):
-        text = str(exc)
-        # first: a chunked body cut short says "not completed: <TransferEncodingError ...>"
-        if "not completed" in text:
-            return Truncated(text)
-        if "encoding" in text.lower() or "decompress" in text.lower():
-            return DecodingError(text)
-        return ProtocolError(text)
-    if isinstance(exc, aiohttp.ClientResponseError):
-        return ProtocolError(exc.message or str(exc))
-    if isinstance(exc, aiohttp.InvalidURL):
-        return ProtocolError(f"invalid URL {exc}")
-    if isinstance(exc, aiohttp.ClientOSError | OSError):
-        text = str(exc) or type(exc).__name__
-        if isinstance(exc, ConnectionResetError) or exc.errno in _RESET_ERRNOS:
-            return ConnectionReset(text) if waiting else Truncated(text)
-        return ConnectError(text)
-    if isinstance(exc, aiohttp.ClientError | ValueError | UnicodeError):
-        return ProtocolError(f"{type(exc).__name__}: {exc}")
-    raise exc
 
 
 class Fetcher:

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 from urllib.parse import urljoin
 
-from crawler.markup import TITLE_MAX_CHARS, Markup, is_html, parse_markup
+from crawler.markup import TITLE_MAX_CHARS, Markup, parse_markup
 from crawler.scoring import PageText
+from crawler.sniff import is_html
 from crawler.urls import document_base
 from crawler.urlsyntax import STRIP, legacy_query
 

@@ -8,9 +8,9 @@ not a crawlable http(s) URL, and never raise on any input string.
 
 `UrlNormalizer.resolve(href, base)` is the engine's hot path: both results from one parse, behind
 a bounded memo keyed by the part of the base the href depends on (so navigation links repeated on
-every page of a site hit), with per-base and per-authority caches underneath. Hosts are mapped by
-idna (UTS #46) and encoded by yarl (IDNA, IPv6 compression); IPv4 hosts are read as browsers read
-them (WHATWG); everything else is done here with precompiled regexes.
+every page of a site hit), with a per-base cache underneath. The fetch form is read in parts by
+the base class, `crawler.urlparts.UrlParser` (resolution, normalization, a per-authority cache;
+hosts in `crawler.urlhost`); the dedup key (parameters stripped, the query sorted) is made here.
 """
 
 from __future__ import annotations
@@ -18,27 +18,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from typing import Final
-from urllib.parse import unquote
 
-from idna import uts46_remap
-from yarl import URL
-
+from crawler.urlparts import CACHE_LIMIT, Base, UrlParser
 from crawler.urlsyntax import (
-    ASCII_HOST_OK,
     DEFAULT_PORTS,
-    PATH_FIX,
-    PATH_OK,
-    QUERY_FIX,
-    QUERY_OK,
     SPLIT,
     STRIP,
     TAB_NL,
     compile_patterns,
     cut_fragment,
-    ends_in_number,
-    fix_pct,
     pair_key,
-    parse_ipv4,
     remove_dot_segments,
 )
 
@@ -52,33 +41,15 @@ DEFAULT_SESSION_PARAMS: Final[tuple[str, ...]] = (
 )  # fmt: skip
 DEFAULT_TRACKING_PARAMS: Final[tuple[str, ...]] = ("utm_*", "gclid", "fbclid", "msclkid")
 
-_INVALID: Final = ("", "")  # memo/cache value standing for "None": never a real result
-_CACHE_LIMIT: Final = 4096
+_INVALID: Final = ("", "")  # memo value standing for "None": never a real result
 # Hrefs and bases longer than this bypass the memo and the caches, so that what they hold stays
 # bounded (about memo_size x 1.5 KiB) whatever a hostile page links to. Real links are shorter.
 _MEMO_MAX_LENGTH: Final = 512
 
 _Result = tuple[str, str]  # (fetch URL, dedup key)
-_Parts = tuple[str, str, str, str, str | None]  # scheme, netloc, key netloc, path, query
 
 
-class _Base:
-    """A parsed, normalized base URL and the memo contexts derived from it."""
-
-    __slots__ = ("dir", "file", "full", "key_netloc", "netloc", "origin", "path", "query", "scheme")
-
-    def __init__(self, parts: _Parts) -> None:
-        self.scheme, self.netloc, self.key_netloc, self.path, self.query = parts
-        self.origin = f"{self.scheme}://{self.netloc}"
-        self.dir = self.origin + self.path[: self.path.rfind("/") + 1]
-        self.file = self.origin + self.path
-        self.full = self.file if self.query is None else f"{self.file}?{self.query}"
-
-    def __repr__(self) -> str:
-        return f"_Base({self.full!r})"
-
-
-class UrlNormalizer:
+class UrlNormalizer(UrlParser):
     """Resolves and canonicalizes links; the knobs and a bounded memo live here.
 
     `session_params` and `tracking_params` are case-insensitive query keys (and, for session
@@ -89,9 +60,9 @@ class UrlNormalizer:
     """
 
     __slots__ = (
-        "_auth_cache", "_base_cache", "_half", "_hits", "_hot", "_last_base", "_last_base_str",
+        "_base_cache", "_half", "_hits", "_hot", "_last_base", "_last_base_str",
         "_max_length", "_memo_size", "_misses", "_old", "_path_param_sub", "_query_drop",
-        "_query_drop_search", "_sort_query", "_strip_www",
+        "_query_drop_search", "_sort_query",
     )  # fmt: skip
 
     def __init__(
@@ -110,8 +81,8 @@ class UrlNormalizer:
             raise ValueError(f"max_length must be None or an int >= 1, got {max_length!r}")
         session = compile_patterns(session_params, "session_params")
         dropped = session + compile_patterns(tracking_params, "tracking_params")
+        super().__init__(strip_www=strip_www)
         self._sort_query = sort_query
-        self._strip_www = strip_www
         self._memo_size = memo_size
         self._max_length = max_length
         self._query_drop = None
@@ -129,10 +100,9 @@ class UrlNormalizer:
         self._old: dict[tuple[str | None, str], _Result] = {}
         self._hits = 0
         self._misses = 0
-        self._auth_cache: dict[tuple[str, str], tuple[str, str]] = {}
-        self._base_cache: dict[str, _Base | None] = {}
+        self._base_cache: dict[str, Base | None] = {}
         self._last_base_str: str | None = None
-        self._last_base: _Base | None = None
+        self._last_base: Base | None = None
 
     def __repr__(self) -> str:
         return (
@@ -190,7 +160,7 @@ class UrlNormalizer:
 
     def _resolver(
         self, base: str | None
-    ) -> tuple[Callable[[str, _Base | None], _Result | None], _Base | None]:
+    ) -> tuple[Callable[[str, Base | None], _Result | None], Base | None]:
         """(the function resolving an href against `base`, the parsed base): the memo, or the
         bare computation when the memo is off or the base too long to be a memo context."""
         if base is not None and len(base) > _MEMO_MAX_LENGTH:
@@ -198,7 +168,7 @@ class UrlNormalizer:
         b = None if base is None else self._base(base)
         return (self._memoized if self._memo_size else self._compute), b
 
-    def _memoized(self, href: str, b: _Base | None) -> _Result | None:
+    def _memoized(self, href: str, b: Base | None) -> _Result | None:
         """The memo in front of `_compute`. Memo keys stop after the first "#" (`cut_fragment`);
         the context is the smallest part of the base the result can depend on (so navigation
         links repeated on every page of a site hit)."""
@@ -238,7 +208,7 @@ class UrlNormalizer:
             self._hits += 1
         return None if result is _INVALID else result
 
-    def _base(self, base: str) -> _Base | None:
+    def _base(self, base: str) -> Base | None:
         """The parsed form of `base`, from the last-base slot or the base cache."""
         if base is self._last_base_str or base == self._last_base_str:
             return self._last_base
@@ -246,19 +216,19 @@ class UrlNormalizer:
             b = self._base_cache[base]
         else:
             b = self._parse_base(base)
-            if len(self._base_cache) >= _CACHE_LIMIT:
+            if len(self._base_cache) >= CACHE_LIMIT:
                 self._base_cache.clear()
             self._base_cache[base] = b
         self._last_base_str, self._last_base = base, b
         return b
 
-    def _parse_base(self, base: str) -> _Base | None:
+    def _parse_base(self, base: str) -> Base | None:
         parts = self._parts(base, None)
-        return None if parts is None else _Base(parts)
+        return None if parts is None else Base(parts)
 
     # -- the computation ----------------------------------------------------------------------
 
-    def _compute(self, href: str, base: _Base | None) -> _Result | None:
+    def _compute(self, href: str, base: Base | None) -> _Result | None:
         parts = self._parts(href, base)
         if parts is None:
             return None
@@ -286,130 +256,6 @@ class UrlNormalizer:
         if key == fetch:  # the usual case: share one string (a queued URL holds both)
             key = fetch
         return fetch, key
-
-    def _parts(self, href: str, base: _Base | None) -> _Parts | None:
-        """Resolve and normalize `href` into (scheme, netloc, key netloc, path, query)."""
-        href = href.strip(STRIP)
-        if "\t" in href or "\n" in href or "\r" in href:
-            href = href.translate(TAB_NL)
-        if "\\" in href:  # browsers read "\" as "/" before the query in http(s) URLs
-            end = len(href)
-            for sep in "?#":
-                pos = href.find(sep)
-                if 0 <= pos < end:
-                    end = pos
-            href = href[:end].replace("\\", "/") + href[end:]
-        m = SPLIT(href)
-        if m is None:  # pragma: no cover - every group is optional, so this always matches
-            return None
-        scheme, auth, path, query = m.group(1, 2, 3, 4)
-        if scheme is not None:
-            scheme = scheme.lower()
-            if scheme not in DEFAULT_PORTS:
-                return None
-            if auth is None:
-                if base is not None and base.scheme == scheme:
-                    scheme = None  # "http:g": relative when the base has the same scheme
-                else:  # "https:g" on an http page: browsers read "https://g"
-                    auth = ""
-                    path = "/" + path
-        if auth == "" and path[:1] == "/":  # "///g": browsers skip any number of slashes
-            auth, slash, path = path.lstrip("/").partition("/")
-            path = slash + path
-        if query is not None and not QUERY_OK(query):
-            query = QUERY_FIX(fix_pct, query)
-        if path and not PATH_OK(path):
-            path = PATH_FIX(fix_pct, path)
-        if auth is not None:
-            if scheme is None:
-                if base is None:
-                    return None
-                scheme = base.scheme
-            netlocs = self._netloc(scheme, auth)
-            if netlocs is None:
-                return None
-            netloc, key_netloc = netlocs
-            if not path:
-                path = "/"
-        elif base is None:
-            return None
-        else:
-            scheme, netloc, key_netloc = base.scheme, base.netloc, base.key_netloc
-            if not path:
-                path = base.path
-                if query is None:
-                    query = base.query
-                return scheme, netloc, key_netloc, path, query
-            if path[0] != "/":
-                path = base.path[: base.path.rfind("/") + 1] + path
-        if "/." in path:
-            path = remove_dot_segments(path)
-        return scheme, netloc, key_netloc, path, query
-
-    def _netloc(self, scheme: str, auth: str) -> tuple[str, str] | None:
-        cache_key = (scheme, auth)
-        netlocs = self._auth_cache.get(cache_key)
-        if netlocs is None:
-            netlocs = self._make_netloc(scheme, auth) or _INVALID
-            if len(self._auth_cache) >= _CACHE_LIMIT:
-                self._auth_cache.clear()
-            self._auth_cache[cache_key] = netlocs
-        return None if netlocs is _INVALID else netlocs
-
-    def _make_netloc(self, scheme: str, auth: str) -> tuple[str, str] | None:
-        """(netloc, key netloc) for an authority: userinfo dropped, host encoded, port checked."""
-        hostport = auth.rpartition("@")[2]
-        if hostport.startswith("["):
-            host, bracket, rest = hostport[1:].partition("]")
-            if not bracket or (rest and rest[0] != ":") or not host or "%" in host:
-                return None
-            port = rest[1:]
-            ipv6 = True
-        else:
-            host, _, port = hostport.partition(":")
-            if "%" in host:
-                host = unquote(host)
-                if "%" in host:
-                    return None
-            ipv6 = False
-        if not host:
-            return None
-        if not ipv6 and host.isascii() and not host[-1].isdigit() and ASCII_HOST_OK(host):
-            encoded: str | None = host.lower()  # plain reg-name: what yarl would do, faster
-        else:  # IDNA (UTS #46), IP addresses and validation are yarl's
-            try:
-                if not host.isascii():  # map first as browsers do (soft hyphens vanish...)
-                    host = uts46_remap(host, std3_rules=False, transitional=False)
-                encoded = URL.build(scheme=scheme, host=host).raw_host
-            except (ValueError, UnicodeError):
-                return None
-        if not encoded or ipv6 != (":" in encoded):
-            return None
-        if ipv6:
-            encoded = f"[{encoded}]"
-        else:
-            encoded = encoded.rstrip(".")
-            if not encoded:
-                return None
-            if (encoded[-1].isdigit() or "0x" in encoded) and ends_in_number(encoded):
-                # "127.1", "0x7f.1", "2130706433": an IPv4 address as browsers read it
-                encoded = parse_ipv4(encoded)
-                if encoded is None:
-                    return None
-        if port:
-            port = port.lstrip("0") or "0"
-            if (
-                not (port.isascii() and port.isdigit())
-                or len(port) > 5
-                or not 0 < int(port) < 65536
-            ):
-                return None
-            if port != DEFAULT_PORTS[scheme]:
-                encoded = f"{encoded}:{port}"
-        key_netloc = encoded
-        if self._strip_www and encoded.startswith("www.") and "." in encoded[4:]:
-            key_netloc = encoded[4:]
-        return encoded, key_netloc
 
 
 _DEFAULT = UrlNormalizer()

@@ -24,7 +24,9 @@ from crawler.errors import (
     TooSlow,
     Truncated,
 )
-from crawler.fetcher import Fetcher, OverrideResolver, translate_error
+from crawler.fetcher import Fetcher
+from crawler.resolver import OverrideResolver
+from crawler.translate import translate_error
 from tests.conftest import serve
 
 UA = "test-crawler/1.0"

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from crawler import markup
+from crawler import anchors
+from crawler.anchors import ANCHOR_MAX_CHARS, CONTEXT_CLIMB, CONTEXT_MAX_CHARS
 from crawler.links import extract
-from crawler.markup import (
-    ANCHOR_MAX_CHARS,
-    BODY_MAX_CHARS,
-    CONTEXT_CLIMB,
-    CONTEXT_MAX_CHARS,
-    parse_markup,
-)
+from crawler.markup import BODY_MAX_CHARS, parse_markup
 from crawler.parsing import THREAD_PARSE_BYTES, Parser
 from crawler.urlsyntax import cut_fragment
 
@@ -147,6 +142,6 @@ def test_contexts_are_bounded_on_pages_built_against_them(
     doc = parse_markup(body.encode(), "http://t/", "text/html", anchors=True)
     assert doc.anchors["/deep"] == ("deep", "", "")  # no block within CONTEXT_CLIMB ancestors
     assert doc.anchors["/2"][2] == "two 2"
-    monkeypatch.setattr(markup, "CONTEXT_BUDGET_CHARS", 5)  # "one 1": the first block only
+    monkeypatch.setattr(anchors, "CONTEXT_BUDGET_CHARS", 5)  # "one 1": the first block only
     doc = parse_markup(body.encode(), "http://t/", "text/html", anchors=True)
     assert (doc.anchors["/1"][2], doc.anchors["/2"][2]) == ("one 1", "")

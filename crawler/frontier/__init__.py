@@ -3,6 +3,9 @@
 - :mod:`crawler.frontier.base`: the contract every frontier keeps (``FrontierBackend``, its rules
   in the module docstring) and ``FrontierStats``;
 - :mod:`crawler.frontier.memory`: the in-memory ``Frontier``;
+- :mod:`crawler.frontier.handout`: its base, handing entries out (``get()``, waiting getters, the
+  timer);
+- :mod:`crawler.frontier.refusals`: which queued pages a host's state refuses, and why;
 - :mod:`crawler.frontier.queues`: one host's queue (priority order, first in first out on ties);
 - :mod:`crawler.frontier.schedule`: which host goes next (ready time, then best priority).
 

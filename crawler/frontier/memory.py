@@ -1,4 +1,4 @@
-"""The in-memory frontier: per-host priority queues, a schedule of hosts, waiting getters.
+"""The in-memory frontier: per-host priority queues, and which entry is handed out next.
 
 It keeps the rules of :class:`crawler.frontier.base.FrontierBackend`. Each host
 (``host_key``) has a :class:`crawler.frontier.queues.HostQueue` (best priority first, FIFO on
@@ -9,12 +9,10 @@ saturated ones, or held until their robots.txt is known, are filed again by ``do
 ``host_rule`` overrides) are :class:`crawler.hosts.Politeness`, applied to
 :class:`crawler.hosts.Host` states.
 
-Waiting: idle ``get()`` calls park a future in a FIFO of waiters. Whenever something may have become
-ready (``put``, ``done``, ``set_robots``, the timer) the frontier hands ready entries straight to
-waiting futures, and arms ONE timer (``loop.call_later``) for the schedule's next ready time: no
-polling. Memory: a queued entry is a compact record (:class:`crawler.entries.Packer`), rebuilt
-equal (priority included) by ``get()`` and ``pending()``. Time: the clock defaults to the running
-loop's ``time()``; tests and benchmarks use :class:`crawler.simtime.SimulatedLoop`.
+Handing out (``get()``, the waiting getters and the timer) is the base class,
+:class:`crawler.frontier.handout.Handout`; this class decides which entry goes next (``_poll``).
+Memory: a queued entry is a compact record (:class:`crawler.entries.Packer`), rebuilt equal
+(priority included) by ``get()`` and ``pending()``.
 
 Re-prioritizing (rule 10): once the crawl is *scored* (the first entry with a priority other
 than 0, or the first ``queued_priority()``/``reprioritize()`` call) every host queue is tracked
@@ -27,20 +25,17 @@ A crawl without scoring never tracks anything and pays nothing for it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import suppress
 from dataclasses import replace
-from typing import Final
 
 from crawler.entries import Entry, EntryKind, Outcome, Packer
 from crawler.frontier.base import FrontierStats
-from crawler.frontier.queues import HostQueue
-from crawler.frontier.schedule import Schedule
+from crawler.frontier.handout import Handout
+from crawler.frontier.queues import HostQueue, marks
+from crawler.frontier.refusals import UNREACHABLE, refusal, sweep
 from crawler.hosts import Host, HostRule, Politeness, host_key, robots_url
 from crawler.robots import RobotsPolicy
 
@@ -48,17 +43,14 @@ __all__ = ["Frontier"]
 
 logger = logging.getLogger(__name__)
 
-_UNREACHABLE: Final = RobotsPolicy(status=None, temporary=True, reason="its fetch did not finish")
 
-
-class Frontier:
+class Frontier(Handout):
     """Per-host politeness frontier. See the module docstring for the rules."""
 
-    __slots__ = ("_clock", "_closed", "_dropped", "_flying", "_handed_out", "_holding",
-                 "_host_rule", "_hosts", "_in_flight", "_loop", "_max_queued",
-                 "_max_queued_per_host", "_packer", "_queued", "_raised", "_refusals", "_refused",
-                 "_respect_robots", "_retries", "_robots_fetches", "_rules", "_schedule",
-                 "_timer", "_timer_at", "_waiters")  # fmt: skip
+    __slots__ = ("_dropped", "_flying", "_handed_out", "_holding", "_host_rule", "_hosts",
+                 "_max_queued", "_max_queued_per_host", "_packer", "_raised", "_refusals",
+                 "_refused", "_respect_robots", "_retries", "_robots_fetches",
+                 "_rules")  # fmt: skip
 
     def __init__(
         self,
@@ -92,20 +84,12 @@ class Frontier:
                 raise ValueError(f"{name} must be >= 1, got {count!r}")
         self._max_queued = max_queued
         self._max_queued_per_host = max_queued_per_host
+        super().__init__(clock)
         self._respect_robots = respect_robots
-        self._clock = clock
         self._host_rule = host_rule
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._hosts: dict[str, Host] = {}
-        self._schedule = Schedule()
         self._flying: dict[int, tuple[Entry, Host]] = {}
         self._refusals: deque[Entry] = deque()  # queued pages robots.txt disallows
-        self._waiters: deque[asyncio.Future[Entry | None]] = deque()
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at = float("inf")
-        self._queued = 0
-        self._in_flight = 0
-        self._closed = False
         self._dropped = [0, 0, 0]  # full, host full, closed
         self._refused = self._retries = self._raised = 0
         self._holding = False  # put_many() is queueing a batch: hand nothing out meanwhile
@@ -175,7 +159,7 @@ class Frontier:
             return None
         if not self._schedule.scored:
             self._score()
-        return host.queue.priority(_marks(host.prefix, key))
+        return host.queue.priority(marks(host.prefix, key))
 
     def reprioritize(self, url: str, key: str, priority: float, *, lower: bool = False) -> bool:
         """Raise the priority of the queued entry whose key is ``key`` to ``priority`` (with
@@ -188,42 +172,15 @@ class Frontier:
             return False
         if not self._schedule.scored:
             self._score()
-        marks = _marks(host.prefix, key)
-        was = host.queue.priority(marks) if lower else None
-        if not host.queue.raise_(marks, priority, lower=lower):
+        found = marks(host.prefix, key)
+        was = host.queue.priority(found) if lower else None
+        if not host.queue.raise_(found, priority, lower=lower):
             return False
         if was is None or priority > was:
             self._raised += 1
         if host.in_heap and priority > host.filed_best:  # a better URL for a ready host
             self._schedule.raised(host, priority)
         return True
-
-    async def get(self) -> Entry | None:
-        """The next entry whose host may be fetched now, waiting as long as needed. None once the
-        crawl is finished (nothing queued, nothing in flight) or the frontier is closed."""
-        if self._loop is None:
-            self._loop = asyncio.get_running_loop()
-            if self._clock is None:
-                self._clock = self._loop.time
-        if self._closed:
-            return None
-        if not self._waiters:
-            entry = self._poll(self._now())
-            if entry is not None:
-                return entry
-            if self._queued == 0 and self._in_flight == 0:
-                return None
-        future: asyncio.Future[Entry | None] = self._loop.create_future()
-        self._waiters.append(future)
-        self._dispatch()
-        try:
-            return await future
-        except asyncio.CancelledError:
-            with suppress(ValueError):
-                self._waiters.remove(future)
-            if future.done() and not future.cancelled() and (lost := future.result()) is not None:
-                self._unget(lost)
-            raise
 
     def done(self, entry: Entry, outcome: Outcome | None = None, *, retry: bool = False) -> None:
         """Release the slot of an entry handed out by ``get()``; exactly once per PAGE/ROBOTS
@@ -240,12 +197,12 @@ class Frontier:
         self._in_flight -= 1
         if entry.kind is EntryKind.ROBOTS:
             if host.robots_fetching:  # the engine never called set_robots(): unreachable
-                self._set_policy(host, _UNREACHABLE)
+                self._set_policy(host, UNREACHABLE)
         else:
             if outcome is not None and self._rules.response(host, outcome, self._now()):
                 logger.warning("%s is down (%s); refusing its %d queued pages", host.key,
                                host.down, host.queue.size)  # fmt: skip
-                self._sweep(host)
+                sweep(host, self._refusals)
             if retry:
                 entry = replace(entry, retries=entry.retries + 1)
                 if host.down is None:
@@ -272,22 +229,7 @@ class Frontier:
         """Why a REFUSED entry was refused, as a result's error (`kind: message`): its host is
         down (``max_host_failures``), or its robots.txt rules, or robots.txt being unreachable
         (RFC 9309: then nothing may be fetched)."""
-        host = self._hosts.get(host_key(entry.url))
-        if host is not None and host.down is not None:
-            return f"host_down: {host.down}"
-        policy = host.policy if host is not None else None
-        if policy is None or policy.temporary:
-            why = f"{policy.reason}; " if policy is not None and policy.reason else ""
-            return f"robots: robots.txt unreachable ({why}RFC 9309: complete disallow)"
-        return "robots: disallowed by robots.txt"
-
-    def close(self) -> None:
-        """Stop handing out work: waiting and later ``get()`` calls return None."""
-        self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._release_waiters()
+        return refusal(self._hosts.get(host_key(entry.url)))
 
     def pending(self) -> Iterator[Entry]:
         """Every entry still queued, with its priority, host by host in the order each host's
@@ -296,13 +238,6 @@ class Frontier:
         for host in list(self._hosts.values()):
             for head, context, priority in host.queue:
                 yield Packer.unpack(head, context, host.prefix, EntryKind.PAGE, priority)
-
-    def __len__(self) -> int:
-        return self._queued
-
-    @property
-    def in_flight(self) -> int:
-        return self._in_flight
 
     @property
     def stats(self) -> FrontierStats:
@@ -338,15 +273,6 @@ class Frontier:
         )
 
     # -- scheduling -------------------------------------------------------------------------
-
-    def _now(self) -> float:
-        clock = self._clock
-        if clock is not None:
-            return clock()
-        try:
-            return asyncio.get_running_loop().time()
-        except RuntimeError:
-            return time.monotonic()
 
     def _host(self, key: str) -> Host:
         host = self._hosts.get(key)
@@ -433,46 +359,6 @@ class Frontier:
         if host.in_heap and entry.priority > host.filed_best:
             self._schedule.raised(host, entry.priority)
 
-    def _dispatch(self) -> None:
-        """Hand ready entries to waiting getters; arm the timer for the rest, or finish."""
-        waiters = self._waiters
-        now = self._now()
-        while waiters:
-            if waiters[0].done():  # cancelled
-                waiters.popleft()
-                continue
-            entry = self._poll(now)
-            if entry is None:
-                break
-            waiters.popleft().set_result(entry)
-        if not waiters or self._closed:
-            return
-        if self._queued == 0 and self._in_flight == 0:
-            self._release_waiters()
-        elif (when := self._schedule.next_at) is not None:
-            self._arm(when, now)
-
-    def _release_waiters(self) -> None:
-        """Answer None to every waiting getter (the crawl is over, or the frontier closed)."""
-        while self._waiters:
-            future = self._waiters.popleft()
-            if not future.done():
-                future.set_result(None)
-
-    def _arm(self, when: float, now: float) -> None:
-        if self._timer is not None:
-            if self._timer_at <= when:
-                return
-            self._timer.cancel()
-        assert self._loop is not None, "waiters exist only after get() bound the loop"
-        self._timer_at = when
-        self._timer = self._loop.call_later(max(0.0, when - now), self._on_timer)
-
-    def _on_timer(self) -> None:
-        self._timer = None
-        self._timer_at = float("inf")
-        self._dispatch()
-
     # -- robots.txt -------------------------------------------------------------------------
 
     def _set_policy(self, host: Host, policy: RobotsPolicy) -> None:
@@ -480,26 +366,4 @@ class Frontier:
             if policy.temporary:
                 logger.warning("robots.txt of %s unreachable %d times: refusing its pages",
                                host.key, host.robots_failures)  # fmt: skip
-            self._sweep(host)
-
-    def _sweep(self, host: Host) -> None:
-        """Move the queued pages a new policy disallows (all of them, once the host is down) to
-        the refusals (handed out at once)."""
-        policy = host.policy
-        if (policy is None and host.down is None) or not host.queue.size:
-            return
-        allowed = _nothing if host.down is not None or policy is None else policy.allowed
-        prefix = host.prefix
-        for head, context, priority in host.queue.remove_disallowed(allowed, prefix):
-            self._refusals.append(Packer.unpack(head, context, prefix, EntryKind.PAGE, priority))
-
-
-def _nothing(url: str) -> bool:
-    return False
-
-
-def _marks(prefix: str, key: str) -> tuple[str, ...]:
-    """The marks (``crawler.frontier.queues.mark``) a queued entry with this key may have in the
-    queue of the host whose origin is ``prefix``: the key with the origin cut (a record whose
-    URL is its key), or the whole key (one whose URL differs)."""
-    return (key[len(prefix) :], key) if key.startswith(prefix) else (key,)
+            sweep(host, self._refusals)

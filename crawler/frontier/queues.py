@@ -36,7 +36,7 @@ from typing import Any, Final
 
 from crawler.entries import Context
 
-__all__ = ["HostQueue", "Record", "mark"]
+__all__ = ["HostQueue", "Record", "mark", "marks"]
 
 Record = tuple[Any, Context, float]  # head, context (see crawler.entries.Packer), priority
 Item = tuple[float, int, Any, Context]  # a heap item: -priority, seq, head, context
@@ -48,6 +48,13 @@ def mark(head: Any) -> str:
     """The key a record is tracked under: the head if it is a string (a URL, its host's origin
     cut), else the key of its ``(url, key)`` pair."""
     return head if head.__class__ is str else head[1]
+
+
+def marks(prefix: str, key: str) -> tuple[str, ...]:
+    """The marks (``mark``) a queued entry with this key may have in the queue of the host whose
+    origin is ``prefix``: the key with the origin cut (a record whose URL is its key), or the
+    whole key (one whose URL differs)."""
+    return (key[len(prefix) :], key) if key.startswith(prefix) else (key,)
 
 
 class HostQueue:

@@ -1,0 +1,49 @@
+"""Refusing a host's pages: which queued pages a host's state refuses, and why.
+
+A page is refused when its host is down (``max_host_failures``), when its robots.txt disallows
+it, or when robots.txt is unreachable (RFC 9309: then nothing may be fetched). The in-memory
+:class:`crawler.frontier.memory.Frontier` moves such pages to its refusals (``sweep``), hands
+them out at once as REFUSED entries and names the reason in the result's error (``refusal``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Final
+
+from crawler.entries import Entry, EntryKind, Packer
+from crawler.hosts import Host
+from crawler.robots import RobotsPolicy
+
+__all__ = ["UNREACHABLE", "refusal", "sweep"]
+
+UNREACHABLE: Final = RobotsPolicy(status=None, temporary=True, reason="its fetch did not finish")
+"""The policy of a host whose robots.txt fetch ended without ``set_robots()``."""
+
+
+def refusal(host: Host | None) -> str:
+    """Why a REFUSED entry of ``host`` was refused, as a result's error (`kind: message`): its
+    host is down, or its robots.txt rules, or robots.txt being unreachable."""
+    if host is not None and host.down is not None:
+        return f"host_down: {host.down}"
+    policy = host.policy if host is not None else None
+    if policy is None or policy.temporary:
+        why = f"{policy.reason}; " if policy is not None and policy.reason else ""
+        return f"robots: robots.txt unreachable ({why}RFC 9309: complete disallow)"
+    return "robots: disallowed by robots.txt"
+
+
+def sweep(host: Host, refusals: deque[Entry]) -> None:
+    """Move the queued pages of ``host`` its new policy disallows (all of them, once the host is
+    down) to ``refusals`` (handed out at once)."""
+    policy = host.policy
+    if (policy is None and host.down is None) or not host.queue.size:
+        return
+    allowed = _nothing if host.down is not None or policy is None else policy.allowed
+    prefix = host.prefix
+    for head, context, priority in host.queue.remove_disallowed(allowed, prefix):
+        refusals.append(Packer.unpack(head, context, prefix, EntryKind.PAGE, priority))
+
+
+def _nothing(url: str) -> bool:
+    return False
