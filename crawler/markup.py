@@ -56,7 +56,9 @@ CONTENT_MAX_CHARS = 1_000_000
 
 # One whole-tree pass finds the links, the robots meta tags and the first <base href>, in
 # document order. "[href]" also matches <link>, <use>...: sorted out by tag id, which is cheaper
-# than lexbor matching four selectors per element (~40% of the pass on a typical page).
+# than lexbor matching four selectors per element (~40% of the pass on a typical page). Lexbor
+# lists an element once per selector of the list it matches (a <meta name href>, twice: harmless,
+# and ":not([href])" would cost the pass ~5%); the text pass's selectors are kept disjoint.
 _TREE_CSS = "[href], meta[name]"
 _CANONICAL_CSS = 'link[rel~="canonical" i][href]'
 
@@ -67,12 +69,17 @@ _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 # the boilerplate the pages of a site share (navigation bars, sidebars, headers, footers).
 _HIDDEN = ("script", "style", "noscript", "template", "svg", "nav", "header", "footer", "aside")
 _HIDDEN_ROLE = "navigation"  # any element with this ARIA role (a Sphinx sidebar, say) too
-_HIDDEN_CSS = ", ".join((*_HIDDEN, f"[role~={_HIDDEN_ROLE} i]"))
+_ROLE_CSS = f"[role~={_HIDDEN_ROLE} i]"
+_HIDDEN_CSS = f"{', '.join(_HIDDEN)}, {_ROLE_CSS}:not({', '.join(_HIDDEN)})"
 _HEADING_TAGS = frozenset(tag_ids(*_HEADINGS))
 _HIDDEN_TAGS = frozenset(tag_ids(*_HIDDEN))
 # With `text`, the same pass finds the headings and the hidden elements too (one more pass
-# would cost more than the longer selector).
-_TEXT_TREE_CSS = ", ".join((_TREE_CSS, *_HEADINGS, _HIDDEN_CSS))
+# would cost more than the longer selector); a role=navigation link or heading is listed once,
+# as a link or heading, and hidden by its branch.
+_TEXT_TREE_CSS = (
+    f"{_TREE_CSS}, :is({', '.join(_HEADINGS)}):not([href]), :is({', '.join(_HIDDEN)}):not([href]),"
+    f" {_ROLE_CSS}:not([href]):not({', '.join((*_HEADINGS, *_HIDDEN))})"
+)
 # The page's main content, when it marks it (Sphinx's document body, for instance).
 _MAIN_CSS = "main, [role~=main i]"
 
@@ -193,6 +200,8 @@ def read_tree(
                 nofollow.append(len(hrefs))
             href = attrs.get("href") or attrs.get("xlink:href")  # SVG 1.1 links have the latter
             hrefs.append(href.strip(STRIP) if href else "")
+            if text and _is_navigation(attrs.get("role")):
+                hidden.append(node)
             if details is not None:  # a page repeats its links: read each href's once
                 cut = cut_fragment(hrefs[-1])
                 known = details.get(cut)
@@ -207,12 +216,12 @@ def read_tree(
             base_href = node.attributes.get("href") or ""
         elif not text:  # "[href]" matches <link>, <use>...: nothing to read
             continue
-        elif tag_id in _HEADING_TAGS:
-            headings.append(node.text(deep=True, separator=" "))
         elif tag_id in _HIDDEN_TAGS:
             hidden.append(node)
-        elif _HIDDEN_ROLE in (node.attributes.get("role") or "").lower().split():
-            hidden.append(node)  # (the other elements here are "[href]" ones)
+        elif _is_navigation(node.attributes.get("role")):
+            hidden.append(node)  # a heading too
+        elif tag_id in _HEADING_TAGS:
+            headings.append(node.text(deep=True, separator=" "))
 
     head = tree.head or tree
     canonical = head.css_first(_CANONICAL_CSS)
@@ -227,6 +236,11 @@ def read_tree(
         True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
         title, details if details is not None else {}, page_text, main_text,
     )  # fmt: skip
+
+
+def _is_navigation(role: str | None) -> bool:
+    """Whether a role attribute's value holds the navigation role (hidden from page text)."""
+    return role is not None and _HIDDEN_ROLE in role.lower().split()
 
 
 def _page_text(

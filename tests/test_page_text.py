@@ -51,6 +51,31 @@ def test_page_text_leaves_out_hidden_parts() -> None:
         assert hidden not in body, hidden
 
 
+NAVIGATION = b"""<html><body><nav role=navigation><a href=/a>menu</a></nav>
+<h2 role="Navigation">Site map</h2><h2>Real heading</h2>
+<p>Body words <a href=/b role=navigation>jump</a> <a href=/c>stay</a></p>
+<main><div role=navigation>crumbs</div>main words</main></body></html>"""
+
+
+def test_an_element_matching_two_selectors_is_read_once() -> None:
+    # lexbor lists an element once per selector of a list it matches: a role=navigation link or
+    # heading (or nav) matched both "its own" selector and the role selector
+    plain = parse_markup(NAVIGATION, "http://t/", "text/html")
+    doc = parse_markup(NAVIGATION, "http://t/", "text/html", anchors=True, text=True, content=True)
+    assert doc.hrefs == plain.hrefs == ("/a", "/b", "/c")
+    assert doc.text is not None
+    headings, body = doc.text
+    assert headings == "Real heading"  # the navigation heading is hidden, not counted twice
+    assert body == "Real heading Body words stay main words"  # role=navigation link hidden too
+    assert doc.content == "main words"  # a role=navigation div inside the main content
+    # without a main element the content is the body's text, the same with or without `text`
+    bare = NAVIGATION.replace(b"main>", b"div>")
+    alone = parse_markup(bare, "http://t/", "text/html", content=True).content
+    assert alone is not None
+    assert " ".join(alone.split()) == "Real heading Body words stay main words"
+    assert parse_markup(bare, "http://t/", "text/html", text=True, content=True).content == alone
+
+
 def test_nothing_extra_is_read_unless_asked() -> None:
     doc = parse_markup(PAGE, "http://t/", "text/html")
     assert doc.anchors == {} and doc.text is None
