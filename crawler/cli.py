@@ -37,7 +37,8 @@ from crawler.errors import ConfigError, ScoreError, SeedError, SharedStateError
 from crawler.output import JsonlWriter, check_output_paths, open_output, repair_jsonl
 from crawler.progress import ProgressReporter, print_summary
 from crawler.seeds import SeedReport, collect_seeds, read_seeds
-from crawler.state import FILENAME, CrawlState, StateError
+from crawler.state import CrawlState
+from crawler.statedb import FILENAME, StateError
 
 if TYPE_CHECKING:  # imported when used: a crawl without --warc or --demo never loads them
     from crawler.warc import WarcOutput

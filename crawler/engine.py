@@ -48,8 +48,9 @@ from crawler.report import crawl_stats
 from crawler.results import CrawlResult, CrawlStats
 from crawler.scope import Scope, split_host
 from crawler.scoring import ScoreFn
+from crawler.seen import SeenStore
 from crawler.sieve import Dedup
-from crawler.state import CrawlState, SeenStore
+from crawler.state import CrawlState
 
 if TYPE_CHECKING:
     from crawler.cluster import ClusterNode, SharedWork  # redis-py: only for a shared crawl
