@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from crawler.cli import main, run
+from crawler.cli import main
+from crawler.cli_run import run
 from crawler.components import settings
 from crawler.config import Config
 from crawler.engine import Crawler
