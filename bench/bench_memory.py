@@ -95,7 +95,7 @@ def sieve_keys(n: int) -> Iterator[str]:
 
 
 def build_sieve(n: int, capacity: int) -> tuple[Any, int]:
-    from crawler.config import SieveConfig
+    from crawler.config_sections import SieveConfig
     from crawler.sieve import Sieve
 
     c = SieveConfig()

@@ -5,10 +5,11 @@
             ...
 
 Each worker loops: `frontier.get()` (politeness is decided there, before a URL is handed out),
-fetch, extract links, then the per-link path (`crawler.admission`: ``urls.resolve ->
-scope.check -> Sieve -> frontier.put``); `frontier.done()` runs in `finally`. A failure while
-handling one URL becomes that URL's result (`error`), it never kills a worker; a worker that dies
-anyway ends the crawl with its exception instead of vanishing.
+fetch, extract links (`crawler.pages`: what is done with each URL), then the per-link path
+(`crawler.admission`: ``urls.resolve -> scope.check -> Sieve -> frontier.put``);
+`frontier.done()` runs in `finally`. A failure while handling one URL becomes that URL's result
+(`error`), it never kills a worker; a worker that dies anyway ends the crawl with its exception
+instead of vanishing.
 
 With ``[cluster] redis`` (``crawl --redis URL``) the frontier and the seen test are shared with
 other processes (`crawler.cluster`): the same workers, a `SharedWork` frontier, and admission
@@ -18,11 +19,9 @@ through the shared crawl. A Redis failure ends the crawl with `SharedStateError`
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -37,30 +36,21 @@ from crawler.components import (
     settings,
 )
 from crawler.config import Config
-from crawler.errors import (
-    ConfigError,
-    FetchError,
-    ScoreError,
-    SeedError,
-    SharedStateError,
-    failure_class,
-)
+from crawler.errors import ConfigError, ScoreError, SeedError, SharedStateError
 from crawler.fetcher import Response
 from crawler.focus import Focus
-from crawler.frontier import Entry, EntryKind, Frontier, Outcome, host_key
+from crawler.frontier import Entry, EntryKind, Frontier, Outcome
 from crawler.gctune import young_threshold
-from crawler.hosts import parse_retry_after
-from crawler.links import read_page
-from crawler.markup import Markup
+from crawler.pages import PageHandler, failed_result
 from crawler.parsing import Parser, switch_interval
-from crawler.recrawl import conditional_headers, stored_validators
+from crawler.recrawl import stored_validators
 from crawler.report import crawl_stats
 from crawler.results import CrawlResult, CrawlStats
-from crawler.robots import fetch_robots, policy_from_response, product_token
 from crawler.scope import Scope, split_host
 from crawler.scoring import ScoreFn
+from crawler.seen import SeenStore
 from crawler.sieve import Dedup
-from crawler.state import CrawlState, SeenStore
+from crawler.state import CrawlState
 
 if TYPE_CHECKING:
     from crawler.cluster import ClusterNode, SharedWork  # redis-py: only for a shared crawl
@@ -69,12 +59,6 @@ if TYPE_CHECKING:
 __all__ = ["Crawler"]
 
 log = logging.getLogger(__name__)
-
-ROBOTS_MAX_BYTES = 500 * 1024
-
-
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class _WorkerDone:
@@ -126,10 +110,10 @@ class Crawler:
             check_cluster_config(config, state=state is not None, score=score is not None)
         self.stopped = False
         self._ran_out = False
-        self._token = product_token(config.crawl.user_agent)
         self._results: asyncio.Queue[CrawlResult | _WorkerDone] = asyncio.Queue()
         self._room = asyncio.Semaphore(2 * config.crawl.concurrency)
         self._workers: list[asyncio.Task[None]] = []
+        self.pages: PageHandler | None = None  # built with the frontier (_prepare)
         self.parser = Parser()
         dc = config.dedup
         self.content: ContentIndex | None = None
@@ -208,6 +192,20 @@ class Crawler:
             max_redirects=self.config.fetch.max_redirects,
             fetch_canonical=self.config.urls.fetch_canonical,
             shared=self.cluster,
+        )
+        self.pages = PageHandler(
+            self.config,
+            fetcher=self.fetcher,
+            parser=self.parser,
+            urls=self.urls,
+            admission=self.admission,
+            frontier=self.frontier,
+            stats=self.stats,
+            state=state,
+            recrawl=self.recrawl,
+            recorder=self._recorder,
+            focus=self.focus,
+            content=self.content,
         )
         hosts = {split_host(e.key) for e in entries}
         if state is not None:
@@ -317,8 +315,8 @@ class Crawler:
         self._results.put_nowait(result)
 
     async def _worker(self) -> None:
-        assert self.frontier is not None
-        frontier, budget = self.frontier, self.budget
+        assert self.frontier is not None and self.pages is not None
+        frontier, budget, pages = self.frontier, self.budget, self.pages
         error: BaseException | None = None
         try:
             while budget is None or await budget.claim():
@@ -330,21 +328,21 @@ class Crawler:
                 retry = False
                 try:
                     if entry.kind is EntryKind.ROBOTS:
-                        outcome = await self._fetch_robots(entry)
+                        outcome = await pages.fetch_robots(entry)
                     elif entry.kind is EntryKind.REFUSED:
                         refused = frontier.refusal(entry)  # "robots: ..." or "host_down: ..."
                         if refused.startswith("robots:"):  # (host_down: counted by kind)
                             self.stats.robots_refused += 1
-                        await self._emit(self._failed(entry, refused))
+                        await self._emit(failed_result(entry, refused))
                     else:
-                        outcome, retry, result = await self._fetch_page(entry)
+                        outcome, retry, result = await pages.fetch_page(entry)
                         if result is not None:
                             await self._emit(result)
                 except ScoreError:
                     raise  # ends the crawl: raised by crawl()
                 except Exception as exc:  # a bug handling one URL must not kill the crawl
                     log.exception("internal error while crawling %s", entry.url)
-                    await self._emit(self._failed(entry, f"internal: {type(exc).__name__}: {exc}"))
+                    await self._emit(failed_result(entry, f"internal: {type(exc).__name__}: {exc}"))
                 finally:
                     frontier.done(entry, outcome, retry=retry)
                     if budget is not None:  # spent by a page's result
@@ -354,165 +352,6 @@ class Crawler:
         except BaseException as exc:
             error = exc
         self._results.put_nowait(_WorkerDone(error))
-
-    async def _fetch_page(self, entry: Entry) -> tuple[Outcome, bool, CrawlResult | None]:
-        """Fetch one page; returns (outcome for the frontier, retry?, result or None if retried).
-        What is retried and what backs off the host: `crawler.errors` (the README's table)."""
-        retries_left = entry.retries < self.config.fetch.retries
-        try:
-            conditional = conditional_headers(self.state, entry.key) if self.recrawl else None
-            response = await self.fetcher.fetch(entry.url, conditional=conditional)
-        except FetchError as exc:
-            outcome = Outcome(blame=exc.blame, attempt=entry.retries)
-            if retries_left and exc.retry:
-                self.stats.retries += 1
-                return outcome, True, None
-            return outcome, False, self._failed(entry, exc.describe())
-        if self._recorder is not None:
-            self._recorder(response)
-        outcome = Outcome(
-            status=response.status,
-            latency=response.latency,
-            retry_after=response.header("Retry-After"),
-            attempt=entry.retries,
-        )
-        failure = failure_class(response.status)
-        if failure is not None and failure[1] and retries_left:
-            self.stats.retries += 1
-            return outcome, True, None
-        if response.status == 304:  # Not Modified: nothing to read, no links to follow
-            return outcome, False, CrawlResult(**self._base_result(entry, response), unchanged=True)
-        if response.location is not None:
-            return outcome, False, await self._redirect(entry, response, response.location)
-        if entry.sitemap and response.status < 300:
-            return outcome, False, await self._sitemap(entry, response)
-        return outcome, False, await self._page(entry, response)
-
-    def _base_result(self, entry: Entry, response: Response) -> dict[str, Any]:
-        return {
-            "url": entry.url,
-            "key": entry.key,
-            "status": response.status,
-            "depth": entry.depth,
-            "parent": entry.parent,
-            "fetched_at": _now_iso(),
-            "elapsed_ms": round(response.elapsed * 1000, 2),
-            "content_type": response.content_type,
-            "size": len(response.body),
-            "body": response.body,
-            "headers": response.headers,
-        }
-
-    async def _page(self, entry: Entry, response: Response) -> CrawlResult:
-        focus = self.focus
-        markup = await self.parser.parse(
-            response.body, entry.url, response.content_type, anchors=focus is not None,
-            text=focus is not None and focus.text, content=self.content is not None,
-        )  # fmt: skip
-        sc = self.config.scope
-        page = read_page(
-            markup,
-            entry.url,
-            x_robots_tag=response.header("X-Robots-Tag"),
-            respect_nofollow=not sc.follow_nofollow,
-            max_links=sc.max_links_per_page,
-            user_agent_token=self._token,
-        )
-        dedup = self._content(entry, markup) if page.is_html and response.status < 300 else {}
-        if not self.config.dedup.follow_duplicates and (
-            dedup.get("duplicate_of") or dedup.get("near_duplicate_of")
-        ):
-            page = dataclasses.replace(page, links=())  # a duplicate's links are not followed
-        if focus is not None:
-            relevance, new = await focus.read(entry, page, self.admission, response.status)
-        else:
-            relevance = None
-            new = await self.admission.links(entry, page.links, page.base) if page.is_html else 0
-        return CrawlResult(
-            **self._base_result(entry, response),
-            title=page.title,
-            links=page.links_found,
-            new_links=new,
-            canonical=page.canonical,
-            relevance=relevance,
-            **dedup,
-        )
-
-    def _content(self, entry: Entry, markup: Markup) -> dict[str, Any]:
-        """Content dedup of a 2xx HTML page (`crawler.content`): its fingerprint and matches
-        (error pages are left out: every 404 page of a site would be a duplicate)."""
-        if self.content is None:
-            return {}
-        from crawler.content import fingerprint
-
-        fp = fingerprint(markup.content or "")
-        match = self.content.check(entry.url, fp)
-        near = match.near_duplicate_of  # a recrawled page changed: near its own old version
-        return {
-            "content_hash": fp.content_hex,
-            "duplicate_of": match.duplicate_of,
-            "simhash": fp.simhash_hex,
-            "near_duplicate_of": None if near == entry.url else near,
-        }
-
-    async def _redirect(self, entry: Entry, response: Response, location: str) -> CrawlResult:
-        target, new, error = await self.admission.redirect(entry, location)
-        return CrawlResult(
-            **self._base_result(entry, response),
-            location=target or location,
-            links=int(error is None),
-            new_links=new,
-            error=error,
-        )
-
-    def _failed(self, entry: Entry, error: str) -> CrawlResult:
-        return CrawlResult(url=entry.url, key=entry.key, status=None, depth=entry.depth,
-                           parent=entry.parent, fetched_at=_now_iso(), error=error)  # fmt: skip
-
-    async def _fetch_robots(self, entry: Entry) -> Outcome:
-        """Fetch robots.txt (RFC 9309 rules in `crawler.robots`) and hand the policy on."""
-        assert self.frontier is not None
-        self.stats.robots_fetches += 1
-
-        last: list[Response] = []  # the final response: its Retry-After, on a 429/503
-
-        async def fetch(url: str) -> Response:
-            response = await self.fetcher.fetch(url, max_body=ROBOTS_MAX_BYTES, truncate=True)
-            if self._recorder is not None:
-                self._recorder(response)
-            last[:] = [response]
-            return response
-
-        def join(location: str, base: str) -> str | None:
-            resolved = self.urls.resolve(location, base)
-            return None if resolved is None else resolved[0]
-
-        status, body, latency, error = await fetch_robots(fetch, join, entry.url)
-        value = last[0].header("Retry-After") if last else None
-        wait = None if value is None else parse_retry_after(value)
-        policy = policy_from_response(
-            status, body, self.config.crawl.user_agent, error=error, retry_after=wait
-        )
-        self.frontier.set_robots(host_key(entry.url), policy, body)
-        if self.config.scope.use_sitemaps and not policy.temporary:
-            for loc in policy.sitemaps:
-                await self.admission.sitemap(loc, entry.url, 0)
-        return Outcome(status=status, latency=latency, failed=status is None)
-
-    async def _sitemap(self, entry: Entry, response: Response) -> CrawlResult:
-        from crawler.sitemaps import SitemapError, parse_sitemap  # defusedxml: when needed
-
-        base = self._base_result(entry, response)
-        try:
-            sitemap = parse_sitemap(response.body, max_bytes=self.config.fetch.max_body)
-        except SitemapError as exc:
-            return CrawlResult(**base, error=f"sitemap: {exc}")
-        if sitemap.is_index:
-            sitemaps = self.admission.sitemap
-            new = sum([await sitemaps(loc, entry.url, entry.depth) for loc in sitemap.locs])
-        else:
-            new = await self.admission.links(entry, sitemap.locs, entry.url)
-        return CrawlResult(**base, links=len(sitemap.locs), new_links=new)
 
     def stats_dict(self) -> dict[str, Any]:
         """Crawl, frontier, Sieve and canonicalizer figures in one JSON-ready dict."""

@@ -31,6 +31,9 @@ A finished crawl can be visited again: `CrawlState.start_recrawl()` begins a new
 kept, the stats of the generation start from zero (the previous ones are kept as meta
 ``previous_stats``). The generation is a crawl like the first: interrupted, it resumes.
 
+The database file (its schema, opening, checking and migrating it): `crawler.statedb`; the
+``seen`` table's reader and writer: `crawler.seen.SeenStore`.
+
 A missing directory starts a new crawl. A directory with an unfinished crawl resumes it, unless
 a setting that matters changed: then `StateError` names the settings, and `--fresh` starts
 over explicitly. A corrupt or foreign file is a `StateError`, never a silent fresh start.
@@ -42,93 +45,21 @@ import contextlib
 import json
 import logging
 import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from crawler.entries import Entry
-from crawler.errors import CrawlerError
+from crawler.seen import SeenStore
 from crawler.sieve import Sieve, SieveFormatError, fingerprint
+from crawler.statedb import FILENAME, StateError, connect, content_table, get_meta, put_meta
 
-__all__ = ["FORMAT", "CrawlState", "SeenStore", "StateError", "Validators"]
+__all__ = ["CrawlState", "Validators"]
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
-FILENAME = "state.sqlite"
-
 # (ETag, Last-Modified) of a URL's last 2xx response, either may be None
 Validators = tuple[str | None, str | None]
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS urls (
-    id INTEGER PRIMARY KEY,
-    fp INTEGER NOT NULL UNIQUE,
-    key TEXT NOT NULL,
-    url TEXT,
-    depth INTEGER NOT NULL,
-    parent TEXT,
-    redirects INTEGER NOT NULL,
-    sitemap INTEGER NOT NULL DEFAULT 0,
-    done INTEGER NOT NULL DEFAULT 0,
-    priority REAL NOT NULL DEFAULT 0,
-    etag TEXT,
-    last_modified TEXT
-);
-CREATE INDEX IF NOT EXISTS urls_pending ON urls (done, id);
-CREATE TABLE IF NOT EXISTS seen (fp INTEGER PRIMARY KEY) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS sieve (id INTEGER PRIMARY KEY CHECK (id = 0), upto INTEGER NOT NULL,
-                                  data BLOB NOT NULL);
-"""
-
-_CONTENT_SCHEMA = """
-CREATE TABLE IF NOT EXISTS content (id INTEGER PRIMARY KEY, simhash INTEGER NOT NULL,
-                                    hash BLOB NOT NULL, url TEXT NOT NULL);
-"""
-
-
-class StateError(CrawlerError):
-    """The state directory cannot be used: corrupt, foreign, or from an incompatible crawl."""
-
-
-class SeenStore:
-    """The exact tier behind the Sieve: 64-bit fingerprints of every key taken in.
-
-    In memory (a set) when no state directory is used; in the state database otherwise.
-    """
-
-    __slots__ = ("_db", "_mem")
-
-    def __init__(self, db: sqlite3.Connection | None = None) -> None:
-        self._db = db
-        self._mem: set[int] | None = set() if db is None else None
-
-    def add(self, fp: int) -> None:
-        if self._mem is not None:
-            self._mem.add(fp)
-        else:
-            assert self._db is not None
-            self._db.execute("INSERT OR IGNORE INTO seen (fp) VALUES (?)", (fp,))
-
-    def add_many(self, fps: list[int]) -> None:
-        if self._mem is not None:
-            self._mem.update(fps)
-        elif fps:
-            assert self._db is not None
-            self._db.executemany("INSERT OR IGNORE INTO seen (fp) VALUES (?)", [(f,) for f in fps])
-
-    def __contains__(self, fp: int) -> bool:
-        if self._mem is not None:
-            return fp in self._mem
-        assert self._db is not None
-        row = self._db.execute("SELECT 1 FROM seen WHERE fp = ?", (fp,)).fetchone()
-        return row is not None
-
-    def __repr__(self) -> str:
-        where = f"memory, {len(self._mem)} fingerprints" if self._mem is not None else "database"
-        return f"<SeenStore {where}>"
 
 
 class CrawlState:
@@ -165,32 +96,19 @@ class CrawlState:
         if directory.exists() and not existed and any(directory.iterdir()):
             raise StateError(f"{directory}: not empty and holds no crawl state ({FILENAME})")
         directory.mkdir(parents=True, exist_ok=True)
-        try:
-            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            if existed:
-                _check_existing(db, path, settings)
-                _migrate(db)
-            else:
-                db.executescript(_SCHEMA)
-                _put_meta(db, format=str(FORMAT), settings=json.dumps(settings, sort_keys=True),
-                          status="running", created=time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                  time.gmtime()))  # fmt: skip
-        except sqlite3.DatabaseError as exc:
-            raise StateError(f"{path}: corrupt or not a crawl state database ({exc})") from None
+        db = connect(path, settings, existed)
         state = cls(directory, db, resumed=existed)
         db.execute("BEGIN")
         return state
 
     @property
     def status(self) -> str:
-        return self._meta("status") or "running"
+        return get_meta(self._db, "status") or "running"
 
     @property
     def generation(self) -> int:
         """0 for the first crawl, n for the n-th recrawl (`start_recrawl`)."""
-        return int(self._meta("generation") or 0)
+        return int(get_meta(self._db, "generation") or 0)
 
     # -- recrawling ------------------------------------------------------------------------
 
@@ -208,8 +126,8 @@ class CrawlState:
         generation = self.generation + 1
         self._write_rows()
         self._db.execute("UPDATE urls SET done = 0")
-        _put_meta(self._db, generation=str(generation), status="running",
-                  previous_stats=self._meta("stats") or "{}", stats="{}")  # fmt: skip
+        put_meta(self._db, generation=str(generation), status="running",
+                 previous_stats=get_meta(self._db, "stats") or "{}", stats="{}")  # fmt: skip
         self.commit()
         self.previous_status = "running"
         log.info("state: recrawl (generation %d) of %s", generation, self.directory)
@@ -223,10 +141,6 @@ class CrawlState:
         if row is None or (row[0] is None and row[1] is None):
             return None
         return row[0], row[1]
-
-    def _meta(self, name: str) -> str | None:
-        row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
-        return None if row is None else str(row[0])
 
     # -- resuming --------------------------------------------------------------------------
 
@@ -282,13 +196,13 @@ class CrawlState:
 
     def seed_hosts(self, hosts: set[str]) -> set[str]:
         """The seed hosts of every run of this crawl (the default scope), these included."""
-        text = self._meta("seed_hosts")
+        text = get_meta(self._db, "seed_hosts")
         merged = set(json.loads(text)) | hosts if text else set(hosts)
-        _put_meta(self._db, seed_hosts=json.dumps(sorted(merged)))
+        put_meta(self._db, seed_hosts=json.dumps(sorted(merged)))
         return merged
 
     def stats(self) -> dict[str, Any] | None:
-        text = self._meta("stats")
+        text = get_meta(self._db, "stats")
         return None if text is None else dict(json.loads(text))
 
     # -- journal ---------------------------------------------------------------------------
@@ -359,7 +273,7 @@ class CrawlState:
             "INSERT OR REPLACE INTO sieve (id, upto, data) VALUES (0, ?, ?)",
             (upto, sieve.to_bytes()),
         )
-        _put_meta(self._db, stats=json.dumps(stats), status=status)
+        put_meta(self._db, stats=json.dumps(stats), status=status)
         self.commit()
 
     def counts(self) -> tuple[int, int]:
@@ -389,72 +303,17 @@ class CrawlState:
         try:
             self._db.execute(sql, (signed, digest, url))
         except sqlite3.OperationalError:  # no such table yet (created on first use)
-            self._content_table()
+            content_table(self._db, self.directory)
             self._db.execute(sql, (signed, digest, url))
 
     def content(self) -> Iterator[tuple[int, bytes, str]]:
         """Every journaled (simhash, content hash, URL), oldest first."""
         with self._reading("the content-dedup index"):
-            self._content_table()
+            content_table(self._db, self.directory)
             rows = self._db.execute("SELECT simhash, hash, url FROM content ORDER BY id")
             while batch := rows.fetchmany(10_000):
                 for simhash, digest, url in batch:
                     yield simhash & ((1 << 64) - 1), bytes(digest), str(url)
 
-    def _content_table(self) -> None:
-        """Create the content table if missing, marked with the fingerprint version of its rows
-        (meta ``content_fingerprint``; rows without the mark are version 1). Simhashes and
-        content hashes of another version cannot be compared with this crawler's: refused."""
-        from crawler.content.fingerprint import VERSION as FINGERPRINT_VERSION  # numpy: if used
-
-        self._db.execute(_CONTENT_SCHEMA)
-        version = self._meta("content_fingerprint")
-        if version is None:
-            if self._db.execute("SELECT 1 FROM content LIMIT 1").fetchone() is None:
-                _put_meta(self._db, content_fingerprint=str(FINGERPRINT_VERSION))
-                return
-            version = "1"
-        if version != str(FINGERPRINT_VERSION):
-            raise StateError(
-                f"{self.directory}: its content-dedup index holds fingerprints of version "
-                f"{version}, this crawler computes version {FINGERPRINT_VERSION}: resume with "
-                "[dedup] enabled = false, or use --fresh to start over"
-            )
-
     def __repr__(self) -> str:
         return f"<CrawlState {str(self.directory)!r} resumed={self.resumed}>"
-
-
-def _put_meta(db: sqlite3.Connection, **values: str) -> None:
-    db.executemany("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", list(values.items()))
-
-
-def _check_existing(db: sqlite3.Connection, path: Path, settings: dict[str, Any]) -> None:
-    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not {"meta", "urls", "seen", "sieve"} <= tables:
-        raise StateError(f"{path}: not a crawl state database (tables missing)")
-    meta = dict(db.execute("SELECT name, value FROM meta").fetchall())
-    if meta.get("format") != str(FORMAT):
-        raise StateError(f"{path}: state format {meta.get('format')!r}, expected {FORMAT}")
-    try:
-        saved = json.loads(meta["settings"])
-    except (KeyError, ValueError):
-        raise StateError(f"{path}: the saved settings are missing or corrupt") from None
-    changed = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
-    if changed:
-        raise StateError(
-            f"{path.parent}: the crawl was started with other settings ({', '.join(changed)}); "
-            "resume with the same config, or use --fresh to start over"
-        )
-
-
-def _migrate(db: sqlite3.Connection) -> None:
-    """Bring a state written by an older version up to date (same FORMAT: additions only)."""
-    columns = {row[1] for row in db.execute("PRAGMA table_info(urls)")}
-    if "priority" not in columns:  # before best-first crawling: every URL had priority 0
-        db.execute("ALTER TABLE urls ADD COLUMN priority REAL NOT NULL DEFAULT 0")
-        log.info("state: added the priority column to an older state database")
-    if "etag" not in columns:  # before recrawls: no validators were kept
-        db.execute("ALTER TABLE urls ADD COLUMN etag TEXT")
-        db.execute("ALTER TABLE urls ADD COLUMN last_modified TEXT")
-        log.info("state: added the validator columns to an older state database")

@@ -34,7 +34,7 @@ from yarl import URL
 from crawler.hosts import HostRule
 
 if TYPE_CHECKING:
-    from crawler.config import HostConfig
+    from crawler.config_sections import HostConfig
 
 __all__ = [
     "REDACTED",

@@ -11,8 +11,8 @@ from crawler.components import make_frontier, make_scope, make_urls
 from crawler.config import Config
 from crawler.entries import Entry
 from crawler.results import CrawlStats
+from crawler.seen import SeenStore
 from crawler.sieve import Dedup, Sieve
-from crawler.state import SeenStore
 
 
 @pytest.mark.parametrize("exact", [False, True], ids=["bloom", "exact-tier"])

@@ -37,7 +37,7 @@ def rules() -> Politeness:
 
 
 def failure(exc: FetchError, attempt: int = 0) -> Outcome:
-    """The outcome the engine reports for a failed fetch (crawler.engine._fetch_page)."""
+    """The outcome the engine reports for a failed fetch (crawler.pages.PageHandler.fetch_page)."""
     return Outcome(blame=exc.blame, attempt=attempt)
 
 

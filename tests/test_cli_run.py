@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from crawler.cli import command_line, run
+from crawler.cli_run import command_line, run
 from crawler.components import settings
 from crawler.config import Config
 from crawler.entries import Entry

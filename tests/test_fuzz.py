@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawler.config import Config, HostConfig, config_from_mapping
+from crawler.config import Config, config_from_mapping
+from crawler.config_sections import HostConfig
 from crawler.errors import ConfigError
 from crawler.links import extract
 from crawler.robots import RobotsPolicy, policy_from_response

@@ -17,13 +17,15 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from crawler.cli import main, run
+from crawler.cli import main
+from crawler.cli_run import run
 from crawler.components import settings
 from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.entries import Entry
 from crawler.results import CrawlResult
-from crawler.state import FILENAME, CrawlState, StateError
+from crawler.state import CrawlState
+from crawler.statedb import FILENAME, StateError
 from tests.conftest import serve
 
 LAST_MODIFIED = "Sat, 01 Nov 2025 10:00:00 GMT"

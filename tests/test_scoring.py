@@ -17,7 +17,7 @@ import pytest
 from aiohttp import web
 
 from crawler import focus as focus_module
-from crawler.cli import apply_overrides, build_parser
+from crawler.cli_args import apply_overrides, build_parser
 from crawler.components import settings
 from crawler.config import Config, load_config
 from crawler.engine import Crawler

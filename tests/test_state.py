@@ -14,8 +14,10 @@ import pytest
 
 from crawler.cli import repair_jsonl
 from crawler.frontier import Entry, Frontier, SimulatedLoop
+from crawler.seen import SeenStore
 from crawler.sieve import Sieve, fingerprint
-from crawler.state import FILENAME, CrawlState, SeenStore, StateError
+from crawler.state import CrawlState
+from crawler.statedb import FILENAME, StateError
 
 SETTINGS = {"scope.include": [], "crawl.max_depth": 16}
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from crawler.config import HostConfig, config_from_mapping, load_config
+from crawler.config import config_from_mapping, load_config
+from crawler.config_sections import HostConfig
 from crawler.errors import ConfigError
 from crawler.hosts import HostRule
 from crawler.steering import REDACTED, HostMatch, HostRules, redact, uses_proxy

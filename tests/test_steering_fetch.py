@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 from aiohttp import web
 
-from crawler.config import HostConfig
+from crawler.config_sections import HostConfig
 from crawler.errors import BlockedAddress, ConnectError
 from crawler.fetcher import Fetcher
 from crawler.guard import AddressGuard

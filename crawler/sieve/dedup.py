@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from crawler.sieve.bloom import Sieve, fingerprint
 
 if TYPE_CHECKING:
-    from crawler.state import SeenStore
+    from crawler.seen import SeenStore
 
 __all__ = ["Dedup"]
 

@@ -1,0 +1,134 @@
+"""The `crawl` command's arguments: `build_parser`, and what they override in the config.
+
+`apply_overrides` puts the flags given over the config file's values (`Config.override`, each
+value checked like the file's); `output_paths` names every output path by the flag or the
+config key that set it, for the checks made before the crawl (`crawler.output`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from crawler.config import Config
+
+__all__ = ["apply_overrides", "build_parser", "output_paths"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="crawl",
+        description="Crawl from seed URLs (or seed files, one URL per line) and write JSON Lines.",
+        epilog="exit status: 0 done; 1 the demo differed from its ground truth; 2 usage, config, "
+        "seed, output path or state error (Redis included); 3 not one seed got an HTTP "
+        "response; 130/143 stopped by SIGINT/SIGTERM; 141 stdout closed",
+    )
+    parser.add_argument(
+        "targets",
+        nargs="*",
+        metavar="SEEDS_FILE_OR_URL",
+        help="seed URLs, or files with one URL per line ('#' comments allowed)",
+    )
+    parser.add_argument("--config", metavar="PATH", help="TOML config (see config.toml)")
+    parser.add_argument("-o", "--output", metavar="PATH", help="JSON Lines output, '-' = stdout")
+    parser.add_argument("--stats", metavar="PATH", help="write the final stats as JSON")
+    parser.add_argument("--warc", metavar="PATH", help="archive every exchange to WARC (.warc.gz)")
+    parser.add_argument(
+        "--max-pages",
+        type=int,
+        metavar="N",
+        help="stop admitting after N URLs (with --focus: fetch N pages, best first)",
+    )
+    parser.add_argument(
+        "--max-depth", type=int, metavar="N", help="links deeper than N are skipped"
+    )
+    parser.add_argument("--concurrency", type=int, metavar="N", help="number of fetch workers")
+    parser.add_argument(
+        "--focus",
+        metavar="WORDS",
+        help="focused crawl on these topic words: best-first, max-pages is a fetch budget",
+    )
+    parser.add_argument(
+        "--delay",
+        type=float,
+        metavar="SECONDS",
+        help="minimum seconds between requests to one host (default 1; 0 for your own site)",
+    )
+    parser.add_argument(
+        "--state", metavar="DIR", help="keep a crash-safe crawl state in DIR; run again to resume"
+    )
+    parser.add_argument(
+        "--fresh", action="store_true", help="discard the state in --state DIR and start over"
+    )
+    parser.add_argument(
+        "--recrawl",
+        action="store_true",
+        help="visit every URL of the finished crawl in --state DIR again, with conditional "
+        "requests (If-None-Match / If-Modified-Since); run again to resume it",
+    )
+    parser.add_argument(
+        "--redis",
+        metavar="URL",
+        help="share the crawl with other crawl processes through Redis (redis://HOST:PORT/DB)",
+    )
+    parser.add_argument(
+        "--crawl-id", metavar="NAME", help="the shared crawl's name in Redis (default: default)"
+    )
+    parser.add_argument(
+        "--status",
+        action="store_true",
+        help="print the shared crawl's progress (with --redis) and exit, without crawling",
+    )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="crawl the bundled fixture site on loopback (no network needed)",
+    )
+    verbosity = parser.add_mutually_exclusive_group()
+    verbosity.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    verbosity.add_argument("-q", "--quiet", action="store_true", help="only errors on stderr")
+    return parser  # fmt: skip
+
+
+def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
+    crawl = {
+        k: v
+        for k, v in (
+            ("max_pages", args.max_pages),
+            ("max_depth", args.max_depth),
+            ("concurrency", args.concurrency),
+        )
+        if v is not None
+    }
+    if crawl:
+        config = config.override("crawl", **crawl)
+    if args.delay is not None:
+        config = config.override("politeness", delay=args.delay)
+    if args.output is not None:
+        config = config.override("output", path=args.output)
+    if args.stats is not None:
+        config = config.override("output", stats=args.stats)
+    if args.warc is not None:
+        config = config.override("output", warc=args.warc)
+    if args.state is not None:
+        config = config.override("state", dir=args.state)
+    if args.focus is not None:
+        config = config.override("focus", keywords=tuple(args.focus.split()))
+    cluster = {k: v for k, v in (("redis", args.redis), ("crawl_id", args.crawl_id)) if v}
+    if cluster:
+        config = config.override("cluster", **cluster)
+    return config
+
+
+def output_paths(config: Config, args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]]:
+    """Every output path, keyed by the option that set it (the flag, or the config key)."""
+
+    def name(flag: str, given: object, key: str) -> str:
+        return flag if given is not None else key
+
+    o = config.output
+    files = {
+        name("-o", args.output, "[output] path"): o.path,
+        name("--warc", args.warc, "[output] warc"): o.warc,
+        name("--stats", args.stats, "[output] stats"): o.stats,
+    }
+    return files, {name("--state", args.state, "[state] dir"): config.state.dir}

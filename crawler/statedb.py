@@ -1,0 +1,147 @@
+"""The crawl state's database file, ``DIR/state.sqlite`` (stdlib sqlite3, WAL mode).
+
+Its tables (what each holds and when it is written: `crawler.state`): ``meta``, ``urls`` (the
+journal), ``seen``, ``sieve`` and, created on first use, ``content``. `connect` creates the
+file with its schema and meta, or opens an existing one: checked to be a crawl state of this
+`FORMAT` started with the same settings, then brought up to date (additions only).
+`get_meta`/`put_meta` read and write ``meta``; `content_table` creates the content-dedup table
+and refuses rows of another fingerprint version.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from crawler.errors import CrawlerError
+
+__all__ = [
+    "FILENAME",
+    "FORMAT",
+    "StateError",
+    "connect",
+    "content_table",
+    "get_meta",
+    "put_meta",
+]
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+FILENAME = "state.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS urls (
+    id INTEGER PRIMARY KEY,
+    fp INTEGER NOT NULL UNIQUE,
+    key TEXT NOT NULL,
+    url TEXT,
+    depth INTEGER NOT NULL,
+    parent TEXT,
+    redirects INTEGER NOT NULL,
+    sitemap INTEGER NOT NULL DEFAULT 0,
+    done INTEGER NOT NULL DEFAULT 0,
+    priority REAL NOT NULL DEFAULT 0,
+    etag TEXT,
+    last_modified TEXT
+);
+CREATE INDEX IF NOT EXISTS urls_pending ON urls (done, id);
+CREATE TABLE IF NOT EXISTS seen (fp INTEGER PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sieve (id INTEGER PRIMARY KEY CHECK (id = 0), upto INTEGER NOT NULL,
+                                  data BLOB NOT NULL);
+"""
+
+_CONTENT_SCHEMA = """
+CREATE TABLE IF NOT EXISTS content (id INTEGER PRIMARY KEY, simhash INTEGER NOT NULL,
+                                    hash BLOB NOT NULL, url TEXT NOT NULL);
+"""
+
+
+class StateError(CrawlerError):
+    """The state directory cannot be used: corrupt, foreign, or from an incompatible crawl."""
+
+
+def connect(path: Path, settings: dict[str, Any], existed: bool) -> sqlite3.Connection:
+    """Open the state database at `path` (autocommit; the caller begins its transactions):
+    an existing one is checked against `settings` and migrated, a new one created."""
+    try:
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        if existed:
+            _check_existing(db, path, settings)
+            _migrate(db)
+        else:
+            db.executescript(_SCHEMA)
+            put_meta(db, format=str(FORMAT), settings=json.dumps(settings, sort_keys=True),
+                     status="running", created=time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                             time.gmtime()))  # fmt: skip
+    except sqlite3.DatabaseError as exc:
+        raise StateError(f"{path}: corrupt or not a crawl state database ({exc})") from None
+    return db
+
+
+def get_meta(db: sqlite3.Connection, name: str) -> str | None:
+    row = db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def content_table(db: sqlite3.Connection, directory: Path) -> None:
+    """Create the content table if missing, marked with the fingerprint version of its rows
+    (meta ``content_fingerprint``; rows without the mark are version 1). Simhashes and
+    content hashes of another version cannot be compared with this crawler's: refused."""
+    from crawler.content.fingerprint import VERSION as FINGERPRINT_VERSION  # numpy: if used
+
+    db.execute(_CONTENT_SCHEMA)
+    version = get_meta(db, "content_fingerprint")
+    if version is None:
+        if db.execute("SELECT 1 FROM content LIMIT 1").fetchone() is None:
+            put_meta(db, content_fingerprint=str(FINGERPRINT_VERSION))
+            return
+        version = "1"
+    if version != str(FINGERPRINT_VERSION):
+        raise StateError(
+            f"{directory}: its content-dedup index holds fingerprints of version "
+            f"{version}, this crawler computes version {FINGERPRINT_VERSION}: resume with "
+            "[dedup] enabled = false, or use --fresh to start over"
+        )
+
+
+def put_meta(db: sqlite3.Connection, **values: str) -> None:
+    db.executemany("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", list(values.items()))
+
+
+def _check_existing(db: sqlite3.Connection, path: Path, settings: dict[str, Any]) -> None:
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not {"meta", "urls", "seen", "sieve"} <= tables:
+        raise StateError(f"{path}: not a crawl state database (tables missing)")
+    meta = dict(db.execute("SELECT name, value FROM meta").fetchall())
+    if meta.get("format") != str(FORMAT):
+        raise StateError(f"{path}: state format {meta.get('format')!r}, expected {FORMAT}")
+    try:
+        saved = json.loads(meta["settings"])
+    except (KeyError, ValueError):
+        raise StateError(f"{path}: the saved settings are missing or corrupt") from None
+    changed = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
+    if changed:
+        raise StateError(
+            f"{path.parent}: the crawl was started with other settings ({', '.join(changed)}); "
+            "resume with the same config, or use --fresh to start over"
+        )
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a state written by an older version up to date (same FORMAT: additions only)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(urls)")}
+    if "priority" not in columns:  # before best-first crawling: every URL had priority 0
+        db.execute("ALTER TABLE urls ADD COLUMN priority REAL NOT NULL DEFAULT 0")
+        log.info("state: added the priority column to an older state database")
+    if "etag" not in columns:  # before recrawls: no validators were kept
+        db.execute("ALTER TABLE urls ADD COLUMN etag TEXT")
+        db.execute("ALTER TABLE urls ADD COLUMN last_modified TEXT")
+        log.info("state: added the validator columns to an older state database")
