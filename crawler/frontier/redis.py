@@ -43,10 +43,13 @@ Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
      the policy with ``policy_from_response``) and applies Crawl-delay, backoff and giving up as
      ``Politeness.robots`` does. Differs: a disallowed page is found when it is claimed (the
      policy is parsed in Python, not in Lua) and comes back REFUSED then, in its host's queue
-     order rather than at once, its lease released and the host's next start restored (no slot,
-     no delay spent: one extra round trip per refused page).
-  6. ``done()`` once per entry: a second (or a late) one returns False instead of raising, since
-     another process may legitimately hold the entry now.
+     order rather than at once; its slot is given back and the host's next start restored (no
+     slot, no delay spent: one extra round trip per claim that found any), and it stays leased,
+     slot-less, until ``done()``, as a down host's refusal does (a process killed before it
+     wrote the result leaves the page to the reclaim: handed out, and refused, again).
+  6. ``done()`` once per entry, REFUSED ones included (it releases their leases): a second (or
+     a late) one returns False instead of raising, since another process may legitimately hold
+     the entry now.
   7. kept (``max_queued``, ``max_queued_per_host``, closed); put_many returns False and counts.
   8. ``get()`` waits (never busy-loops: it sleeps until the earliest ready time or
      ``poll_interval``, whichever is sooner) and returns None once nothing is queued and nothing
@@ -264,14 +267,16 @@ class RedisFrontier:
     async def claim(self, count: int = 1) -> tuple[list[Entry], float | None, int, int]:
         """Claim up to `count` entries now, without waiting: (entries, seconds until the next
         host is ready or None, queued, leased). With ``respect_robots`` a page its host's robots.txt
-        disallows comes back as a REFUSED entry, its lease released at once (no slot, no
-        delay spent). The pages of a host that is down (``max_host_failures``) come first, as
-        REFUSED entries leased until ``done()`` (no slot, no delay)."""
+        disallows comes back as a REFUSED entry (its slot and delay given back in one more round
+        trip for the whole claim). The pages of a host that is down (``max_host_failures``)
+        come first, as REFUSED entries. Either refusal stays leased until ``done()`` (no slot,
+        no delay), so a process killed before it wrote the result leaves the page to another."""
         args = [self.prefix, self._now_arg(), count, self.lease_ttl, self.owner,
                 self._candidates, "1" if self.respect_robots else "", repr(self.turn)]  # fmt: skip
         reply = await self._run("claim", args)
         first = text(reply[0])
         entries = []
+        refused: list[str] = []  # leases of pages robots.txt disallows
         for i in range(3, len(reply), 5):
             lease, host, score, member, version = (text(x) for x in reply[i : i + 5])
             if version.startswith("down:"):  # its host is down: why
@@ -284,11 +289,12 @@ class RedisFrontier:
             else:
                 entry = entry_of(host, member, -float(score))
                 if version and not (await self._policy(host, version)).allowed(entry.url):
-                    await self._run("refuse", [self.prefix, "", lease])
-                    entries.append(replace(entry, kind=EntryKind.REFUSED))
-                    continue
+                    entry = replace(entry, kind=EntryKind.REFUSED)
+                    refused.append(lease)
             self._flying[id(entry)] = (entry, lease)
             entries.append(entry)
+        if refused:  # their slots and delays back, their leases kept (slot-less) until done()
+            await self._run("refuse", [self.prefix, "", *refused])
         return entries, (float(first) if first else None), int(reply[1]), int(reply[2])
 
     async def _policy(self, host: str, version: str) -> RobotsPolicy:
@@ -335,10 +341,10 @@ class RedisFrontier:
         for entry, outcome, retry in items:
             flying = self._flying.pop(id(entry), None)
             if entry.kind is EntryKind.REFUSED:
-                if flying is None:  # refused by robots.txt: its lease went at the claim
+                if flying is None:  # done() already
                     flags.append(False)
                     continue
-                outcome, retry = None, False  # its host is down: its lease goes now
+                outcome, retry = None, False  # robots.txt or its host down: its lease goes now
             if flying is None or flying[0] is not entry:
                 raise ValueError(f"done() for an entry not handed out here: {entry!r}")
             if entry.kind is EntryKind.ROBOTS:

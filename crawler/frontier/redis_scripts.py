@@ -62,26 +62,32 @@ local function requeue(host, score, member)
     redis.call('HINCRBY', P .. 'stats', 'queued', 1)
     return m
 end
--- take a lease: returns host, score, member, the host's next start before the claim (nil when
--- the lease is not current; '' for a refusal's lease, which holds no slot); a ROBOTS lease
--- (class 2) still fetching puts its host back to 'need'
-local function take_lease(id)
+-- read a lease: host, score, owner, the host's next start before the claim ('' for a lease
+-- that holds no slot: a refusal's), member; nil when the lease is not current
+local function read_lease(id)
     local data = redis.call('HGET', P .. 'lease', id)
     if not data then return nil end
-    redis.call('HDEL', P .. 'lease', id)
-    redis.call('ZREM', P .. 'leases', id)
     local a = string.find(data, '\n', 1, true)
     local b = string.find(data, '\n', a + 1, true)
     local c = string.find(data, '\n', b + 1, true)
     local d = string.find(data, '\n', c + 1, true)
-    local host = string.sub(data, 1, a - 1)
+    return string.sub(data, 1, a - 1), string.sub(data, a + 1, b - 1),
+           string.sub(data, b + 1, c - 1), string.sub(data, c + 1, d - 1), string.sub(data, d + 1)
+end
+-- take a lease: returns host, score, member, the host's next start before the claim (nil when
+-- the lease is not current; '' for a refusal's lease, which holds no slot); a ROBOTS lease
+-- (class 2) still fetching puts its host back to 'need'
+local function take_lease(id)
+    local host, score, _, prev, member = read_lease(id)
+    if host == nil then return nil end
+    redis.call('HDEL', P .. 'lease', id)
+    redis.call('ZREM', P .. 'leases', id)
     local hk = P .. 'h:' .. host
-    if d > c + 1 then redis.call('HINCRBY', hk, 'in_flight', -1) end
-    local member = string.sub(data, d + 1)
+    if prev ~= '' then redis.call('HINCRBY', hk, 'in_flight', -1) end
     if string.sub(member, 1, 1) == '2' and redis.call('HGET', hk, 'robots') == 'fetching' then
         redis.call('HSET', hk, 'robots', 'need')
     end
-    return host, string.sub(data, a + 1, b - 1), member, string.sub(data, c + 1, d - 1)
+    return host, score, member, prev
 end
 """
 
@@ -455,19 +461,33 @@ return out
 """
 )
 
-# ARGV: prefix, now, lease id. A page its host's robots.txt disallows, found at claim time: the
-# lease is released and the host's next start restored (no slot, no delay spent). 1, or 0 when
-# the lease is not current.
+# ARGV: prefix, now, then the lease ids (in claim order) of pages their hosts' robots.txt
+# disallows, found at claim time. Each lease gives its host's slot back and restores the host's
+# next start (no slot, no delay spent; the last claim first, so a host claimed twice in one
+# batch, both refused, gets its oldest start back) but stays, its expiry unchanged, slot-less
+# like a down host's refusal, until ``done()``: a
+# process that dies before it wrote the refusal's result leaves the page to the others (the
+# reclaim hands it out again). Returns per lease 1, or 0 when it is not current.
 REFUSE: Final = (
     _COMMON
     + r"""
-local host, score, member, prev = take_lease(ARGV[3])
-if host == nil then return 0 end
-redis.call('HSET', P .. 'h:' .. host, 'next', prev)
-redis.call('HINCRBY', P .. 'stats', 'handed_out', -1)
-redis.call('HINCRBY', P .. 'stats', 'refused_robots', 1)
-refile(host)
-return 1
+local out = {}
+for i = #ARGV, 3, -1 do
+    local id = ARGV[i]
+    local host, score, owner, prev, member = read_lease(id)
+    out[i - 2] = host and 1 or 0
+    if host ~= nil and prev ~= '' then
+        local hk = P .. 'h:' .. host
+        redis.call('HINCRBY', hk, 'in_flight', -1)
+        redis.call('HSET', hk, 'next', prev)
+        redis.call('HSET', P .. 'lease', id, host .. '\n' .. score .. '\n' .. owner .. '\n\n' ..
+                   member)  -- no next start: no slot held
+        redis.call('HINCRBY', P .. 'stats', 'handed_out', -1)
+        redis.call('HINCRBY', P .. 'stats', 'refused_robots', 1)
+        refile(host)
+    end
+end
+return out
 """
 )
 
