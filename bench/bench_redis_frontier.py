@@ -9,7 +9,10 @@ A throwaway redis-server (Debian's, ``tests.redis_server``) on loopback; one Red
   CPU us = Redis's own figures: ``INFO commandstats`` usec of EVALSHA (the scripts, inner
   commands included) and ``INFO cpu`` (user + sys of the whole server) deltas, per unit;
   round trips = EVALSHA calls per unit (nothing else is sent meanwhile);
-  memory = ``used_memory`` delta per queued URL (queue member, key index, Sieve bits amortized).
+  memory = ``used_memory`` delta per queued URL (queue member, key index, Sieve bits amortized);
+  refused = pages robots.txt disallows (``respect_robots``, every host's robots.txt preloaded
+  as ``Disallow: /``): claim (the claim script + the one REFUSE call that gives back the slots
+  of its refusals), done (releasing the refusal's lease), one entry per claim, then 10.
 
 A page-equivalent (one claim, one done, one ``put_many`` of its new links) is 2 round trips
 plus one per batch of links. Run: .venv/bin/python -m bench.bench_redis_frontier
@@ -28,6 +31,7 @@ from redis.asyncio import Redis
 
 from crawler.entries import Entry
 from crawler.frontier.redis import RedisFrontier
+from crawler.robots import policy_from_response
 from crawler.sieve.redis import RedisSieve
 from tests.redis_server import RedisServer
 
@@ -35,6 +39,8 @@ QUICK = bool(os.environ.get("BENCH_QUICK"))
 KEYS = 4_000 if QUICK else 40_000
 HOSTS = 200
 BATCH = 50
+REFUSED = KEYS // 4  # refused pages per run of claims (one, then ten at a time)
+DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
 
 
 async def figures(client: Redis) -> tuple[int, int, float, int]:
@@ -95,6 +101,7 @@ async def run(url: str) -> list[tuple[str, int, float, float, float]]:
             await frontier.done(got[0])
 
     await measure("claim + done", KEYS - claimed, claim_done)
+    rows += await refusals(client)
     await client.aclose()
     queue = mem1 - mem0 - sieve.size_in_bytes
     print(
@@ -104,15 +111,47 @@ async def run(url: str) -> list[tuple[str, int, float, float, float]]:
     return rows
 
 
+async def refusals(client: Redis) -> list[tuple[str, int, float, float, float]]:
+    """Claim and done of pages robots.txt disallows: script us and round trips per page."""
+    agent = "sieve-crawler"
+    sieve = RedisSieve(client, "r:", capacity=100_000, error_rate=1e-4)
+    frontier = RedisFrontier(client, "r:", sieve, respect_robots=True, user_agent=agent)
+    await frontier.open()
+    for h in range(HOSTS):
+        policy = policy_from_response(200, DISALLOW_ALL, agent)
+        await frontier.set_robots(f"http://h{h}.test/", policy, DISALLOW_ALL)
+    rows = []
+    for count in (1, 10):
+        rng = random.Random(count)
+        await frontier.put_many([
+            Entry(url=u, key=u) for u in (f"http://h{rng.randrange(HOSTS)}.test/{count}/{i}"
+                                          for i in range(REFUSED))])  # fmt: skip
+        split, trips, pages = [0, 0], [0, 0], 0
+        while pages < REFUSED:
+            calls0, usec0, _, _ = await figures(client)
+            held, _, _, _ = await frontier.claim(count)
+            calls1, usec1, _, _ = await figures(client)
+            await frontier.done_many([(entry, None, False) for entry in held])
+            calls2, usec2, _, _ = await figures(client)
+            split[0] += usec1 - usec0
+            split[1] += usec2 - usec1
+            trips[0] += calls1 - calls0
+            trips[1] += calls2 - calls1
+            pages += len(held)
+        for i, name in enumerate((f"refused claim({count})", f"refused done({count})")):
+            rows.append((name, pages, split[i] / pages, float("nan"), trips[i] / pages))
+    return rows
+
+
 def main() -> None:
     with RedisServer() as server:
         started = time.perf_counter()
         rows = asyncio.run(run(server.url))
         wall = time.perf_counter() - started
     print(f"{KEYS} keys, {HOSTS} hosts, batches of {BATCH}; wall {wall:.1f} s\n")
-    print(f"{'operation':<16} {'units':>7} {'script us':>10} {'server CPU us':>14} {'trips':>7}")
+    print(f"{'operation':<20} {'units':>7} {'script us':>10} {'server CPU us':>14} {'trips':>7}")
     for name, units, script_us, cpu_us, trips in rows:
-        print(f"{name:<16} {units:>7} {script_us:>10.1f} {cpu_us:>14.1f} {trips:>7.3f}")
+        print(f"{name:<20} {units:>7} {script_us:>10.1f} {cpu_us:>14.1f} {trips:>7.3f}")
 
 
 if __name__ == "__main__":

@@ -433,9 +433,9 @@ async def test_robots_first_pages_held_then_refused_without_a_delay(
     assert refused is not None and refused.kind is EntryKind.REFUSED
     assert refused.url == "http://a.test/private/x"
     assert b.refusal(refused) == "robots: disallowed by robots.txt"
-    assert await b.done(refused) is False  # REFUSED entries need no done()
     last = await claim_one(b)  # at once: the refusal spent no slot and no delay
     assert last is not None and last.url == "http://a.test/2"
+    assert await b.done(refused)  # its lease, held until its result is out
     stats = await b.stats()
     assert (stats.robots_fetches, stats.refused_robots, stats.handed_out) == (1, 1, 2)
 
@@ -459,6 +459,7 @@ async def test_robots_unreachable_backs_off_then_refuses_pages(
     refused = await claim_one(f)  # gave up after 2 attempts: every page refused
     assert refused is not None and refused.kind is EntryKind.REFUSED
     assert f.refusal(refused).startswith("robots: robots.txt unreachable")
+    assert await f.done(refused)
     assert await f.get() is None
 
 

@@ -33,7 +33,8 @@ Politeness (decided before anything is handed out, never after)
 
 Accounting
   6. Every PAGE/ROBOTS entry handed out by ``get()`` gets exactly one ``done()`` (a second is a
-     ValueError); REFUSED entries need none (``done()`` on them is a no-op).
+     ValueError); REFUSED entries need none (``done()`` on them is a no-op; the Redis frontier
+     keeps them leased until it, so the engine calls it for every entry).
   7. ``put()`` returns False (and counts it in ``stats``) when the frontier is closed, holds
      ``max_queued`` entries, or the host's queue holds ``max_queued_per_host``: never a silent
      loss. Retries are re-queued whatever the bounds.

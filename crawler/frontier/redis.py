@@ -2,8 +2,9 @@
 
 :class:`RedisFrontier` keeps the ordering and politeness rules of
 :class:`crawler.frontier.base.FrontierBackend` across every process pointed at one Redis. Each
-state change is one Lua script (``crawler.frontier.redis_scripts``, where the keys are listed), so
-it is atomic across processes; ``now`` is the injected clock (tests) or Redis ``TIME`` (one clock
+state change is one Lua script (keys and shared Lua in ``crawler.frontier.redis_lua_keys``; the
+queues' scripts in ``redis_lua_queue``, the leases' in ``redis_lua_leases``), so it is atomic
+across processes; ``now`` is the injected clock (tests) or Redis ``TIME`` (one clock
 for every process). Politeness is global because a *host* is claimed, not a URL: a claim takes the
 best entry of the best ready host, counts it in flight, moves the host's next start to ``now +
 delay`` and takes the host out of ``ready`` while its concurrency is used up; no process holds a
@@ -20,7 +21,9 @@ Every process runs the reclaim script from ``get()`` every ``reclaim_interval`` 
 leases go back to the head of their host's queue (before new work of equal priority) and free
 their slot. Admission (``put_many``) is one Lua call doing the Sieve's test-and-set (the bits and
 counters of :class:`crawler.sieve.redis.RedisSieve`, same keys, same bits) and, for new keys
-only, the enqueue: a crash can never leave a URL seen but not queued.
+only, the enqueue: a crash can never leave a URL seen but not queued. Admission, priorities
+and the views (``pending``, ``stats``) are :class:`crawler.frontier.redis_queues.RedisQueues`'s,
+which this class extends with the hand-out, the leases and robots.txt.
 
 Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
   1. kept: score ``-priority``; members ``{class}{seq}...`` pop FIFO on equal priorities.
@@ -43,10 +46,13 @@ Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
      the policy with ``policy_from_response``) and applies Crawl-delay, backoff and giving up as
      ``Politeness.robots`` does. Differs: a disallowed page is found when it is claimed (the
      policy is parsed in Python, not in Lua) and comes back REFUSED then, in its host's queue
-     order rather than at once, its lease released and the host's next start restored (no slot,
-     no delay spent: one extra round trip per refused page).
-  6. ``done()`` once per entry: a second (or a late) one returns False instead of raising, since
-     another process may legitimately hold the entry now.
+     order rather than at once; its slot is given back and the host's next start restored (no
+     slot, no delay spent: one extra round trip per claim that found any), and it stays leased,
+     slot-less, until ``done()``, as a down host's refusal does (a process killed before it
+     wrote the result leaves the page to the reclaim: handed out, and refused, again).
+  6. ``done()`` once per entry, REFUSED ones included (it releases their leases): a second (or
+     a late) one returns False instead of raising, since another process may legitimately hold
+     the entry now.
   7. kept (``max_queued``, ``max_queued_per_host``, closed); put_many returns False and counts.
   8. ``get()`` waits (never busy-loops: it sleeps until the earliest ready time or
      ``poll_interval``, whichever is sooner) and returns None once nothing is queued and nothing
@@ -74,54 +80,41 @@ from dataclasses import replace
 from typing import Any, Final
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from crawler.entries import Entry, EntryKind, Outcome
-from crawler.frontier.base import FrontierStats
+from crawler.frontier.redis_lua_leases import DONE, RECLAIM, REFUSE, RENEW, SET_ROBOTS
+from crawler.frontier.redis_lua_queue import CLAIM
 from crawler.frontier.redis_members import blame_args, entry_of, member_tail, text
-from crawler.frontier.redis_scripts import (
-    ADMIT,
-    CLAIM,
-    DONE,
-    RECLAIM,
-    REFUSE,
-    RENEW,
-    REPRIORITIZE,
-    SET_ROBOTS,
+from crawler.frontier.redis_queues import (
+    ADMITTED,
+    FULL,
+    HOST_FULL,
+    OVER_LIMIT,
+    SEEN,
+    RedisQueues,
 )
-from crawler.hosts import (
-    SUSPECT_STREAK,
-    HostRule,
-    down_reason,
-    host_key,
-    robots_url,
-)
+from crawler.hosts import SUSPECT_STREAK, HostRule, down_reason, host_key, robots_url
 from crawler.robots import RobotsPolicy, policy_from_response
-from crawler.sieve.bloom import hash_pair
-from crawler.sieve.redis import RedisSieve, SharedStateError
+from crawler.sieve.redis import RedisSieve
 
 __all__ = ["ADMITTED", "FULL", "HOST_FULL", "OVER_LIMIT", "SEEN", "RedisFrontier"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_LEASE_TTL: Final = 60.0 + 30.0  # the fetch's total_timeout + 30 s
-# what `admit` says of each entry (the ADMIT script's flags)
-SEEN, ADMITTED, FULL, HOST_FULL, OVER_LIMIT = 0, 1, 2, 3, 4
 _DONE_HEAD: Final = 8  # the DONE script's arguments before the entries'
 _UNREACHABLE: Final = RobotsPolicy(status=None, temporary=True, reason="its fetch did not finish")
 
 
-class RedisFrontier:
+class RedisFrontier(RedisQueues):
     """A frontier whose state lives in Redis under `prefix`; `sieve` is the crawl's RedisSieve
     (same client and prefix; opened here). ``await open()`` before use."""
 
-    __slots__ = ("_candidates", "_client", "_clock", "_closed", "_down", "_dropped_closed",
-                 "_flying", "_host_rule", "_max_delay", "_max_queued", "_max_queued_per_host",
-                 "_next_reclaim", "_policies", "_rng", "_robots_asked", "_scripts", "_sleep",
-                 "backoff_base", "backoff_max", "concurrency", "delay", "exact", "lease_ttl",
-                 "max_host_failures", "max_retry_after", "owner", "poll_interval", "prefix",
-                 "reclaim_interval", "respect_robots", "robots_max_attempts", "robots_ttl",
-                 "sieve", "turn", "user_agent")  # fmt: skip
+    __slots__ = ("_candidates", "_down", "_flying", "_max_delay", "_next_reclaim", "_policies",
+                 "_rng", "_robots_asked", "_sleep", "backoff_base", "backoff_max", "lease_ttl",
+                 "max_host_failures", "max_retry_after", "owner", "poll_interval",
+                 "reclaim_interval", "robots_max_attempts", "robots_ttl", "turn",
+                 "user_agent")  # fmt: skip
 
     def __init__(
         self,
@@ -165,14 +158,12 @@ class RedisFrontier:
             raise ValueError("per_host_concurrency and candidates must be >= 1")
         if max_host_failures < 0:
             raise ValueError(f"max_host_failures must be >= 0, got {max_host_failures!r}")
-        self._client = client
-        self.prefix = prefix
-        self.sieve = sieve
-        self.delay = float(delay)
-        self.concurrency = per_host_concurrency
+        super().__init__(client, prefix, sieve, delay=delay,
+                         per_host_concurrency=per_host_concurrency, max_queued=max_queued,
+                         max_queued_per_host=max_queued_per_host, exact=exact,
+                         respect_robots=respect_robots, clock=clock,
+                         host_rule=host_rule)  # fmt: skip
         self._max_delay = max(float(max_delay), self.delay)
-        self._max_queued = max_queued
-        self._max_queued_per_host = max_queued_per_host
         self.backoff_base, self.backoff_max = float(backoff_base), float(backoff_max)
         self.max_retry_after = float(max_retry_after)
         self.lease_ttl = float(lease_ttl)
@@ -182,13 +173,9 @@ class RedisFrontier:
         self.poll_interval = poll_interval
         self._candidates = candidates
         self.turn = float(turn)
-        self.exact = exact
-        self._clock = clock
         self._sleep = sleep if sleep is not None else asyncio.sleep
         self._rng = rng if rng is not None else random.Random()
-        self._host_rule = host_rule
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{random.getrandbits(32):x}"
-        self.respect_robots = respect_robots
         self.robots_ttl = float(robots_ttl)
         self.robots_max_attempts = robots_max_attempts
         self.max_host_failures = max_host_failures
@@ -196,82 +183,29 @@ class RedisFrontier:
         self._policies: dict[str, tuple[str, RobotsPolicy]] = {}  # host -> (version, policy)
         self._down: dict[str, str] = {}  # host -> why it is down, as its refusals said
         self._robots_asked: dict[str, str] = {}  # host -> its ROBOTS lease held here
-        self._closed = False
-        self._dropped_closed = 0
         self._next_reclaim = float("-inf")
         self._flying: dict[int, tuple[Entry, str]] = {}  # id(entry) -> (entry, lease id)
-        self._scripts = {name: client.register_script(src) for name, src in (
-            ("admit", ADMIT), ("claim", CLAIM), ("done", DONE), ("reclaim", RECLAIM),
-            ("raise", REPRIORITIZE), ("refuse", REFUSE), ("robots", SET_ROBOTS),
-            ("renew", RENEW))}  # fmt: skip
+        self._register({"claim": CLAIM, "done": DONE, "reclaim": RECLAIM, "refuse": REFUSE,
+                        "robots": SET_ROBOTS, "renew": RENEW})  # fmt: skip
 
     async def open(self) -> None:
         """Open (or join) the shared Sieve; SharedStateError if Redis is unreachable."""
         await self.sieve.open()
 
-    # -- admission ----------------------------------------------------------------------------
-    async def put(self, entry: Entry) -> bool:
-        return (await self.put_many([entry]))[0]
-
-    async def put_many(self, entries: Iterable[Entry]) -> list[bool]:
-        """Test each entry's key against the shared Sieve and queue the new ones, all in one
-        atomic script (rule 11); True for each entry queued (new and within the bounds)."""
-        return [flag == ADMITTED for flag in await self.admit(list(entries))]
-
-    async def admit(self, batch: list[Entry], max_admitted: int = 0) -> list[int]:
-        """`put_many` telling why each entry was or was not queued: ADMITTED, SEEN, FULL,
-        HOST_FULL, or OVER_LIMIT once the shared Sieve counts `max_admitted` keys (0: no cap;
-        a refused key stays unseen)."""
-        if self._closed:
-            self._dropped_closed += len(batch)
-            return [FULL] * len(batch)
-        if not batch:
-            return []
-        rows: list[Any] = []
-        pairs = [hash_pair(entry.key) for entry in batch]
-        for entry in batch:
-            host = host_key(entry.url)
-            delay, conc = self._host_settings(host)
-            rows.append((host, member_tail(entry), repr(-entry.priority), repr(delay), conc))
-        while True:
-            layout = self.sieve.layout()
-            args: list[Any] = [self.prefix, "", len(layout), self._max_queued,
-                               self._max_queued_per_host, len(batch),
-                               "1" if self.respect_robots else "", max_admitted,
-                               "1" if self.exact else ""]  # fmt: skip
-            for m, k in layout:
-                args += (m, k)
-            for row, (h1, h2) in zip(rows, pairs, strict=True):
-                args += row
-                args += self.sieve.starts(h1, h2)
-                args += (format((h1 >> 48) & 0xFFFF, "x"), h1)
-            reply = await self._run("admit", args)
-            if int(reply[0]) >= 0:
-                break
-            await self._redis(self.sieve.refresh())  # another process opened a stage
-        await self.sieve.shared_counts(int(reply[0]), int(reply[1]))
-        return [int(flag) for flag in reply[2:]]
-
-    def _host_settings(self, host: str) -> tuple[float, int]:
-        rule = self._host_rule(host) if self._host_rule is not None else None
-        delay, conc = self.delay, self.concurrency
-        if rule is not None:
-            delay = self.delay if rule.delay is None else float(rule.delay)
-            conc = conc if rule.per_host_concurrency is None else rule.per_host_concurrency
-        return delay, conc
-
     # -- hand-out -------------------------------------------------------------------------------
     async def claim(self, count: int = 1) -> tuple[list[Entry], float | None, int, int]:
         """Claim up to `count` entries now, without waiting: (entries, seconds until the next
         host is ready or None, queued, leased). With ``respect_robots`` a page its host's robots.txt
-        disallows comes back as a REFUSED entry, its lease released at once (no slot, no
-        delay spent). The pages of a host that is down (``max_host_failures``) come first, as
-        REFUSED entries leased until ``done()`` (no slot, no delay)."""
+        disallows comes back as a REFUSED entry (its slot and delay given back in one more round
+        trip for the whole claim). The pages of a host that is down (``max_host_failures``)
+        come first, as REFUSED entries. Either refusal stays leased until ``done()`` (no slot,
+        no delay), so a process killed before it wrote the result leaves the page to another."""
         args = [self.prefix, self._now_arg(), count, self.lease_ttl, self.owner,
                 self._candidates, "1" if self.respect_robots else "", repr(self.turn)]  # fmt: skip
         reply = await self._run("claim", args)
         first = text(reply[0])
         entries = []
+        refused: list[str] = []  # leases of pages robots.txt disallows
         for i in range(3, len(reply), 5):
             lease, host, score, member, version = (text(x) for x in reply[i : i + 5])
             if version.startswith("down:"):  # its host is down: why
@@ -284,11 +218,12 @@ class RedisFrontier:
             else:
                 entry = entry_of(host, member, -float(score))
                 if version and not (await self._policy(host, version)).allowed(entry.url):
-                    await self._run("refuse", [self.prefix, "", lease])
-                    entries.append(replace(entry, kind=EntryKind.REFUSED))
-                    continue
+                    entry = replace(entry, kind=EntryKind.REFUSED)
+                    refused.append(lease)
             self._flying[id(entry)] = (entry, lease)
             entries.append(entry)
+        if refused:  # their slots and delays back, their leases kept (slot-less) until done()
+            await self._run("refuse", [self.prefix, "", *refused])
         return entries, (float(first) if first else None), int(reply[1]), int(reply[2])
 
     async def _policy(self, host: str, version: str) -> RobotsPolicy:
@@ -335,10 +270,10 @@ class RedisFrontier:
         for entry, outcome, retry in items:
             flying = self._flying.pop(id(entry), None)
             if entry.kind is EntryKind.REFUSED:
-                if flying is None:  # refused by robots.txt: its lease went at the claim
+                if flying is None:  # done() already
                     flags.append(False)
                     continue
-                outcome, retry = None, False  # its host is down: its lease goes now
+                outcome, retry = None, False  # robots.txt or its host down: its lease goes now
             if flying is None or flying[0] is not entry:
                 raise ValueError(f"done() for an entry not handed out here: {entry!r}")
             if entry.kind is EntryKind.ROBOTS:
@@ -402,25 +337,6 @@ class RedisFrontier:
         """Put expired leases' entries back at the head of their hosts; how many."""
         return int(await self._run("reclaim", [self.prefix, self._now_arg(), limit]))
 
-    # -- priorities ---------------------------------------------------------------------------
-    async def queued_priority(self, url: str, key: str) -> float | None:
-        host = host_key(url)
-        member = await self._redis(self._client.hget(self._key(f"qk:{host}"), key))
-        if member is None:
-            return None
-        score = await self._redis(self._client.zscore(self._key(f"q:{host}"), member))
-        return None if score is None else -float(score)
-
-    async def reprioritize(
-        self, url: str, key: str, priority: float, *, lower: bool = False
-    ) -> bool:
-        """Raise a queued entry's priority (with ``lower``, lower it too): it goes after the
-        entries of equal priority; False when nothing changed (rule 10)."""
-        if priority != priority:
-            raise ValueError(f"priority must be a number, got {priority!r} for {url!r}")
-        args = [self.prefix, host_key(url), key, repr(-float(priority)), "1" if lower else ""]
-        return bool(await self._run("raise", args))
-
     # -- robots.txt -----------------------------------------------------------------------------
     async def set_robots(self, key: str, policy: RobotsPolicy, body: bytes | None = None) -> None:
         """Give a host (its key, or any URL on it) its robots.txt answer, for every process:
@@ -454,57 +370,6 @@ class RedisFrontier:
             return "robots: robots.txt unreachable (RFC 9309: complete disallow)"
         return "robots: disallowed by robots.txt"
 
-    async def robots(self, key: str) -> tuple[int | None, bytes] | None:
-        """The stored robots.txt answer (status, body) of a host, None if none was stored."""
-        status, body = await self._redis(
-            self._client.hmget(self._key(f"h:{host_key(key)}"), ["robots_status", "robots_body"])
-        )
-        if status is None:
-            return None
-        return (int(status) if status else None), bytes(body or b"")
-
-    # -- state ----------------------------------------------------------------------------------
-    def close(self) -> None:
-        """Stop handing out work here (other processes go on)."""
-        self._closed = True
-
-    async def pending(self) -> list[Entry]:
-        """Every queued entry with its priority, host by host (by name), each in hand-out order
-        (rule 9)."""
-        out: list[Entry] = []
-        hosts = sorted(
-            text(h) for h in await self._redis(self._client.smembers(self._key("hosts")))
-        )
-        for host in hosts:
-            items = await self._redis(self._client.zrange(self._key(f"q:{host}"), 0, -1,
-                                                          withscores=True))  # fmt: skip
-            out += [entry_of(host, text(member), -float(score)) for member, score in items]
-        return out
-
-    async def stats(self) -> FrontierStats:
-        now = self._now() if self._clock is not None else float(await self._redis_time())
-        pipe = self._client.pipeline(transaction=False)
-        pipe.hgetall(self._key("stats"))
-        pipe.scard(self._key("hosts"))
-        pipe.zcount(self._key("ready"), "-inf", now)
-        pipe.zcard(self._key("ready"))
-        pipe.zcard(self._key("leases"))
-        counts, hosts, ready, filed, leased = await self._redis(pipe.execute())
-        c = {text(k): int(v) for k, v in counts.items()}
-        return FrontierStats(
-            hosts=hosts, ready_hosts=ready, waiting_hosts=filed - ready,
-            queued=c.get("queued", 0), in_flight=leased, dropped_full=c.get("dropped_full", 0),
-            dropped_host_full=c.get("dropped_host_full", 0), dropped_closed=self._dropped_closed,
-            refused_robots=c.get("refused_robots", 0), deferred_robots=0, deferred_backoff=0,
-            backoffs=c.get("backoffs", 0), retries=c.get("retries", 0),
-            robots_fetches=c.get("robots_fetches", 0),
-            handed_out=c.get("handed_out", 0), raised=c.get("raised", 0),
-        )  # fmt: skip
-
-    async def reclaimed(self) -> int:
-        """Leases reclaimed after they expired, by every process."""
-        return int(await self._redis(self._client.hget(self._key("stats"), "reclaimed")) or 0)
-
     def __repr__(self) -> str:
         return (
             f"RedisFrontier(prefix={self.prefix!r}, owner={self.owner!r}, "
@@ -512,29 +377,3 @@ class RedisFrontier:
             f"per_host_concurrency={self.concurrency}, lease_ttl={self.lease_ttl}, "
             f"closed={self._closed})"
         )
-
-    # -- plumbing -------------------------------------------------------------------------------
-    def _key(self, name: str) -> str:
-        return f"{self.prefix}{name}"
-
-    def _now(self) -> float:
-        if self._clock is not None:
-            return self._clock()
-        return asyncio.get_running_loop().time()
-
-    def _now_arg(self) -> str:
-        return "" if self._clock is None else repr(self._clock())
-
-    async def _redis_time(self) -> float:
-        secs, micros = await self._redis(self._client.time())
-        return float(secs) + float(micros) / 1e6
-
-    async def _run(self, name: str, args: list[Any]) -> Any:
-        return await self._redis(self._scripts[name](keys=[], args=args))
-
-    @staticmethod
-    async def _redis(call: Awaitable[Any]) -> Any:
-        try:
-            return await call
-        except (RedisError, OSError) as exc:
-            raise SharedStateError(f"Redis: {exc}") from exc
