@@ -93,6 +93,7 @@ from crawler.frontier.redis_queues import (
     SEEN,
     RedisQueues,
 )
+from crawler.frontier.refusals import UNREACHABLE
 from crawler.hosts import SUSPECT_STREAK, HostRule, down_reason, host_key, robots_url
 from crawler.robots import RobotsPolicy, policy_from_response
 from crawler.sieve.redis import RedisSieve
@@ -103,7 +104,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_LEASE_TTL: Final = 60.0 + 30.0  # the fetch's total_timeout + 30 s
 _DONE_HEAD: Final = 8  # the DONE script's arguments before the entries'
-_UNREACHABLE: Final = RobotsPolicy(status=None, temporary=True, reason="its fetch did not finish")
 
 
 class RedisFrontier(RedisQueues):
@@ -279,7 +279,7 @@ class RedisFrontier(RedisQueues):
             if entry.kind is EntryKind.ROBOTS:
                 host = host_key(entry.url)
                 if host in self._robots_asked:  # set_robots() was never called: unreachable
-                    await self.set_robots(host, _UNREACHABLE)
+                    await self.set_robots(host, UNREACHABLE)
                 outcome, retry = None, False
             blame, wait = blame_args(outcome)
             tail = member_tail(Entry(url=entry.url, key=entry.key, depth=entry.depth,
