@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from redis.asyncio import Redis
 
-from crawler.entries import EntryKind
+from crawler.entries import Entry, EntryKind
 from crawler.frontier.redis import RedisFrontier
-from crawler.robots import policy_from_response
+from crawler.robots import RobotsPolicy, policy_from_response
 from tests import test_frontier_redis as shared
 from tests.test_frontier_redis import PREFIX, ROBOTS_BODY, Clock, claim_one, frontier, page
 
@@ -107,3 +108,35 @@ async def test_refusals_of_one_claim_are_given_back_in_one_round_trip(
     back = await claim_one(f)
     assert back is not None and (back.url, back.kind) == (held[0].url, EntryKind.REFUSED)
     assert await f.done(back) and await f.get() is None
+
+
+async def test_a_late_refusal_does_not_undo_a_later_claims_delay(
+    clients: list[Redis], clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # two slots, one start a second: the refusal comes back after the delay (a slow robots.txt
+    # read), when another process has claimed the host: the start it restores would let a third
+    # request through at once
+    slow = await frontier(clients[0], clock, delay=1.0, per_host_concurrency=2, **KW)
+    other = await frontier(clients[1], clock, delay=1.0, per_host_concurrency=2, **KW)
+    await robots_known(slow)
+    await slow.put_many([page("http://a.test/private/x"), page("http://a.test/1"),
+                         page("http://a.test/2")])  # fmt: skip
+    policy = RedisFrontier._policy
+    taken: list[Entry | None] = []
+
+    async def late(self: RedisFrontier, host: str, version: str) -> RobotsPolicy:
+        if self is slow and not taken:
+            clock.now += 1.0
+            taken.append(await claim_one(other))  # the host's next start is now + 1 s
+        return await policy(self, host, version)
+
+    monkeypatch.setattr(RedisFrontier, "_policy", late)
+    refused = await claim_one(slow)
+    assert refused is not None and refused.kind is EntryKind.REFUSED
+    assert taken[0] is not None and taken[0].url == "http://a.test/1"
+    hk = PREFIX + "h:" + HOST
+    assert float(await clients[0].hget(hk, "next")) == clock.now + 1.0  # that claim's delay
+    assert await claim_one(other) is None  # so /2 waits for it
+    clock.now += 1.0
+    last = await claim_one(other)
+    assert last is not None and last.url == "http://a.test/2"

@@ -47,7 +47,8 @@ Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
      ``Politeness.robots`` does. Differs: a disallowed page is found when it is claimed (the
      policy is parsed in Python, not in Lua) and comes back REFUSED then, in its host's queue
      order rather than at once; its slot is given back and the host's next start restored (no
-     slot, no delay spent: one extra round trip per claim that found any), and it stays leased,
+     slot, no delay spent: one extra round trip per claim that found any; not when another
+     claim of the host came in between, whose delay stands), and it stays leased,
      slot-less, until ``done()``, as a down host's refusal does (a process killed before it
      wrote the result leaves the page to the reclaim: handed out, and refused, again).
   6. ``done()`` once per entry, REFUSED ones included (it releases their leases): a second (or

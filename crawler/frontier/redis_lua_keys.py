@@ -17,8 +17,9 @@ retries first, then FIFO by sequence), ``qk:{host}`` (key -> member, for re-prio
 ``failures``, ``suspects``, ``down``: why it is down, when it is), ``hosts`` (set of hosts seen),
 ``ready`` (hosts with work and a free slot, scored by the time their next request may start;
 hosts that are down with queued pages at -inf), ``leases`` (lease id -> expiry),
-``lease`` (lease id -> ``host\\nscore\\nowner\\nnext\\nmember``, ``next`` the host's next
-start before the claim, empty for a refusal's lease: it holds no slot), ``lid`` and ``seq``
+``lease`` (lease id -> ``host\\nscore\\nowner\\nnext claimed\\nmember``, ``next`` the host's
+next start before the claim and ``claimed`` the claim's time, empty for a refusal's lease: it
+holds no slot), ``lid`` and ``seq``
 (counters), ``stats`` (hash of counters; ``queued`` is the number of queued entries),
 ``sieve:*`` (the ``crawler.sieve.redis.RedisSieve`` stages and counters).
 """
@@ -67,8 +68,9 @@ local function requeue(host, score, member)
     redis.call('HINCRBY', P .. 'stats', 'queued', 1)
     return m
 end
--- read a lease: host, score, owner, the host's next start before the claim ('' for a lease
--- that holds no slot: a refusal's), member; nil when the lease is not current
+-- read a lease: host, score, owner, the host's next start before the claim and the claim's
+-- time ('{next} {time}'; '' for a lease that holds no slot: a refusal's), member; nil when the
+-- lease is not current
 local function read_lease(id)
     local data = redis.call('HGET', P .. 'lease', id)
     if not data then return nil end

@@ -107,7 +107,9 @@ return renewed
 # ARGV: prefix, now, then the lease ids (in claim order) of pages their hosts' robots.txt
 # disallows, found at claim time. Each lease gives its host's slot back and restores the host's
 # next start (no slot, no delay spent; the last claim first, so a host claimed twice in one
-# batch, both refused, gets its oldest start back) but stays, its expiry unchanged, slot-less
+# batch, both refused, gets its oldest start back) unless another claim of the host came since
+# (a refusal late by more than a delay: that claim's delay stands) but stays, its expiry
+# unchanged, slot-less
 # like a down host's refusal, until ``done()``: a
 # process that dies before it wrote the refusal's result leaves the page to the others (the
 # reclaim hands it out again). Returns per lease 1, or 0 when it is not current.
@@ -122,7 +124,10 @@ for i = #ARGV, 3, -1 do
     if host ~= nil and prev ~= '' then
         local hk = P .. 'h:' .. host
         redis.call('HINCRBY', hk, 'in_flight', -1)
-        redis.call('HSET', hk, 'next', prev)
+        local before, at = string.match(prev, '^(%S+) (%S+)$')
+        if before == nil or redis.call('HGET', hk, 'last') == at then
+            redis.call('HSET', hk, 'next', before or prev)  -- nobody claimed the host since
+        end
         redis.call('HSET', P .. 'lease', id, host .. '\n' .. score .. '\n' .. owner .. '\n\n' ..
                    member)  -- no next start: no slot held
         redis.call('HINCRBY', P .. 'stats', 'handed_out', -1)

@@ -172,7 +172,7 @@ local function lease(host, score, member)
     local id = redis.call('INCR', P .. 'lid')
     redis.call('ZADD', P .. 'leases', fmt(now + ttl), id)
     redis.call('HSET', P .. 'lease', id, host .. '\n' .. score .. '\n' .. owner .. '\n' ..
-               (st[2] or '0') .. '\n' .. member)
+               (st[2] or '0') .. ' ' .. fmt(now) .. '\n' .. member)  -- next before, claimed at
     refile(host)
     out[#out + 1] = tostring(id)
     out[#out + 1] = host
