@@ -30,8 +30,9 @@ from typing import Any, NoReturn, TypeVar
 
 from crawler.cli_args import apply_overrides, build_parser, output_paths
 from crawler.cli_run import run, run_demo
+from crawler.command import interrupted
 from crawler.config import load_config
-from crawler.errors import ConfigError, ScoreError, SeedError, SharedStateError
+from crawler.errors import ConfigError, OutputError, ScoreError, SeedError, SharedStateError
 from crawler.output import check_output_paths, open_output, repair_jsonl
 from crawler.progress import print_summary
 from crawler.seeds import collect_seeds, read_seeds
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             print("crawl: error: no seeds given (use a URL, a seeds file, or --demo)",
                   file=sys.stderr)  # fmt: skip
             return 2
-        seeds = [] if args.demo else collect_seeds(args.targets)
+        seeds = [] if args.demo else collect_seeds(args.targets, config.scope.max_url_length)
         check_output_paths(*output_paths(config, args))
     except (ConfigError, SeedError) as exc:
         print(f"crawl: error: {exc}", file=sys.stderr)
@@ -117,8 +118,11 @@ def main(argv: list[str] | None = None) -> int:
                           recrawl=args.recrawl,
                           args=sys.argv[1:] if argv is None else argv)  # fmt: skip
                 outcome = run_loop(job)
-    except (StateError, ConfigError, SharedStateError) as exc:  # e.g. [focus] without words
+    except (StateError, ConfigError, SharedStateError, OutputError) as exc:  # a full disk too
         print(f"crawl: error: {exc}", file=sys.stderr)
+        if isinstance(exc, OutputError) and config.output.path in ("", "-"):
+            # stdout cannot be written: not again at exit ("Exception ignored ...")
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 2
     except ScoreError as exc:  # the focus scorer failed: the results so far are written
         print(f"crawl: error: {exc}", file=sys.stderr)
@@ -148,7 +152,10 @@ def entry() -> NoReturn:
     process is about to give back anyway (~80 ms after a 1,180-page crawl of sqlite3-doc, a
     tenth of the command's run). `gc.freeze()` leaves them out of it; the atexit handlers
     (logging's flush) still run."""
-    status = main()
+    try:
+        status = main()
+    except KeyboardInterrupt:  # Ctrl-C outside the crawl's own handler (cli_run)
+        interrupted("(SIGINT)")
     gc.freeze()
     sys.exit(status)
 

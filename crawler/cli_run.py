@@ -123,13 +123,16 @@ async def run(
     crawler = Crawler(config, recorder=warc.write if warc is not None else None, state=state)
     reporter = ProgressReporter(crawler, sys.stderr, interval=o.progress_interval)
     shared = bool(config.cluster.redis)  # a result is written before its lease is released
-    writer = JsonlWriter(out, sync=state is not None or shared, on_error=crawler.stop)
+    writer = JsonlWriter(out, sync=state is not None or shared, on_error=crawler.stop,
+                         name=o.path if o.path not in ("", "-") else "stdout")  # fmt: skip
     report = SeedReport()
     stopped_by: list[int] = []
     loop = asyncio.get_running_loop()
 
     def on_signal(signum: int) -> None:
         if stopped_by:  # a second Ctrl-C: leave now; the state database is consistent
+            with contextlib.suppress(OSError, ValueError):
+                out.flush()  # the lines written so far, whole (os._exit flushes nothing)
             os._exit(128 + stopped_by[0])
         stopped_by.append(signum)
         name = signal.Signals(signum).name

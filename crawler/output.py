@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, TextIO
 
-from crawler.errors import ConfigError
+from crawler.errors import ConfigError, OutputError
 from crawler.results import CrawlResult
 
 __all__ = [
@@ -104,10 +104,12 @@ class JsonlWriter:
     `write` only buffers (unless `sync`); every `interval` seconds the lines written since the
     last flush are handed to the OS, and once more on leaving. A failed flush (the reader of a
     pipe went away, a full disk) calls `on_error` once and is raised by the next `write` and on
-    leaving, so it ends the crawl the way a failed write does.
+    leaving, so it ends the crawl the way a failed write does: `BrokenPipeError` as it is, any
+    other OSError as an `OutputError` naming the output (`name`).
     """
 
-    __slots__ = ("_dirty", "_on_error", "_out", "_sync", "_task", "error", "interval", "lines")
+    __slots__ = ("_dirty", "_on_error", "_out", "_sync", "_task", "error", "interval", "lines",
+                 "name")  # fmt: skip
 
     def __init__(
         self,
@@ -116,25 +118,39 @@ class JsonlWriter:
         interval: float = FLUSH_INTERVAL,
         sync: bool = False,
         on_error: Callable[[], None] | None = None,
+        name: str = "the JSON Lines output",
     ) -> None:
+        self.name = name
         self._out = out
         self._sync = sync
         self._on_error = on_error
         self.interval = interval
         self.lines = 0
-        self.error: OSError | None = None
+        self.error: OSError | OutputError | None = None
         self._dirty = False
         self._task: asyncio.Task[None] | None = None
+
+    def _failed(self, exc: OSError) -> OSError | OutputError:
+        if isinstance(exc, BrokenPipeError):
+            return exc
+        reason = exc.strerror or exc
+        error = OutputError(f"{self.name}: cannot write: {reason} ({self.lines:,} results "
+                            "written before it; the last of them may be missing)")  # fmt: skip
+        error.__cause__ = exc
+        return error
 
     def write(self, result: CrawlResult) -> None:
         if self.error is not None:
             raise self.error
-        self._out.write(result.to_json() + "\n")
+        try:
+            self._out.write(result.to_json() + "\n")
+            if self._sync:
+                self._out.flush()  # before the state marks the URL done
+        except OSError as exc:
+            self.error = self._failed(exc)
+            raise self.error from exc
         self.lines += 1
-        if self._sync:
-            self._out.flush()  # before the state marks the URL done
-        else:
-            self._dirty = True
+        self._dirty = not self._sync
 
     def flush(self) -> None:
         """Hand the buffered lines to the OS now; a failure is kept in `error`."""
@@ -144,7 +160,7 @@ class JsonlWriter:
         try:
             self._out.flush()
         except OSError as exc:
-            self.error = exc
+            self.error = self._failed(exc)
             if self._on_error is not None:
                 self._on_error()
 
@@ -184,8 +200,17 @@ def open_output(path: str) -> Iterator[TextIO]:
         yield sys.stdout
         return
     repair_jsonl(Path(path))
-    with open(path, "a", encoding="utf-8", errors="backslashreplace") as fh:
+    fh = open(path, "a", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+    try:
         yield fh
+    except BaseException:
+        with contextlib.suppress(OSError):  # the error in flight says what failed
+            fh.close()
+        raise
+    try:
+        fh.close()
+    except OSError as exc:  # the last lines could not be written (a full disk)
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
 
 
 def repair_jsonl(path: Path) -> None:

@@ -11,6 +11,8 @@ passes `max_size` bytes is closed and the next one is opened:
 ``crawl.warc.gz``, ``crawl-00001.warc.gz``, ``crawl-00002.warc.gz``, ...
 Each record reaches the OS as soon as it is written (warcio flushes the file after every record),
 so a crawl killed at any moment loses at most the record being written, which the next run cuts.
+A write that fails (a full disk) raises `OutputError`, which ends the crawl, and every later write
+is refused, so that no record follows a torn one in the file (the next run cuts the torn one).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from crawler.errors import OutputError
 from crawler.fetcher import Response
 from crawler.steering import ALWAYS_SECRET, redact
 
@@ -39,7 +42,8 @@ _DROP_HEADERS = frozenset({"transfer-encoding"})
 class WarcOutput:
     """Appends request/response record pairs to a rotating series of .warc.gz files."""
 
-    __slots__ = ("_file", "_index", "_info", "_writer", "files", "max_size", "path", "records")
+    __slots__ = ("_file", "_index", "_info", "_writer", "error", "files", "max_size", "path",
+                 "records")  # fmt: skip
 
     def __init__(
         self, path: str | Path, *, max_size: int = 1024**3, info: dict[str, Any] | None = None
@@ -55,6 +59,7 @@ class WarcOutput:
         self._index = 0
         self.files: list[Path] = []
         self.records = 0
+        self.error: OutputError | None = None  # the first failed write; later ones refused
 
     def _name(self, index: int) -> Path:
         if index == 0:
@@ -85,7 +90,18 @@ class WarcOutput:
         return self._writer
 
     def write(self, response: Response) -> None:
-        """Archive one fetch as a request record and a response record."""
+        """Archive one fetch as a request record and a response record; `OutputError` if it
+        cannot be written (and for every write after a failed one)."""
+        if self.error is not None:
+            raise self.error
+        try:
+            self._write(response)
+        except OSError as exc:
+            where = self._name(self._index)
+            self.error = OutputError(f"{where}: cannot write the WARC file: {exc.strerror or exc}")
+            raise self.error from exc
+
+    def _write(self, response: Response) -> None:
         writer = self._open()
         target = response.url
         parts = urlsplit(target)
@@ -124,10 +140,17 @@ class WarcOutput:
         self.records += 2
 
     def close(self) -> None:
+        """Close the current file; `OutputError` if its last bytes cannot be written (none
+        after a failed write: that error was raised already)."""
         if self._file is not None:
-            self._file.close()
-            self._file = None
-            self._writer = None
+            file, self._file, self._writer = self._file, None, None
+            try:
+                file.close()
+            except OSError as exc:
+                if self.error is None:
+                    self.error = OutputError(f"{self._name(self._index)}: cannot write the WARC "
+                                             f"file: {exc.strerror or exc}")  # fmt: skip
+                    raise self.error from exc
 
     def __repr__(self) -> str:
         return f"<WarcOutput {str(self.path)!r} files={len(self.files)} records={self.records}>"

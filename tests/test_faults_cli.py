@@ -1,0 +1,176 @@
+"""Faults a user throws at the `crawl` command (second fault audit): seeds files in odd
+encodings or shapes, config files that are not UTF-8, outputs that cannot be written (a full
+disk: `/dev/full`), and Ctrl-C before the crawl has set its own handler."""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from crawler.cli_run import run
+from crawler.config import Config, load_config
+from crawler.errors import ConfigError, OutputError, SeedError
+from crawler.output import open_output
+from crawler.seeds import collect_seeds
+from crawler.state import CrawlState
+from crawler.statedb import FILENAME
+from tests.conftest import serve
+
+SEEDS = ["http://a.test/", "http://b.test/x"]
+FULL = "/dev/full"  # every write fails with ENOSPC (Linux)
+
+
+# -- seeds files -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        codecs.BOM_UTF8 + b"http://a.test/\nhttp://b.test/x\n",  # Notepad's "UTF-8"
+        "http://a.test/\nhttp://b.test/x\n".encode("utf-16"),  # Notepad's "Unicode" (LE + BOM)
+        codecs.BOM_UTF16_BE + "http://a.test/\nhttp://b.test/x\n".encode("utf-16-be"),
+        b"http://a.test/\r\nhttp://b.test/x\r\n",  # CRLF
+        b"http://a.test/\rhttp://b.test/x",  # old Mac line ends, no final newline
+    ],
+    ids=["utf8-bom", "utf16-le", "utf16-be", "crlf", "cr"],
+)
+def test_seeds_file_encodings_and_line_ends(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "seeds.txt"
+    path.write_bytes(data)
+    assert collect_seeds([str(path)]) == SEEDS
+
+
+def test_binary_seeds_file_is_named_plainly(tmp_path: Path) -> None:
+    path = tmp_path / "seeds.txt"
+    path.write_bytes(b"http://a.test/\n\x00\xd0\xff\xfe garbage \x89PNG\n")
+    with pytest.raises(SeedError, match=r"seeds.txt: not a text file in UTF-8") as info:
+        collect_seeds([str(path)])
+    assert "codec" not in str(info.value)  # no Python internals
+
+
+def test_directory_as_seeds_file(tmp_path: Path) -> None:
+    with pytest.raises(SeedError, match="is a directory, not a seeds file"):
+        collect_seeds([str(tmp_path)])
+
+
+def test_seed_longer_than_max_url_length_is_a_bad_line_quoted_short(tmp_path: Path) -> None:
+    path = tmp_path / "seeds.txt"
+    path.write_text("http://a.test/\nhttp://a.test/" + "a" * 1_000_000 + "\n")
+    with pytest.raises(SeedError) as info:
+        collect_seeds([str(path)], max_length=2048)
+    message = str(info.value)
+    assert "seeds.txt:2: longer than [scope] max_url_length (2,048 characters)" in message
+    assert len(message) < 400 and "(1,000,014 characters)" in message
+    assert collect_seeds([str(path)])[0] == "http://a.test/"  # no limit: taken as it is
+
+
+# -- config files ------------------------------------------------------------------------------
+
+
+def test_config_with_a_bom_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_bytes(codecs.BOM_UTF8 + b"[crawl]\nmax_pages = 7\n")
+    assert load_config(path).crawl.max_pages == 7
+
+
+def test_config_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_bytes(b"[crawl]\nuser_agent = 'caf\xe9'\n")
+    with pytest.raises(ConfigError, match=r"c.toml: not a TOML file: not UTF-8 text"):
+        load_config(path)
+
+
+# -- outputs that cannot be written ------------------------------------------------------------
+
+
+async def page(request: web.Request) -> web.Response:
+    links = "".join(f'<a href="/p{i}">p</a>' for i in range(5))
+    return web.Response(text=f"<title>t</title>{links}", content_type="text/html")
+
+
+def fast(config: Config) -> Config:
+    return config.override("politeness", delay=0.0)
+
+
+needs_dev_full = pytest.mark.skipif(not os.path.exists(FULL), reason="needs /dev/full")
+
+
+@needs_dev_full
+async def test_warc_on_a_full_disk_ends_the_crawl_with_a_clear_error(tmp_path: Path) -> None:
+    """Before: each fetch's WARC write failed as an 'internal error' with a traceback, robots.txt
+    counted as unreachable, and the crawl went on without its archive (exit 3 or 0)."""
+    config = fast(Config()).override("output", warc=FULL)
+    async with serve(page) as port:
+        with pytest.raises(OutputError, match=r"/dev/full: cannot write the WARC file: No space"):
+            await run(config, [f"http://127.0.0.1:{port}/"], io.StringIO(), quiet=True)
+
+
+@needs_dev_full
+async def test_warc_failure_with_a_state_leaves_the_url_pending(tmp_path: Path) -> None:
+    config = fast(Config()).override("output", warc=FULL).override("state", dir=str(tmp_path))
+    async with serve(page) as port:
+        with pytest.raises(OutputError):
+            await run(config, [f"http://127.0.0.1:{port}/"], io.StringIO(), quiet=True)
+    from crawler.components import settings
+
+    state = CrawlState.open(tmp_path, settings(config))  # the lock was released
+    assert state.counts() == (1, 0)  # the seed is still to do
+    state.abandon()
+
+
+@needs_dev_full
+async def test_jsonl_on_a_full_disk_names_the_output() -> None:
+    config = fast(Config()).override("output", path=FULL)
+    async with serve(page) as port:
+        expected = pytest.raises(OutputError, match=r"^/dev/full: cannot write: No space left")
+        with expected, open_output(FULL) as out:
+            await run(config, [f"http://127.0.0.1:{port}/"], out, quiet=True)
+
+
+@needs_dev_full
+@pytest.mark.parametrize("option", ["--warc", "-o", "stdout"])
+def test_cli_exit_status_2_on_a_full_disk(tmp_path: Path, option: str) -> None:
+    """The command (its demo site on loopback): one line naming the output, exit 2, no
+    traceback. Before: -o and stdout said '[Errno 28] No space left on device' without naming
+    the output; --warc went on without its archive, a traceback per fetch."""
+    where = [] if option == "stdout" else [option, FULL]
+    with open(FULL, "w") as stdout:
+        done = subprocess.run(
+            [sys.executable, "-m", "crawler.cli", "--demo", "-q", *where],
+            stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120, cwd=tmp_path,
+        )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+    name = "stdout" if option == "stdout" else FULL
+    assert f"crawl: error: {name}: cannot write" in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+
+
+# -- Ctrl-C before the crawl's own handler -----------------------------------------------------
+
+
+def test_sigint_while_starting_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    """Before: a KeyboardInterrupt traceback (imports, config, seeds, state)."""
+    script = Path(sys.executable).with_name("crawl")
+    if not script.exists():
+        pytest.skip("the console script is not installed")
+    proc = subprocess.Popen(
+        [str(script), "http://127.0.0.1:9/", "-q", "--state", str(tmp_path / "s")],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    time.sleep(0.05)  # the modules are still loading
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert proc.returncode == 130, err
+    assert "crawl: interrupted" in err
+    assert not (tmp_path / "s" / FILENAME).exists() or proc.returncode == 130
