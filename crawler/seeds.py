@@ -118,6 +118,10 @@ def _seeds_of(target: str, max_length: int) -> list[str]:
     if "://" in target:
         return read_seeds("command line", [target], max_length)
     path = Path(target)
+    scheme = _SCHEME.match(target)
+    if scheme is not None and not path.exists():  # mailto:, javascript:, data:, ...
+        raise SeedError(f"{target}: not a crawlable http(s) URL (a {scheme.group(1)}: URL); "
+                        "seeds are http:// or https:// URLs")  # fmt: skip
     if not path.exists():
         url = suggest_url(target)
         hint = f"; did you mean {url}?" if url else ""
@@ -136,6 +140,10 @@ def _seeds_of(target: str, max_length: int) -> list[str]:
                         "give one URL per line") from None  # fmt: skip
     except OSError as exc:
         raise SeedError(f"{target}: cannot read seeds file: {exc.strerror or exc}") from None
+
+
+# a URL scheme and its colon, not a host and port ("example.org:8080") or a Windows drive
+_SCHEME = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]+):(?![0-9]+(?:/|$))")
 
 
 def _encoding(head: bytes) -> str:

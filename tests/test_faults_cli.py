@@ -4,6 +4,7 @@ disk: `/dev/full`), and Ctrl-C before the crawl has set its own handler."""
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import io
 import os
@@ -71,6 +72,37 @@ def test_seed_longer_than_max_url_length_is_a_bad_line_quoted_short(tmp_path: Pa
     assert "seeds.txt:2: longer than [scope] max_url_length (2,048 characters)" in message
     assert len(message) < 400 and "(1,000,014 characters)" in message
     assert collect_seeds([str(path)])[0] == "http://a.test/"  # no limit: taken as it is
+
+
+@pytest.mark.parametrize("target", ["mailto:a@b.test", "javascript:alert(1)", "data:,x"])
+def test_a_url_of_another_scheme_is_named_as_such(tmp_path: Path, target: str) -> None:
+    """Before: 'neither a seeds file nor a URL (no such file)'."""
+    scheme = target.split(":", 1)[0]
+    with pytest.raises(SeedError, match=rf"not a crawlable http\(s\) URL \(a {scheme}: URL\)"):
+        collect_seeds([target])
+
+
+def test_a_host_and_port_still_gets_its_suggestion() -> None:
+    with pytest.raises(SeedError, match=r"did you mean http://example\.org:8080/\?"):
+        collect_seeds(["example.org:8080"])
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--max-pages", "-1"], "--max-pages: must be >= 0, got -1"),
+        (["--concurrency", "0"], "--concurrency: must be >= 1, got 0"),
+        (["--delay", "nan"], "--delay: must be a finite number, got nan"),
+    ],
+)
+def test_a_bad_flag_value_names_the_flag(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: 'override [crawl] max_pages: ...', a config key the user never typed."""
+    from crawler.cli import main
+
+    assert main(["http://127.0.0.1:9/", *flags]) == 2
+    assert capsys.readouterr().err == f"crawl: error: {message}\n"
 
 
 # -- config files ------------------------------------------------------------------------------
@@ -174,3 +206,47 @@ def test_sigint_while_starting_exits_130_without_a_traceback(tmp_path: Path) -> 
     assert proc.returncode == 130, err
     assert "crawl: interrupted" in err
     assert not (tmp_path / "s" / FILENAME).exists() or proc.returncode == 130
+
+
+class Recorded(io.StringIO):
+    """An output that remembers how much of it was flushed, and sends this process two
+    SIGINTs at once after its 5th line (both reach the crawl's handler in one loop pass)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flushed = 0
+        self.lines = 0
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        self.lines += text.count("\n")
+        if self.lines == 5:
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)
+        return written
+
+    def flush(self) -> None:
+        self.flushed = len(self.getvalue())
+
+
+async def test_a_second_sigint_flushes_the_lines_written_before_leaving(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The second Ctrl-C leaves at once (os._exit, which flushes nothing): before, the lines
+    written since the last timed flush (up to 0.5 s of results) were lost."""
+    exits: list[tuple[int, int, int]] = []  # (status, flushed, written) at os._exit
+    out = Recorded()
+    monkeypatch.setattr(os, "_exit", lambda status: exits.append(
+        (status, out.flushed, len(out.getvalue()))))  # fmt: skip
+
+    async def handler(request: web.Request) -> web.Response:
+        await asyncio.sleep(0.01)  # the crawl is still running when the signals come
+        links = "".join(f'<a href="/p{i}">p</a>' for i in range(50))
+        return web.Response(text=f"<title>t</title>{links}", content_type="text/html")
+
+    async with serve(handler) as port:
+        outcome = await run(fast(Config()), [f"http://127.0.0.1:{port}/"], out, quiet=True)
+    assert outcome.status == 130
+    assert exits, "the second SIGINT did not leave"
+    status, flushed, written = exits[0]
+    assert status == 130 and written > 0 and flushed == written
