@@ -72,7 +72,14 @@ def without_fresh(args: Sequence[str]) -> list[str]:
 def say(quiet: bool, message: str) -> None:
     """A line for the user on stderr, unless -q."""
     if not quiet:
-        print(f"crawl: {message}", file=sys.stderr)
+        tell(f"crawl: {message}")
+
+
+def tell(line: str) -> None:
+    """Print `line` on stderr; a stderr that cannot be written (full, closed) is no error:
+    the crawl's results do not depend on it."""
+    with contextlib.suppress(OSError):
+        print(line, file=sys.stderr)
 
 
 async def run(
@@ -136,10 +143,9 @@ async def run(
             os._exit(128 + stopped_by[0])
         stopped_by.append(signum)
         name = signal.Signals(signum).name
-        print(
+        tell(
             f"\ncrawl: {name}: finishing fetches in flight (up to {SHUTDOWN_GRACE:g} s); "
-            "press Ctrl-C again to quit at once",
-            file=sys.stderr,
+            "press Ctrl-C again to quit at once"
         )
         crawler.stop()
         loop.call_later(SHUTDOWN_GRACE, crawler.abort)
@@ -170,7 +176,7 @@ async def run(
             if config.cluster.redis
             else "it cannot be resumed: run with --state DIR to make crawls resumable"
         )
-        print(f"crawl: interrupted{where}; {hint}", file=sys.stderr)
+        tell(f"crawl: interrupted{where}; {hint}")
         return Outcome(crawler, 128 + stopped_by[0])
     if state is not None and state.previous_status == "finished" and writer.lines == 0:
         again = command_line([*without_fresh(args), "--fresh"])

@@ -34,6 +34,7 @@ from crawler.results import CrawlResult
 __all__ = [
     "FLUSH_INTERVAL",
     "JsonlWriter",
+    "check_not_inputs",
     "check_output_paths",
     "open_output",
     "repair_jsonl",
@@ -73,6 +74,16 @@ def check_output_paths(files: Mapping[str, str], directories: Mapping[str, str])
         if resolved in seen:
             raise ConfigError(f"{seen[resolved]} and {option} name the same path: {path}")
         seen[resolved] = option
+
+
+def check_not_inputs(files: Mapping[str, str], inputs: Mapping[str, str]) -> None:
+    """Refuse an output file that is one of the command's inputs (a seeds file, the config):
+    results would be appended to it. `inputs` maps a description to each path."""
+    given = {Path(path).resolve(): path for path in inputs.values() if Path(path).is_file()}
+    for option, path in files.items():
+        if path not in ("", "-") and (same := given.get(Path(path).resolve())) is not None:
+            raise ConfigError(f"{option} {path}: is an input of this crawl ({same}); the crawl "
+                              "would write into it: write elsewhere")  # fmt: skip
 
 
 def _check_one(option: str, target: Path, *, is_dir: bool) -> None:

@@ -105,6 +105,32 @@ def test_a_bad_flag_value_names_the_flag(
     assert capsys.readouterr().err == f"crawl: error: {message}\n"
 
 
+def test_a_seeds_file_or_config_as_an_output_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `crawl seeds.txt -o seeds.txt` appended the results to the seeds file."""
+    from crawler.cli import main
+
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://127.0.0.1:9/\n")
+    config = tmp_path / "c.toml"
+    config.write_text("[crawl]\nmax_pages = 3\n")
+    assert main([str(seeds), "-o", str(seeds)]) == 2
+    assert "-o " in capsys.readouterr().err
+    assert main([str(seeds), "--config", str(config), "--stats", str(config)]) == 2
+    assert "is an input of this crawl" in capsys.readouterr().err
+    assert seeds.read_text() == "http://127.0.0.1:9/\n"
+    assert config.read_text() == "[crawl]\nmax_pages = 3\n"
+
+
+def test_a_host_no_dns_name_can_be_is_not_a_seed() -> None:
+    """Before: taken, then its fetch failed with 'protocol: UnicodeError: encoding with
+    'idna' codec failed'."""
+    with pytest.raises(SeedError, match="not a crawlable http"):
+        collect_seeds([f"http://{'a' * 64}.test/"])
+    assert collect_seeds([f"http://{'a' * 63}.test/"])
+
+
 # -- config files ------------------------------------------------------------------------------
 
 
@@ -185,6 +211,41 @@ def test_cli_exit_status_2_on_a_full_disk(tmp_path: Path, option: str) -> None:
     name = "stdout" if option == "stdout" else FULL
     assert f"crawl: error: {name}: cannot write" in done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
+
+
+def demo(tmp_path: Path, **popen: object) -> tuple[int, str, int]:
+    """`crawl --demo -o FILE` in a child: (exit status, stdout, lines written)."""
+    out = tmp_path / "out.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "crawler.cli", "--demo", "-o", str(out)],
+        stdout=subprocess.PIPE, text=True, timeout=120, cwd=tmp_path, **popen,  # type: ignore[call-overload]
+    )  # fmt: skip
+    lines = out.read_text().count("\n") if out.exists() else 0
+    return done.returncode, done.stdout, lines
+
+
+@needs_dev_full
+def test_a_full_stderr_does_not_fail_a_crawl(tmp_path: Path) -> None:
+    """Before: exit 1 (the summary's write raised) after every result was written."""
+    with open(FULL, "w") as stderr:
+        status, _, lines = demo(tmp_path, stderr=stderr)
+    assert status == 0 and lines > 10
+
+
+def test_a_closed_stderr_does_not_stop_a_crawl(tmp_path: Path) -> None:
+    """Before: exit 1 and nothing crawled (sys.stderr is None when fd 2 is closed)."""
+    status, _, lines = demo(tmp_path, stderr=subprocess.DEVNULL, preexec_fn=lambda: os.close(2))
+    assert status == 0 and lines > 10
+
+
+def test_a_closed_stdout_as_the_output_is_a_clear_error(tmp_path: Path) -> None:
+    """Before: a traceback (sys.stdout is None when fd 1 is closed)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "crawler.cli", "http://127.0.0.1:9/"],
+        stderr=subprocess.PIPE, text=True, timeout=60, preexec_fn=lambda: os.close(1),
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == "crawl: error: stdout is closed: give -o PATH for the results\n"
 
 
 # -- Ctrl-C before the crawl's own handler -----------------------------------------------------
