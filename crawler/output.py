@@ -228,12 +228,19 @@ def repair_jsonl(path: Path) -> None:
     """Cut a partial last line left by a crash, so appended records start on a line of their own.
 
     The URL of a cut line was not marked done in the state, so a resumed crawl writes it again.
+    A file that is not the crawler's JSON Lines (its first line, or the partial last one, does
+    not start with ``{``: a seeds list, notes, a WARC) is a ConfigError, never cut or appended to.
     """
     try:
         with open(path, "r+b") as fh:
             size = fh.seek(0, os.SEEK_END)
             if size == 0:
                 return
+            fh.seek(0)
+            if fh.read(1) != b"{":
+                raise ConfigError(f"{path}: not a JSON Lines output of the crawler (it does not "
+                                  "start with '{'): results are appended to their own file; "
+                                  "give a new one")  # fmt: skip
             fh.seek(size - 1)
             if fh.read(1) == b"\n":
                 return
@@ -247,6 +254,10 @@ def repair_jsonl(path: Path) -> None:
                     end = start + cut + 1
                     break
                 end = start
+            fh.seek(end)
+            if fh.read(1) != b"{":  # a crash cuts a record, which starts with "{"
+                raise ConfigError(f"{path}: its last line is not a crawl result: not a JSON "
+                                  "Lines output of the crawler; give a new file")  # fmt: skip
             fh.truncate(end)
             log.warning("%s: removed a partial last line (%d bytes)", path, size - end)
     except FileNotFoundError:

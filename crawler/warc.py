@@ -51,6 +51,7 @@ class WarcOutput:
         if max_size < 1:
             raise ValueError(f"max_size must be >= 1 byte, got {max_size}")
         self.path = Path(path)
+        _check_existing(self.path)
         self.max_size = max_size
         self._info = {"software": "sieve-crawler/0.1", "format": "WARC File Format 1.1"}
         self._info.update(info or {})
@@ -154,6 +155,21 @@ class WarcOutput:
 
     def __repr__(self) -> str:
         return f"<WarcOutput {str(self.path)!r} files={len(self.files)} records={self.records}>"
+
+
+def _check_existing(path: Path) -> None:
+    """An existing file is appended to (after its torn last record is cut): refuse one that is
+    not a gzipped WARC, which the cut would destroy (`OutputError`)."""
+    if not path.is_file():  # none yet, or a device (/dev/null)
+        return
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(2)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot read the WARC file: {exc.strerror or exc}") from None
+    if head and head != b"\x1f\x8b":
+        raise OutputError(f"{path}: exists and is not a gzipped WARC file: the crawl appends "
+                          "to its own WARC files only; give a new file")  # fmt: skip
 
 
 def _ascii(reason: str) -> str:

@@ -248,6 +248,32 @@ def test_a_closed_stdout_as_the_output_is_a_clear_error(tmp_path: Path) -> None:
     assert done.stderr == "crawl: error: stdout is closed: give -o PATH for the results\n"
 
 
+@pytest.mark.parametrize(
+    "data",
+    [b"my notes\nno final newline", b"notes\n", b"\x1f\x8bnot json", b'{"url":"a"}\nnot a record'],
+)
+def test_jsonl_output_that_is_not_ours_is_never_cut(tmp_path: Path, data: bytes) -> None:
+    """Before: `-o notes.txt` cut notes.txt's last line as a 'partial record' (all of it,
+    with no newline), then appended results to it."""
+    path = tmp_path / "notes.txt"
+    path.write_bytes(data)
+    refused = pytest.raises(ConfigError, match="not a JSON Lines output of the crawler")
+    with refused, open_output(str(path)):
+        pass
+    assert path.read_bytes() == data
+
+
+def test_warc_output_that_is_not_a_warc_is_never_cut(tmp_path: Path) -> None:
+    """Before: `--warc notes.txt` truncated notes.txt to nothing (no complete gzip member)."""
+    from crawler.warc import WarcOutput
+
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"my notes\n")
+    with pytest.raises(OutputError, match="not a gzipped WARC file"):
+        WarcOutput(path)
+    assert path.read_bytes() == b"my notes\n"
+
+
 # -- Ctrl-C before the crawl's own handler -----------------------------------------------------
 
 
