@@ -131,6 +131,19 @@ def test_a_host_no_dns_name_can_be_is_not_a_seed() -> None:
     assert collect_seeds([f"http://{'a' * 63}.test/"])
 
 
+def test_absurd_concurrency_and_sieve_capacity_are_config_errors() -> None:
+    """Before: --concurrency 1000000 took 1.5 GB and 30 s before its first fetch; a Sieve
+    capacity of 10^13 ended in a MemoryError traceback (exit 1)."""
+    from crawler import Crawler
+
+    with pytest.raises(ConfigError, match=r"concurrency: must be <= 10,000, got 1000000"):
+        Config().override("crawl", concurrency=1_000_000)
+    assert Config().override("crawl", concurrency=10_000).crawl.concurrency == 10_000
+    huge = Config().override("sieve", capacity=10**13)
+    with pytest.raises(ConfigError, match=r"\[sieve\] capacity = 10,000,000,000,000"):
+        Crawler(huge)
+
+
 # -- config files ------------------------------------------------------------------------------
 
 
