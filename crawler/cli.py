@@ -19,6 +19,7 @@ closed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import logging
@@ -29,10 +30,11 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from crawler.cli_args import apply_overrides, build_parser, output_paths
-from crawler.cli_run import run, run_demo
+from crawler.cli_run import run, run_demo, tell
+from crawler.command import interrupted
 from crawler.config import load_config
-from crawler.errors import ConfigError, ScoreError, SeedError, SharedStateError
-from crawler.output import check_output_paths, open_output, repair_jsonl
+from crawler.errors import ConfigError, OutputError, ScoreError, SeedError, SharedStateError
+from crawler.output import check_not_inputs, check_output_paths, open_output, repair_jsonl
 from crawler.progress import print_summary
 from crawler.seeds import collect_seeds, read_seeds
 from crawler.statedb import StateError
@@ -70,12 +72,14 @@ def write_stats(path: str, stats: dict[str, Any]) -> int:
     try:
         Path(path).write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
-        print(f"crawl: error: stats {path}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+        tell(f"crawl: error: stats {path}: cannot write: {exc.strerror or exc}")
         return 2
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    if sys.stderr is None:  # started with stderr closed (2>&-): messages go nowhere, not crash
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
     parser = build_parser()
     args = parser.parse_args(argv)
     setup_logging(args.verbose, args.quiet)
@@ -103,8 +107,13 @@ def main(argv: list[str] | None = None) -> int:
             print("crawl: error: no seeds given (use a URL, a seeds file, or --demo)",
                   file=sys.stderr)  # fmt: skip
             return 2
-        seeds = [] if args.demo else collect_seeds(args.targets)
-        check_output_paths(*output_paths(config, args))
+        seeds = [] if args.demo else collect_seeds(args.targets, config.scope.max_url_length)
+        files, directories = output_paths(config, args)
+        check_output_paths(files, directories)
+        inputs = [t for t in args.targets if "://" not in t] + [args.config or ""]
+        check_not_inputs(files, {path: path for path in inputs if path})
+        if config.output.path in ("", "-") and sys.stdout is None:
+            raise ConfigError("stdout is closed: give -o PATH for the results")
     except (ConfigError, SeedError) as exc:
         print(f"crawl: error: {exc}", file=sys.stderr)
         return 2
@@ -117,8 +126,11 @@ def main(argv: list[str] | None = None) -> int:
                           recrawl=args.recrawl,
                           args=sys.argv[1:] if argv is None else argv)  # fmt: skip
                 outcome = run_loop(job)
-    except (StateError, ConfigError, SharedStateError) as exc:  # e.g. [focus] without words
+    except (StateError, ConfigError, SharedStateError, OutputError) as exc:  # a full disk too
         print(f"crawl: error: {exc}", file=sys.stderr)
+        if isinstance(exc, OutputError) and config.output.path in ("", "-"):
+            # stdout cannot be written: not again at exit ("Exception ignored ...")
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 2
     except ScoreError as exc:  # the focus scorer failed: the results so far are written
         print(f"crawl: error: {exc}", file=sys.stderr)
@@ -132,9 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     stats = outcome.crawler.stats_dict()
     if not args.quiet and outcome.summary:
-        print_summary(stats, sys.stderr)
+        with contextlib.suppress(OSError):  # stderr full or gone: the results are written
+            print_summary(stats, sys.stderr)
     if outcome.error:
-        print(f"crawl: error: {outcome.error}", file=sys.stderr)
+        tell(f"crawl: error: {outcome.error}")
     if config.output.stats:
         return write_stats(config.output.stats, stats) or outcome.status
     return outcome.status
@@ -148,7 +161,10 @@ def entry() -> NoReturn:
     process is about to give back anyway (~80 ms after a 1,180-page crawl of sqlite3-doc, a
     tenth of the command's run). `gc.freeze()` leaves them out of it; the atexit handlers
     (logging's flush) still run."""
-    status = main()
+    try:
+        status = main()
+    except KeyboardInterrupt:  # Ctrl-C outside the crawl's own handler (cli_run)
+        interrupted("(SIGINT)")
     gc.freeze()
     sys.exit(status)
 

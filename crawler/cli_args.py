@@ -8,8 +8,10 @@ config key that set it, for the checks made before the crawl (`crawler.output`).
 from __future__ import annotations
 
 import argparse
+import re
 
 from crawler.config import Config
+from crawler.errors import ConfigError
 
 __all__ = ["apply_overrides", "build_parser", "output_paths"]
 
@@ -89,7 +91,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser  # fmt: skip
 
 
+# the flag that sets each config key, to name it in an error ("--max-pages: must be >= 0")
+_FLAGS = {
+    "[crawl] max_pages": "--max-pages",
+    "[crawl] max_depth": "--max-depth",
+    "[crawl] concurrency": "--concurrency",
+    "[politeness] delay": "--delay",
+    "[output] path": "-o",
+    "[output] stats": "--stats",
+    "[output] warc": "--warc",
+    "[state] dir": "--state",
+    "[focus] keywords": "--focus",
+    "[cluster] redis": "--redis",
+    "[cluster] crawl_id": "--crawl-id",
+}
+_OVERRIDE = re.compile(r"override (\[\w+\] \w+)")
+
+
 def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
+    """`config` with the flags given put over it; a bad value is a ConfigError naming its flag."""
+    try:
+        return _apply_overrides(config, args)
+    except ConfigError as exc:
+        message = _OVERRIDE.sub(lambda m: _FLAGS.get(m.group(1), m.group(0)), str(exc), count=1)
+        raise ConfigError(message) from None
+
+
+def _apply_overrides(config: Config, args: argparse.Namespace) -> Config:
     crawl = {
         k: v
         for k, v in (

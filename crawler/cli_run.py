@@ -72,7 +72,14 @@ def without_fresh(args: Sequence[str]) -> list[str]:
 def say(quiet: bool, message: str) -> None:
     """A line for the user on stderr, unless -q."""
     if not quiet:
-        print(f"crawl: {message}", file=sys.stderr)
+        tell(f"crawl: {message}")
+
+
+def tell(line: str) -> None:
+    """Print `line` on stderr; a stderr that cannot be written (full, closed) is no error:
+    the crawl's results do not depend on it."""
+    with contextlib.suppress(OSError):
+        print(line, file=sys.stderr)
 
 
 async def run(
@@ -123,20 +130,22 @@ async def run(
     crawler = Crawler(config, recorder=warc.write if warc is not None else None, state=state)
     reporter = ProgressReporter(crawler, sys.stderr, interval=o.progress_interval)
     shared = bool(config.cluster.redis)  # a result is written before its lease is released
-    writer = JsonlWriter(out, sync=state is not None or shared, on_error=crawler.stop)
+    writer = JsonlWriter(out, sync=state is not None or shared, on_error=crawler.stop,
+                         name=o.path if o.path not in ("", "-") else "stdout")  # fmt: skip
     report = SeedReport()
     stopped_by: list[int] = []
     loop = asyncio.get_running_loop()
 
     def on_signal(signum: int) -> None:
         if stopped_by:  # a second Ctrl-C: leave now; the state database is consistent
+            with contextlib.suppress(OSError, ValueError):
+                out.flush()  # the lines written so far, whole (os._exit flushes nothing)
             os._exit(128 + stopped_by[0])
         stopped_by.append(signum)
         name = signal.Signals(signum).name
-        print(
+        tell(
             f"\ncrawl: {name}: finishing fetches in flight (up to {SHUTDOWN_GRACE:g} s); "
-            "press Ctrl-C again to quit at once",
-            file=sys.stderr,
+            "press Ctrl-C again to quit at once"
         )
         crawler.stop()
         loop.call_later(SHUTDOWN_GRACE, crawler.abort)
@@ -167,7 +176,7 @@ async def run(
             if config.cluster.redis
             else "it cannot be resumed: run with --state DIR to make crawls resumable"
         )
-        print(f"crawl: interrupted{where}; {hint}", file=sys.stderr)
+        tell(f"crawl: interrupted{where}; {hint}")
         return Outcome(crawler, 128 + stopped_by[0])
     if state is not None and state.previous_status == "finished" and writer.lines == 0:
         again = command_line([*without_fresh(args), "--fresh"])

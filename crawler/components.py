@@ -32,8 +32,16 @@ __all__ = [
 
 
 def make_sieve(config: Config) -> Sieve:
+    """The Sieve of `[sieve]`; a ConfigError when its first stage does not fit in memory (a
+    `capacity` of 10^12 is terabytes: a typo, not a crawl)."""
     s = config.sieve
-    return Sieve(capacity=s.capacity, error_rate=s.error_rate, ratio=s.ratio, growth=s.growth)
+    try:
+        return Sieve(capacity=s.capacity, error_rate=s.error_rate, ratio=s.ratio, growth=s.growth)
+    except MemoryError:
+        raise ConfigError(
+            f"[sieve] capacity = {s.capacity:,} (error_rate {s.error_rate:g}): the Sieve's first "
+            "stage does not fit in memory; lower capacity (it grows as the crawl needs)"
+        ) from None
 
 
 def make_urls(config: Config) -> UrlNormalizer:

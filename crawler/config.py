@@ -69,9 +69,13 @@ def load_config(path: str | Path | None = None) -> Config:
     where = str(path)
     try:
         with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+            raw = fh.read()
+        # TOML is UTF-8; a BOM (Windows editors write one) is skipped
+        data = tomllib.loads(raw.decode("utf-8-sig"))
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read config: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{where}: not a TOML file: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{where}: not valid TOML: {exc}") from None
     return config_from_mapping(data, where)

@@ -36,6 +36,9 @@ _POSITIVE = {
     "concurrency", "per_host_concurrency", "capacity", "growth", "warc_max_size", "max_queued",
     "max_queued_per_host",
 }  # fmt: skip
+_AT_MOST = {
+    "concurrency": 10_000,  # one task each: a million took 1.5 GB and 30 s before any fetch
+}
 _NON_NEGATIVE = {
     "max_pages", "max_depth", "delay", "max_delay", "robots_ttl", "backoff_base", "backoff_max",
     "max_retry_after", "retries", "max_redirects", "max_pages_per_host", "memo_size",
@@ -64,6 +67,8 @@ def check_section(obj: Any, where: str) -> None:
             raise ConfigError(f"{where} {f.name}: must be a finite number, got {value!r}")
         if f.name in _POSITIVE and value < 1:
             raise ConfigError(f"{where} {f.name}: must be >= 1, got {value!r}")
+        if f.name in _AT_MOST and value > _AT_MOST[f.name]:
+            raise ConfigError(f"{where} {f.name}: must be <= {_AT_MOST[f.name]:,}, got {value!r}")
         if f.name in _NON_NEGATIVE and value < 0:
             raise ConfigError(f"{where} {f.name}: must be >= 0, got {value!r}")
         if f.name in _POSITIVE_FLOAT and value <= 0:

@@ -9,7 +9,8 @@ fetch, extract links (`crawler.pages`: what is done with each URL), then the per
 (`crawler.admission`: ``urls.resolve -> scope.check -> Sieve -> frontier.put``);
 `frontier.done()` runs in `finally`. A failure while handling one URL becomes that URL's result
 (`error`), it never kills a worker; a worker that dies anyway ends the crawl with its exception
-instead of vanishing.
+instead of vanishing. An output or crawl state that cannot be written (`OutputError`,
+`StateError`: a full disk) ends the crawl with that error; the URL stays pending in the state.
 
 With ``[cluster] redis`` (``crawl --redis URL``) the frontier and the seen test are shared with
 other processes (`crawler.cluster`): the same workers, a `SharedWork` frontier, and admission
@@ -36,7 +37,7 @@ from crawler.components import (
     settings,
 )
 from crawler.config import Config
-from crawler.errors import ConfigError, ScoreError, SeedError, SharedStateError
+from crawler.errors import ConfigError, OutputError, ScoreError, SeedError, SharedStateError
 from crawler.fetcher import Response
 from crawler.focus import Focus
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome
@@ -51,6 +52,7 @@ from crawler.scoring import ScoreFn
 from crawler.seen import SeenStore
 from crawler.sieve import Dedup
 from crawler.state import CrawlState
+from crawler.statedb import StateError
 
 if TYPE_CHECKING:
     from crawler.cluster import ClusterNode, SharedWork  # redis-py: only for a shared crawl
@@ -59,6 +61,10 @@ if TYPE_CHECKING:
 __all__ = ["Crawler"]
 
 log = logging.getLogger(__name__)
+
+# errors that end the crawl, raised by crawl(): a failed scorer, the shared state in Redis, an
+# output or the crawl state that cannot be written (a full disk)
+_FATAL = (ScoreError, SharedStateError, OutputError, StateError)
 
 
 class _WorkerDone:
@@ -257,7 +263,7 @@ class Crawler:
                     item = await results.get()
                     if isinstance(item, _WorkerDone):
                         finished += 1
-                        if isinstance(item.error, ScoreError | SharedStateError):
+                        if isinstance(item.error, _FATAL):
                             raise item.error
                         if item.error is not None:
                             raise RuntimeError("a crawl worker died") from item.error
@@ -338,8 +344,8 @@ class Crawler:
                         outcome, retry, result = await pages.fetch_page(entry)
                         if result is not None:
                             await self._emit(result)
-                except ScoreError:
-                    raise  # ends the crawl: raised by crawl()
+                except (ScoreError, OutputError, StateError):
+                    raise  # ends the crawl: raised by crawl(); with a state, the URL stays pending
                 except Exception as exc:  # a bug handling one URL must not kill the crawl
                     log.exception("internal error while crawling %s", entry.url)
                     await self._emit(failed_result(entry, f"internal: {type(exc).__name__}: {exc}"))

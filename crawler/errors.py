@@ -7,6 +7,8 @@
     │                          link; the crawl ends with it, the original as __cause__)
     ├── SharedStateError       the shared crawl in Redis (``--redis``) is unreachable or was
     │                          started with other settings (the crawl ends with it)
+    ├── OutputError            an output (JSON Lines, WARC) could not be written, e.g. a full
+    │                          disk (names the output; the crawl ends with it)
     └── FetchError             one fetch failed; `kind` is the short name used in results
         ├── DNSError           "dns"          the host name did not resolve
         ├── ConnectError       "connect"      refused, unreachable, connect timeout, TLS failure
@@ -45,6 +47,7 @@ __all__ = [
     "DecodingError",
     "FetchError",
     "FetchTimeout",
+    "OutputError",
     "ProtocolError",
     "ScoreError",
     "SeedError",
@@ -86,6 +89,12 @@ class ScoreError(CrawlerError):
 
 class SharedStateError(CrawlerError):
     """The shared crawl state in Redis cannot be used: unreachable, or other settings."""
+
+
+class OutputError(CrawlerError):
+    """An output of the crawl (JSON Lines, WARC) could not be written (a full disk, a closed
+    file): the crawl ends with it, naming the output; the OSError is its ``__cause__``. With a
+    crawl state, the URL whose record could not be written stays pending for the resume."""
 
 
 class FetchError(CrawlerError):

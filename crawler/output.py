@@ -28,12 +28,13 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, TextIO
 
-from crawler.errors import ConfigError
+from crawler.errors import ConfigError, OutputError
 from crawler.results import CrawlResult
 
 __all__ = [
     "FLUSH_INTERVAL",
     "JsonlWriter",
+    "check_not_inputs",
     "check_output_paths",
     "open_output",
     "repair_jsonl",
@@ -75,6 +76,16 @@ def check_output_paths(files: Mapping[str, str], directories: Mapping[str, str])
         seen[resolved] = option
 
 
+def check_not_inputs(files: Mapping[str, str], inputs: Mapping[str, str]) -> None:
+    """Refuse an output file that is one of the command's inputs (a seeds file, the config):
+    results would be appended to it. `inputs` maps a description to each path."""
+    given = {Path(path).resolve(): path for path in inputs.values() if Path(path).is_file()}
+    for option, path in files.items():
+        if path not in ("", "-") and (same := given.get(Path(path).resolve())) is not None:
+            raise ConfigError(f"{option} {path}: is an input of this crawl ({same}); the crawl "
+                              "would write into it: write elsewhere")  # fmt: skip
+
+
 def _check_one(option: str, target: Path, *, is_dir: bool) -> None:
     where = f"{option} {target}"
     if is_dir and target.exists() and not target.is_dir():
@@ -104,10 +115,12 @@ class JsonlWriter:
     `write` only buffers (unless `sync`); every `interval` seconds the lines written since the
     last flush are handed to the OS, and once more on leaving. A failed flush (the reader of a
     pipe went away, a full disk) calls `on_error` once and is raised by the next `write` and on
-    leaving, so it ends the crawl the way a failed write does.
+    leaving, so it ends the crawl the way a failed write does: `BrokenPipeError` as it is, any
+    other OSError as an `OutputError` naming the output (`name`).
     """
 
-    __slots__ = ("_dirty", "_on_error", "_out", "_sync", "_task", "error", "interval", "lines")
+    __slots__ = ("_dirty", "_on_error", "_out", "_sync", "_task", "error", "interval", "lines",
+                 "name")  # fmt: skip
 
     def __init__(
         self,
@@ -116,25 +129,39 @@ class JsonlWriter:
         interval: float = FLUSH_INTERVAL,
         sync: bool = False,
         on_error: Callable[[], None] | None = None,
+        name: str = "the JSON Lines output",
     ) -> None:
+        self.name = name
         self._out = out
         self._sync = sync
         self._on_error = on_error
         self.interval = interval
         self.lines = 0
-        self.error: OSError | None = None
+        self.error: OSError | OutputError | None = None
         self._dirty = False
         self._task: asyncio.Task[None] | None = None
+
+    def _failed(self, exc: OSError) -> OSError | OutputError:
+        if isinstance(exc, BrokenPipeError):
+            return exc
+        reason = exc.strerror or exc
+        error = OutputError(f"{self.name}: cannot write: {reason} ({self.lines:,} results "
+                            "written before it; the last of them may be missing)")  # fmt: skip
+        error.__cause__ = exc
+        return error
 
     def write(self, result: CrawlResult) -> None:
         if self.error is not None:
             raise self.error
-        self._out.write(result.to_json() + "\n")
+        try:
+            self._out.write(result.to_json() + "\n")
+            if self._sync:
+                self._out.flush()  # before the state marks the URL done
+        except OSError as exc:
+            self.error = self._failed(exc)
+            raise self.error from exc
         self.lines += 1
-        if self._sync:
-            self._out.flush()  # before the state marks the URL done
-        else:
-            self._dirty = True
+        self._dirty = not self._sync
 
     def flush(self) -> None:
         """Hand the buffered lines to the OS now; a failure is kept in `error`."""
@@ -144,7 +171,7 @@ class JsonlWriter:
         try:
             self._out.flush()
         except OSError as exc:
-            self.error = exc
+            self.error = self._failed(exc)
             if self._on_error is not None:
                 self._on_error()
 
@@ -184,20 +211,36 @@ def open_output(path: str) -> Iterator[TextIO]:
         yield sys.stdout
         return
     repair_jsonl(Path(path))
-    with open(path, "a", encoding="utf-8", errors="backslashreplace") as fh:
+    fh = open(path, "a", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+    try:
         yield fh
+    except BaseException:
+        with contextlib.suppress(OSError):  # the error in flight says what failed
+            fh.close()
+        raise
+    try:
+        fh.close()
+    except OSError as exc:  # the last lines could not be written (a full disk)
+        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
 
 
 def repair_jsonl(path: Path) -> None:
     """Cut a partial last line left by a crash, so appended records start on a line of their own.
 
     The URL of a cut line was not marked done in the state, so a resumed crawl writes it again.
+    A file that is not the crawler's JSON Lines (its first line, or the partial last one, does
+    not start with ``{``: a seeds list, notes, a WARC) is a ConfigError, never cut or appended to.
     """
     try:
         with open(path, "r+b") as fh:
             size = fh.seek(0, os.SEEK_END)
             if size == 0:
                 return
+            fh.seek(0)
+            if fh.read(1) != b"{":
+                raise ConfigError(f"{path}: not a JSON Lines output of the crawler (it does not "
+                                  "start with '{'): results are appended to their own file; "
+                                  "give a new one")  # fmt: skip
             fh.seek(size - 1)
             if fh.read(1) == b"\n":
                 return
@@ -211,6 +254,10 @@ def repair_jsonl(path: Path) -> None:
                     end = start + cut + 1
                     break
                 end = start
+            fh.seek(end)
+            if fh.read(1) != b"{":  # a crash cuts a record, which starts with "{"
+                raise ConfigError(f"{path}: its last line is not a crawl result: not a JSON "
+                                  "Lines output of the crawler; give a new file")  # fmt: skip
             fh.truncate(end)
             log.warning("%s: removed a partial last line (%d bytes)", path, size - end)
     except FileNotFoundError:

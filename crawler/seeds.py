@@ -1,7 +1,8 @@
 """Seeds for the `crawl` command: read from the command line and seeds files, and how they fared.
 
 - `collect_seeds`: each argument is a URL (it has ``://``) or a seeds file (one URL per line,
-  blank lines and ``#`` comments allowed). Every bad line is reported (up to `MAX_REPORTED`), with
+  blank lines and ``#`` comments allowed; UTF-8, or UTF-16 with its BOM; CRLF line ends; read
+  line by line, only the seeds kept). Every bad line is reported (up to `MAX_REPORTED`), with
   its file and line; an argument that is neither a file nor a URL gets a suggestion
   (``example.net`` -> ``http://example.net/``); a file without seeds is named.
 - `SeedReport`: which seeds got an HTTP response. A seed *got an HTTP response* when the result
@@ -14,6 +15,8 @@
 
 from __future__ import annotations
 
+import codecs
+import io
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,9 +35,10 @@ def _listing(problems: list[str], total: int) -> str:
     return "\n  ".join(problems) + more
 
 
-def read_seeds(source: str, lines: Iterable[str]) -> list[str]:
+def read_seeds(source: str, lines: Iterable[str], max_length: int = 0) -> list[str]:
     """Seed URLs from a seeds file's lines; bad lines raise one SeedError naming each of them
-    (source and line number), up to `MAX_REPORTED`."""
+    (source and line number), up to `MAX_REPORTED`. A URL whose canonical form is longer than
+    `max_length` (``[scope] max_url_length``; 0: no limit) is a bad line too."""
     seeds: list[str] = []
     bad: list[str] = []
     nbad = 0
@@ -42,10 +46,18 @@ def read_seeds(source: str, lines: Iterable[str]) -> list[str]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        if canonicalize(line) is None:
+        key = canonicalize(line)
+        problem = (
+            "not a crawlable http(s) URL"
+            if key is None
+            else f"longer than [scope] max_url_length ({max_length:,} characters)"
+            if max_length and len(key) > max_length
+            else ""
+        )
+        if problem:
             nbad += 1
             if len(bad) < MAX_REPORTED:
-                bad.append(f"{source}:{number}: not a crawlable http(s) URL: {line!r}")
+                bad.append(f"{source}:{number}: {problem}: {_shown(line)}")
             continue
         seeds.append(line)
     if nbad == 1:
@@ -53,6 +65,13 @@ def read_seeds(source: str, lines: Iterable[str]) -> list[str]:
     if nbad:
         raise SeedError(f"{nbad} bad seed lines:\n  {_listing(bad, nbad)}")
     return seeds
+
+
+def _shown(line: str, limit: int = 200) -> str:
+    """A line as quoted in an error: its repr, cut after `limit` characters."""
+    if len(line) <= limit:
+        return repr(line)
+    return f"{line[:limit]!r}... ({len(line):,} characters)"
 
 
 _FILE_SUFFIXES = frozenset({"txt", "csv", "tsv", "lst", "list", "urls", "json", "jsonl", "md"})
@@ -70,8 +89,9 @@ def suggest_url(target: str) -> str | None:
     return url if canonicalize(url) is not None else None
 
 
-def collect_seeds(targets: Iterable[str]) -> list[str]:
-    """Every seed of the command line's URLs and seeds files, in order.
+def collect_seeds(targets: Iterable[str], max_length: int = 0) -> list[str]:
+    """Every seed of the command line's URLs and seeds files, in order; `max_length`: see
+    `read_seeds`.
 
     Raises SeedError for an unreadable file, an argument that is neither a file nor a URL, bad
     lines, or when the seeds files given hold no seed at all ("no seeds in FILE")."""
@@ -80,7 +100,7 @@ def collect_seeds(targets: Iterable[str]) -> list[str]:
     problems: list[str] = []  # one per argument: all of them are reported at once
     for target in targets:
         try:
-            found = _seeds_of(target)
+            found = _seeds_of(target, max_length)
         except SeedError as exc:
             problems.append(str(exc))
             continue
@@ -94,19 +114,44 @@ def collect_seeds(targets: Iterable[str]) -> list[str]:
     return seeds
 
 
-def _seeds_of(target: str) -> list[str]:
+def _seeds_of(target: str, max_length: int) -> list[str]:
     if "://" in target:
-        return read_seeds("command line", [target])
+        return read_seeds("command line", [target], max_length)
     path = Path(target)
+    scheme = _SCHEME.match(target)
+    if scheme is not None and not path.exists():  # mailto:, javascript:, data:, ...
+        raise SeedError(f"{target}: not a crawlable http(s) URL (a {scheme.group(1)}: URL); "
+                        "seeds are http:// or https:// URLs")  # fmt: skip
     if not path.exists():
         url = suggest_url(target)
         hint = f"; did you mean {url}?" if url else ""
         raise SeedError(f"{target}: neither a seeds file nor a URL (no such file){hint}")
+    if path.is_dir():
+        raise SeedError(f"{target}: is a directory, not a seeds file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SeedError(f"{target}: cannot read seeds file: {exc}") from None
-    return read_seeds(target, text.splitlines())
+        with path.open("rb") as fh:
+            encoding = _encoding(fh.read(4))
+            fh.seek(0)
+            # line by line: the file is never held whole
+            with io.TextIOWrapper(fh, encoding=encoding, newline=None) as text:
+                return read_seeds(target, text, max_length)
+    except UnicodeError:
+        raise SeedError(f"{target}: not a text file in UTF-8 (or UTF-16 with a BOM): "
+                        "give one URL per line") from None  # fmt: skip
+    except OSError as exc:
+        raise SeedError(f"{target}: cannot read seeds file: {exc.strerror or exc}") from None
+
+
+# a URL scheme and its colon, not a host and port ("example.org:8080") or a Windows drive
+_SCHEME = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]+):(?![0-9]+(?:/|$))")
+
+
+def _encoding(head: bytes) -> str:
+    """A seeds file's encoding: UTF-16 with its BOM (Windows Notepad's "Unicode"), else UTF-8
+    (its BOM skipped)."""
+    if head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        return "utf-16"
+    return "utf-8-sig"
 
 
 _UNREACHABLE = re.compile(r"robots: robots\.txt unreachable \((?:(.*); )?RFC 9309: [^)]*\)")

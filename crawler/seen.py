@@ -1,12 +1,15 @@
 """`SeenStore`: the exact tier behind the Sieve, the 64-bit fingerprints of every key taken in.
 
 `crawler.sieve.Dedup` consults it only when the Bloom filter says "seen". It is a set in memory
-without a crawl state, the state database's ``seen`` table with one (`CrawlState.seen`).
+without a crawl state, the state database's ``seen`` table with one (`CrawlState.seen`). A write
+that fails there (a full disk) is a `StateError`, which ends the crawl.
 """
 
 from __future__ import annotations
 
 import sqlite3
+
+from crawler.statedb import StateError
 
 __all__ = ["SeenStore"]
 
@@ -27,15 +30,18 @@ class SeenStore:
         if self._mem is not None:
             self._mem.add(fp)
         else:
-            assert self._db is not None
-            self._db.execute("INSERT OR IGNORE INTO seen (fp) VALUES (?)", (fp,))
+            self.add_many([fp])
 
     def add_many(self, fps: list[int]) -> None:
         if self._mem is not None:
             self._mem.update(fps)
         elif fps:
             assert self._db is not None
-            self._db.executemany("INSERT OR IGNORE INTO seen (fp) VALUES (?)", [(f,) for f in fps])
+            try:
+                self._db.executemany("INSERT OR IGNORE INTO seen (fp) VALUES (?)",
+                                     [(f,) for f in fps])  # fmt: skip
+            except sqlite3.Error as exc:
+                raise StateError(f"cannot write the crawl state's seen table: {exc}") from exc
 
     def __contains__(self, fp: int) -> bool:
         if self._mem is not None:

@@ -37,13 +37,22 @@ The database file (its schema, opening, checking and migrating it): `crawler.sta
 A missing directory starts a new crawl. A directory with an unfinished crawl resumes it, unless
 a setting that matters changed: then `StateError` names the settings, and `--fresh` starts
 over explicitly. A corrupt or foreign file is a `StateError`, never a silent fresh start.
+
+One crawl at a time: an open state holds an exclusive lock on ``DIR/state.lock`` (`flock`,
+released when it is closed or the process dies, even by ``kill -9``); opening a state another
+process holds is a `StateError` naming that process, before anything is read or removed
+(``--fresh`` included). A write that fails (a full disk, an I/O error) is a `StateError` that
+ends the crawl: what was committed before it stands, so the same command resumes the crawl
+once the cause is fixed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,7 +63,9 @@ from crawler.seen import SeenStore
 from crawler.sieve import Sieve, SieveFormatError, fingerprint
 from crawler.statedb import FILENAME, StateError, connect, content_table, get_meta, put_meta
 
-__all__ = ["CrawlState", "Validators"]
+__all__ = ["LOCKNAME", "CrawlState", "Validators"]
+
+LOCKNAME = "state.lock"  # held (flock) by the process that has the state open
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +76,16 @@ Validators = tuple[str | None, str | None]
 class CrawlState:
     """The state database of one crawl. Use `CrawlState.open(directory, settings)`."""
 
-    __slots__ = ("_db", "_raises", "_rows", "directory", "finished", "previous_status", "resumed",
-                 "seen")  # fmt: skip
+    __slots__ = ("_db", "_failed", "_lock", "_raises", "_rows", "directory", "finished",
+                 "previous_status", "resumed", "seen")  # fmt: skip
 
-    def __init__(self, directory: Path, db: sqlite3.Connection, *, resumed: bool) -> None:
+    def __init__(
+        self, directory: Path, db: sqlite3.Connection, *, resumed: bool, lock: int = -1
+    ) -> None:
         self.directory = directory
         self._db = db
+        self._lock = lock  # the file descriptor holding DIR/state.lock, -1 for none
+        self._failed = False  # a write failed: nothing more is written
         self.resumed = resumed
         self.finished = False
         # the status the state had when opened: "running", "interrupted", "finished"; None if new
@@ -86,19 +101,31 @@ class CrawlState:
         """Open (or create) the state in `directory` for a crawl with these `settings`."""
         directory = Path(directory)
         path = directory / FILENAME
-        if fresh and path.exists():
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{path}{suffix}").unlink(missing_ok=True)
-            log.warning("--fresh: removed the previous crawl state in %s", directory)
         if directory.exists() and not directory.is_dir():
             raise StateError(f"{directory}: not a directory")
-        existed = path.exists()
-        if directory.exists() and not existed and any(directory.iterdir()):
+        if (
+            directory.exists()
+            and not path.exists()
+            and any(p.name != LOCKNAME for p in directory.iterdir())
+        ):
             raise StateError(f"{directory}: not empty and holds no crawl state ({FILENAME})")
-        directory.mkdir(parents=True, exist_ok=True)
-        db = connect(path, settings, existed)
-        state = cls(directory, db, resumed=existed)
-        db.execute("BEGIN")
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            lock = _lock(directory)
+        except OSError as exc:
+            raise StateError(f"{directory}: cannot use it: {exc.strerror or exc}") from None
+        try:
+            if fresh and path.exists():
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{path}{suffix}").unlink(missing_ok=True)
+                log.warning("--fresh: removed the previous crawl state in %s", directory)
+            existed = path.exists()
+            db = connect(path, settings, existed)
+            state = cls(directory, db, resumed=existed, lock=lock)
+            db.execute("BEGIN")
+        except BaseException:
+            os.close(lock)
+            raise
         return state
 
     @property
@@ -229,9 +256,28 @@ class CrawlState:
         admitted URLs; a resume queues it with that priority)."""
         self._raises.append((priority, fingerprint(key), priority))
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Turn a failed write (a full disk, an I/O error) into a StateError that ends the
+        crawl; nothing is written after it (what was committed before stands)."""
+        if self._failed:
+            raise StateError(f"{self.directory}: the crawl state could not be written")
+        try:
+            yield
+        except sqlite3.Error as exc:
+            self._failed = True
+            raise StateError(
+                f"{self.directory}: cannot write the crawl state: {exc}; what was saved before "
+                "is kept: fix the cause (free some space) and run the same command to resume"
+            ) from exc
+
     def completed(self, key: str, validators: Validators | None = None, keep: bool = True) -> None:
         """Mark a URL done and commit everything journaled so far. Its stored validators are
         kept when `keep` (a 304, a failure), else replaced by `validators` (None: cleared)."""
+        with self._writing():
+            self._completed(key, validators, keep)
+
+    def _completed(self, key: str, validators: Validators | None, keep: bool) -> None:
         self._write_rows()
         fp = fingerprint(key)
         if keep:
@@ -245,9 +291,10 @@ class CrawlState:
         self.commit()
 
     def commit(self) -> None:
-        self._write_rows()
-        self._db.execute("COMMIT")
-        self._db.execute("BEGIN")
+        with self._writing():
+            self._write_rows()
+            self._db.execute("COMMIT")
+            self._db.execute("BEGIN")
 
     def _write_rows(self) -> None:
         if self._rows:
@@ -267,13 +314,14 @@ class CrawlState:
 
     def checkpoint(self, sieve: Sieve, stats: dict[str, Any], status: str = "running") -> None:
         """Snapshot the Sieve and the stats (and the status), then commit."""
-        self._write_rows()
-        upto = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM urls").fetchone()[0]
-        self._db.execute(
-            "INSERT OR REPLACE INTO sieve (id, upto, data) VALUES (0, ?, ?)",
-            (upto, sieve.to_bytes()),
-        )
-        put_meta(self._db, stats=json.dumps(stats), status=status)
+        with self._writing():
+            self._write_rows()
+            upto = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM urls").fetchone()[0]
+            self._db.execute(
+                "INSERT OR REPLACE INTO sieve (id, upto, data) VALUES (0, ?, ?)",
+                (upto, sieve.to_bytes()),
+            )
+            put_meta(self._db, stats=json.dumps(stats), status=status)
         self.commit()
 
     def counts(self) -> tuple[int, int]:
@@ -283,28 +331,51 @@ class CrawlState:
         return int(row[0]), int(row[1])
 
     def close(self, sieve: Sieve, stats: dict[str, Any], status: str) -> None:
-        """Write a last checkpoint with the crawl's status and close the database."""
-        self.checkpoint(sieve, stats, status)
-        self._db.execute("COMMIT")
-        self._db.close()
-        self.finished = status == "finished"
+        """Write a last checkpoint with the crawl's status and close the database (after a
+        failed write, only close it: the crawl resumes from what was committed)."""
+        try:
+            if not self._failed:
+                self.checkpoint(sieve, stats, status)
+                with self._writing():
+                    self._db.execute("COMMIT")
+                self.finished = status == "finished"
+        finally:
+            self._release()
 
     def abandon(self) -> None:
         """Commit the journal as it stands and close, without a snapshot or a status change."""
-        self._write_rows()
-        self._db.execute("COMMIT")
-        self._db.close()
+        try:
+            if not self._failed:
+                with self._writing():
+                    self._write_rows()
+                    self._db.execute("COMMIT")
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        """Close the database (rolling back what a failed write left) and release the lock."""
+        try:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            self._db.close()
+        except sqlite3.Error as exc:
+            log.warning("%s: closing the crawl state: %s", self.directory, exc)
+        finally:
+            if self._lock >= 0:
+                os.close(self._lock)
+                self._lock = -1
 
     def add_content(self, simhash: int, digest: bytes, url: str) -> None:
         """Journal a page that entered the content-dedup index (committed with the next
         completion or checkpoint)."""
         signed = simhash - (1 << 64) if simhash >= 1 << 63 else simhash  # SQLite: signed 64-bit
         sql = "INSERT INTO content (simhash, hash, url) VALUES (?, ?, ?)"
-        try:
-            self._db.execute(sql, (signed, digest, url))
-        except sqlite3.OperationalError:  # no such table yet (created on first use)
-            content_table(self._db, self.directory)
-            self._db.execute(sql, (signed, digest, url))
+        with self._writing():
+            try:
+                self._db.execute(sql, (signed, digest, url))
+            except sqlite3.OperationalError:  # no such table yet (created on first use)
+                content_table(self._db, self.directory)
+                self._db.execute(sql, (signed, digest, url))
 
     def content(self) -> Iterator[tuple[int, bytes, str]]:
         """Every journaled (simhash, content hash, URL), oldest first."""
@@ -317,3 +388,24 @@ class CrawlState:
 
     def __repr__(self) -> str:
         return f"<CrawlState {str(self.directory)!r} resumed={self.resumed}>"
+
+
+def _lock(directory: Path) -> int:
+    """Take the state directory's lock (`LOCKNAME`, flock) and write our pid in it; a
+    StateError naming the holder when another process has it."""
+    fd = os.open(directory / LOCKNAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+        os.close(fd)
+        raise StateError(
+            f"{directory}: in use by another crawl (process {holder}); wait for it to end or "
+            "stop it (Ctrl-C), or give this crawl another --state directory"
+        ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    return fd

@@ -3,8 +3,9 @@
 Userinfo is dropped; a plain ASCII host name is lowercased here (what yarl would do, faster);
 any other host is mapped by idna (UTS #46, as browsers do: soft hyphens vanish...) and encoded
 by yarl (IDNA, IPv6 compression, validation); an IPv4 host is read as browsers read it (WHATWG:
-"127.1", "0x7f.1"); a default port is dropped. Pure functions, no state: `crawler.urlparts`
-caches the results per authority.
+"127.1", "0x7f.1"); a default port is dropped. A name no DNS can hold (a label over 63 bytes,
+over 253 in all, once encoded) is no host: aiohttp would fail on it at fetch time. Pure
+functions, no state: `crawler.urlparts` caches the results per authority.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from yarl import URL
 
 from crawler.urlsyntax import ASCII_HOST_OK, DEFAULT_PORTS, ends_in_number, parse_ipv4
 
-__all__ = ["make_netloc"]
+__all__ = ["MAX_LABEL", "MAX_NAME", "make_netloc"]
+
+MAX_LABEL = 63  # bytes of a DNS label (RFC 1035 §2.3.4)
+MAX_NAME = 253  # bytes of a DNS name, dots included, without the root's
+
+
+def _long_label(name: str) -> bool:
+    return any(len(label) > MAX_LABEL for label in name.split("."))
 
 
 def make_netloc(scheme: str, auth: str, strip_www: bool) -> tuple[str, str] | None:
@@ -61,6 +69,8 @@ def make_netloc(scheme: str, auth: str, strip_www: bool) -> tuple[str, str] | No
             encoded = parse_ipv4(encoded)
             if encoded is None:
                 return None
+        elif len(encoded) > MAX_NAME or (len(encoded) > MAX_LABEL and _long_label(encoded)):
+            return None  # no DNS name (RFC 1035: 63-byte labels, 253 bytes): never resolvable
     if port:
         port = port.lstrip("0") or "0"
         if not (port.isascii() and port.isdigit()) or len(port) > 5 or not 0 < int(port) < 65536:

@@ -11,6 +11,8 @@ passes `max_size` bytes is closed and the next one is opened:
 ``crawl.warc.gz``, ``crawl-00001.warc.gz``, ``crawl-00002.warc.gz``, ...
 Each record reaches the OS as soon as it is written (warcio flushes the file after every record),
 so a crawl killed at any moment loses at most the record being written, which the next run cuts.
+A write that fails (a full disk) raises `OutputError`, which ends the crawl, and every later write
+is refused, so that no record follows a torn one in the file (the next run cuts the torn one).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from crawler.errors import OutputError
 from crawler.fetcher import Response
 from crawler.steering import ALWAYS_SECRET, redact
 
@@ -39,7 +42,8 @@ _DROP_HEADERS = frozenset({"transfer-encoding"})
 class WarcOutput:
     """Appends request/response record pairs to a rotating series of .warc.gz files."""
 
-    __slots__ = ("_file", "_index", "_info", "_writer", "files", "max_size", "path", "records")
+    __slots__ = ("_file", "_index", "_info", "_writer", "error", "files", "max_size", "path",
+                 "records")  # fmt: skip
 
     def __init__(
         self, path: str | Path, *, max_size: int = 1024**3, info: dict[str, Any] | None = None
@@ -47,6 +51,7 @@ class WarcOutput:
         if max_size < 1:
             raise ValueError(f"max_size must be >= 1 byte, got {max_size}")
         self.path = Path(path)
+        _check_existing(self.path)
         self.max_size = max_size
         self._info = {"software": "sieve-crawler/0.1", "format": "WARC File Format 1.1"}
         self._info.update(info or {})
@@ -55,6 +60,7 @@ class WarcOutput:
         self._index = 0
         self.files: list[Path] = []
         self.records = 0
+        self.error: OutputError | None = None  # the first failed write; later ones refused
 
     def _name(self, index: int) -> Path:
         if index == 0:
@@ -85,7 +91,18 @@ class WarcOutput:
         return self._writer
 
     def write(self, response: Response) -> None:
-        """Archive one fetch as a request record and a response record."""
+        """Archive one fetch as a request record and a response record; `OutputError` if it
+        cannot be written (and for every write after a failed one)."""
+        if self.error is not None:
+            raise self.error
+        try:
+            self._write(response)
+        except OSError as exc:
+            where = self._name(self._index)
+            self.error = OutputError(f"{where}: cannot write the WARC file: {exc.strerror or exc}")
+            raise self.error from exc
+
+    def _write(self, response: Response) -> None:
         writer = self._open()
         target = response.url
         parts = urlsplit(target)
@@ -124,13 +141,35 @@ class WarcOutput:
         self.records += 2
 
     def close(self) -> None:
+        """Close the current file; `OutputError` if its last bytes cannot be written (none
+        after a failed write: that error was raised already)."""
         if self._file is not None:
-            self._file.close()
-            self._file = None
-            self._writer = None
+            file, self._file, self._writer = self._file, None, None
+            try:
+                file.close()
+            except OSError as exc:
+                if self.error is None:
+                    self.error = OutputError(f"{self._name(self._index)}: cannot write the WARC "
+                                             f"file: {exc.strerror or exc}")  # fmt: skip
+                    raise self.error from exc
 
     def __repr__(self) -> str:
         return f"<WarcOutput {str(self.path)!r} files={len(self.files)} records={self.records}>"
+
+
+def _check_existing(path: Path) -> None:
+    """An existing file is appended to (after its torn last record is cut): refuse one that is
+    not a gzipped WARC, which the cut would destroy (`OutputError`)."""
+    if not path.is_file():  # none yet, or a device (/dev/null)
+        return
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(2)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot read the WARC file: {exc.strerror or exc}") from None
+    if head and head != b"\x1f\x8b":
+        raise OutputError(f"{path}: exists and is not a gzipped WARC file: the crawl appends "
+                          "to its own WARC files only; give a new file")  # fmt: skip
 
 
 def _ascii(reason: str) -> str:

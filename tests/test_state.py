@@ -157,7 +157,7 @@ def test_seen_store(tmp_path: Path, in_db: bool) -> None:
         (b'{"a":1}\n', b'{"a":1}\n'),
         (b'{"a":1}\n{"b":', b'{"a":1}\n'),
         (b'{"b":', b""),
-        (b'{"a":1}\n' * 20000 + b"x" * 70000, b'{"a":1}\n' * 20000),
+        (b'{"a":1}\n' * 20000 + b'{"x":"' + b"x" * 70000, b'{"a":1}\n' * 20000),
     ],
 )
 def test_repair_jsonl(tmp_path: Path, before: bytes, after: bytes) -> None:

@@ -1,0 +1,111 @@
+"""Faults of the crawl state directory (second fault audit): a second crawl on a state in use,
+and writes that fail (a full disk: SQLite's SQLITE_FULL, forced with `max_page_count`)."""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from crawler.cli_run import run
+from crawler.components import settings
+from crawler.config import Config
+from crawler.entries import Entry
+from crawler.sieve import Sieve
+from crawler.state import LOCKNAME, CrawlState
+from crawler.statedb import FILENAME, StateError
+from tests.conftest import serve
+
+SETTINGS = {"max_depth": 3}
+
+
+def test_a_state_in_use_is_refused_and_fresh_removes_nothing(tmp_path: Path) -> None:
+    """Before: a second crawl opened the same state and both wrote to it (exit 0 each)."""
+    first = CrawlState.open(tmp_path, SETTINGS)
+    first.admitted(Entry(url="http://a.test/", key="http://a.test/", depth=0))
+    first.commit()
+    with pytest.raises(StateError, match=r"in use by another crawl \(process \d+\)"):
+        CrawlState.open(tmp_path, SETTINGS)
+    with pytest.raises(StateError, match="in use by another crawl"):
+        CrawlState.open(tmp_path, SETTINGS, fresh=True)
+    assert first.counts() == (1, 0)  # --fresh removed nothing under it
+    first.abandon()
+    again = CrawlState.open(tmp_path, SETTINGS)  # released on close
+    assert again.counts() == (1, 0)
+    again.abandon()
+
+
+def test_a_state_held_by_another_process_is_refused(tmp_path: Path) -> None:
+    held = CrawlState.open(tmp_path, SETTINGS)
+    probe = (
+        "import sys; from crawler.state import CrawlState\n"
+        "try:\n    CrawlState.open(sys.argv[1], {'max_depth': 3})\n"
+        "except Exception as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    held.abandon()
+    assert "in use by another crawl" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_lock_file_does_not_make_a_directory_foreign(tmp_path: Path) -> None:
+    (tmp_path / LOCKNAME).write_text("12345\n")  # left by a crawl killed before its database
+    CrawlState.open(tmp_path, SETTINGS).abandon()
+    assert (tmp_path / FILENAME).exists()
+
+
+def full(state: CrawlState) -> None:
+    """Make every further page the database needs fail, as a full disk does."""
+    db: sqlite3.Connection = state._db  # the fault is injected underneath
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    db.execute(f"PRAGMA max_page_count = {pages}")
+
+
+def test_a_failed_write_is_a_state_error_and_close_keeps_what_was_committed(
+    tmp_path: Path,
+) -> None:
+    """Before: sqlite3.OperationalError ('database or disk is full') and a traceback."""
+    state = CrawlState.open(tmp_path, SETTINGS)
+    state.admitted(Entry(url="http://a.test/", key="http://a.test/", depth=0))
+    state.commit()
+    full(state)
+    for i in range(3000):
+        state.admitted(Entry(url=f"http://a.test/{i}", key=f"http://a.test/{i}", depth=1))
+    with pytest.raises(StateError, match="cannot write the crawl state: database or disk is full"):
+        state.completed("http://a.test/")
+    with pytest.raises(StateError):  # nothing is written after a failure
+        state.commit()
+    state.close(Sieve(capacity=1000, error_rate=0.01), {}, "interrupted")  # does not raise
+    again = CrawlState.open(tmp_path, SETTINGS)
+    assert again.counts() == (1, 0)  # the seed is still pending: it will be fetched again
+    again.abandon()
+
+
+async def test_a_full_disk_under_the_state_ends_the_crawl_with_a_state_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def page(request: web.Request) -> web.Response:
+        links = "".join(f'<a href="/p{i}-{"x" * 200}">p</a>' for i in range(300))
+        return web.Response(text=f"<title>t</title>{links}", content_type="text/html")
+
+    opened = CrawlState.open
+
+    def open_full(*args: object, **kwargs: object) -> CrawlState:
+        state = opened(*args, **kwargs)  # type: ignore[arg-type]
+        full(state)
+        return state
+
+    monkeypatch.setattr(CrawlState, "open", open_full)
+    config = Config().override("politeness", delay=0.0).override("state", dir=str(tmp_path))
+    out = io.StringIO()
+    async with serve(page) as port:
+        with pytest.raises(StateError, match="run the same command to resume"):
+            await run(config, [f"http://127.0.0.1:{port}/"], out, quiet=True)
+    monkeypatch.undo()
+    state = CrawlState.open(tmp_path, settings(config))  # closed and released, readable
+    state.abandon()
