@@ -49,7 +49,6 @@ once the cause is fixed.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -61,11 +60,19 @@ from typing import Any
 from crawler.entries import Entry
 from crawler.seen import SeenStore
 from crawler.sieve import Sieve, SieveFormatError, fingerprint
-from crawler.statedb import FILENAME, StateError, connect, content_table, get_meta, put_meta
+from crawler.statedb import (
+    FILENAME,
+    LOCKNAME,
+    StateError,
+    connect,
+    content_table,
+    get_meta,
+    lock_directory,
+    put_meta,
+)
 
-__all__ = ["LOCKNAME", "CrawlState", "Validators"]
+__all__ = ["CrawlState", "Validators"]
 
-LOCKNAME = "state.lock"  # held (flock) by the process that has the state open
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +118,7 @@ class CrawlState:
             raise StateError(f"{directory}: not empty and holds no crawl state ({FILENAME})")
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            lock = _lock(directory)
+            lock = lock_directory(directory)
         except OSError as exc:
             raise StateError(f"{directory}: cannot use it: {exc.strerror or exc}") from None
         try:
@@ -388,24 +395,3 @@ class CrawlState:
 
     def __repr__(self) -> str:
         return f"<CrawlState {str(self.directory)!r} resumed={self.resumed}>"
-
-
-def _lock(directory: Path) -> int:
-    """Take the state directory's lock (`LOCKNAME`, flock) and write our pid in it; a
-    StateError naming the holder when another process has it."""
-    fd = os.open(directory / LOCKNAME, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
-        os.close(fd)
-        raise StateError(
-            f"{directory}: in use by another crawl (process {holder}); wait for it to end or "
-            "stop it (Ctrl-C), or give this crawl another --state directory"
-        ) from None
-    except BaseException:
-        os.close(fd)
-        raise
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-    return fd

@@ -5,13 +5,16 @@ journal), ``seen``, ``sieve`` and, created on first use, ``content``. `connect` 
 file with its schema and meta, or opens an existing one: checked to be a crawl state of this
 `FORMAT` started with the same settings, then brought up to date (additions only).
 `get_meta`/`put_meta` read and write ``meta``; `content_table` creates the content-dedup table
-and refuses rows of another fingerprint version.
+and refuses rows of another fingerprint version. `lock_directory`: one crawl per state directory
+(an exclusive `flock` on ``DIR/state.lock``, our pid written in it).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -22,10 +25,12 @@ from crawler.errors import CrawlerError
 __all__ = [
     "FILENAME",
     "FORMAT",
+    "LOCKNAME",
     "StateError",
     "connect",
     "content_table",
     "get_meta",
+    "lock_directory",
     "put_meta",
 ]
 
@@ -33,6 +38,7 @@ log = logging.getLogger(__name__)
 
 FORMAT = 1
 FILENAME = "state.sqlite"
+LOCKNAME = "state.lock"  # held (flock) by the process that has the state open
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -145,3 +151,24 @@ def _migrate(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE urls ADD COLUMN etag TEXT")
         db.execute("ALTER TABLE urls ADD COLUMN last_modified TEXT")
         log.info("state: added the validator columns to an older state database")
+
+
+def lock_directory(directory: Path) -> int:
+    """Take the state directory's lock (`LOCKNAME`, flock) and write our pid in it; a
+    StateError naming the holder when another process has it."""
+    fd = os.open(directory / LOCKNAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+        os.close(fd)
+        raise StateError(
+            f"{directory}: in use by another crawl (process {holder}); wait for it to end or "
+            "stop it (Ctrl-C), or give this crawl another --state directory"
+        ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    return fd

@@ -17,8 +17,8 @@ from crawler.components import settings
 from crawler.config import Config
 from crawler.entries import Entry
 from crawler.sieve import Sieve
-from crawler.state import LOCKNAME, CrawlState
-from crawler.statedb import FILENAME, StateError
+from crawler.state import CrawlState
+from crawler.statedb import FILENAME, LOCKNAME, StateError
 from tests.conftest import serve
 
 SETTINGS = {"max_depth": 3}
