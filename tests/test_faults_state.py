@@ -109,3 +109,22 @@ async def test_a_full_disk_under_the_state_ends_the_crawl_with_a_state_error(
     monkeypatch.undo()
     state = CrawlState.open(tmp_path, settings(config))  # closed and released, readable
     state.abandon()
+
+
+def test_a_lock_whose_pid_cannot_be_written_is_released(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the failed pid write (a full disk) kept the lock's descriptor open, so the state
+    stayed "in use by another crawl" for this process after the error."""
+    import errno
+
+    import crawler.statedb
+
+    def no_space(fd: int, data: bytes, offset: int) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(crawler.statedb.os, "pwrite", no_space)
+        with pytest.raises(StateError, match="No space left on device"):
+            CrawlState.open(tmp_path, SETTINGS)
+    CrawlState.open(tmp_path, SETTINGS).abandon()  # the lock went with the error
