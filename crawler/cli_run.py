@@ -104,6 +104,11 @@ async def run(
     if recrawl and not (Path(config.state.dir) / FILENAME).exists():
         raise StateError(f"{config.state.dir}: no crawl state to visit again; "
                          "run the crawl once without --recrawl")  # fmt: skip
+    warc: WarcOutput | None = None
+    if o.warc:  # before the state: a refused WARC file leaves the state unopened (--fresh too)
+        from crawler.warc import WarcOutput  # warcio
+
+        warc = WarcOutput(o.warc, max_size=o.warc_max_size)
     state = (
         CrawlState.open(config.state.dir, settings(config), fresh=fresh)
         if config.state.dir
@@ -122,12 +127,12 @@ async def run(
         admitted, done = state.counts()
         what = "recrawl" if state.generation else "crawl"
         say(quiet, f"resuming the {what} in {state.directory} ({done:,} of {admitted:,} URLs done)")
-    warc: WarcOutput | None = None
-    if o.warc:
-        from crawler.warc import WarcOutput  # warcio
-
-        warc = WarcOutput(o.warc, max_size=o.warc_max_size)
-    crawler = Crawler(config, recorder=warc.write if warc is not None else None, state=state)
+    try:
+        crawler = Crawler(config, recorder=warc.write if warc is not None else None, state=state)
+    except BaseException:  # (a shared crawl refuses --state): the state's lock goes with it
+        if state is not None:
+            state.abandon()
+        raise
     reporter = ProgressReporter(crawler, sys.stderr, interval=o.progress_interval)
     shared = bool(config.cluster.redis)  # a result is written before its lease is released
     writer = JsonlWriter(out, sync=state is not None or shared, on_error=crawler.stop,

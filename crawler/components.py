@@ -37,7 +37,7 @@ def make_sieve(config: Config) -> Sieve:
     s = config.sieve
     try:
         return Sieve(capacity=s.capacity, error_rate=s.error_rate, ratio=s.ratio, growth=s.growth)
-    except MemoryError:
+    except (MemoryError, OverflowError):  # OverflowError: more bits than an index can count
         raise ConfigError(
             f"[sieve] capacity = {s.capacity:,} (error_rate {s.error_rate:g}): the Sieve's first "
             "stage does not fit in memory; lower capacity (it grows as the crawl needs)"

@@ -169,6 +169,10 @@ def lock_directory(directory: Path) -> int:
     except BaseException:
         os.close(fd)
         raise
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    except BaseException:  # (a full disk): the lock must not outlive the failed open
+        os.close(fd)
+        raise
     return fd

@@ -142,6 +142,9 @@ def test_absurd_concurrency_and_sieve_capacity_are_config_errors() -> None:
     huge = Config().override("sieve", capacity=10**13)
     with pytest.raises(ConfigError, match=r"\[sieve\] capacity = 10,000,000,000,000"):
         Crawler(huge)
+    larger = Config().override("sieve", capacity=10**18)  # bits past a C index: OverflowError
+    with pytest.raises(ConfigError, match=r"\[sieve\] capacity = 1,000,000,000,000,000,000"):
+        Crawler(larger)
 
 
 # -- config files ------------------------------------------------------------------------------

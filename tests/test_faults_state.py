@@ -109,3 +109,47 @@ async def test_a_full_disk_under_the_state_ends_the_crawl_with_a_state_error(
     monkeypatch.undo()
     state = CrawlState.open(tmp_path, settings(config))  # closed and released, readable
     state.abandon()
+
+
+def test_a_lock_whose_pid_cannot_be_written_is_released(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the failed pid write (a full disk) kept the lock's descriptor open, so the state
+    stayed "in use by another crawl" for this process after the error."""
+    import errno
+
+    import crawler.statedb
+
+    def no_space(fd: int, data: bytes, offset: int) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(crawler.statedb.os, "pwrite", no_space)
+        with pytest.raises(StateError, match="No space left on device"):
+            CrawlState.open(tmp_path, SETTINGS)
+    CrawlState.open(tmp_path, SETTINGS).abandon()  # the lock went with the error
+
+
+async def test_a_crawl_refused_after_its_state_opened_releases_it(tmp_path: Path) -> None:
+    """Before: run() opened the state (taking its lock, --fresh removing the old one) and only
+    then refused a --warc file that is not a WARC, or --state with --redis: the lock stayed
+    held by the failed call, so the state was "in use by another crawl" in this process."""
+    from crawler.errors import ConfigError, OutputError
+
+    directory = tmp_path / "state"
+    config = Config().override("state", dir=str(directory))
+    previous = CrawlState.open(directory, settings(config))
+    previous.admitted(Entry(url="http://a.test/", key="http://a.test/", depth=0))
+    previous.abandon()
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    with pytest.raises(OutputError, match="not a gzipped WARC file"):
+        await run(config.override("output", warc=str(notes)), ["http://a.test/"], io.StringIO(),
+                  quiet=True, fresh=True)  # fmt: skip
+    shared = config.override("cluster", redis="redis://127.0.0.1:1/0")
+    with pytest.raises(ConfigError, match="--state"):
+        await run(shared, ["http://a.test/"], io.StringIO(), quiet=True)
+    state = CrawlState.open(directory, settings(config))  # not held by either failed run
+    assert state.counts() == (1, 0)  # and the refused --fresh removed nothing
+    state.abandon()
+    assert notes.read_text() == "my notes\n"
