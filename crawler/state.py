@@ -121,6 +121,7 @@ class CrawlState:
             lock = lock_directory(directory)
         except OSError as exc:
             raise StateError(f"{directory}: cannot use it: {exc.strerror or exc}") from None
+        db = None
         try:
             if fresh and path.exists():
                 for suffix in ("", "-wal", "-shm"):
@@ -131,6 +132,8 @@ class CrawlState:
             state = cls(directory, db, resumed=existed, lock=lock)
             db.execute("BEGIN")
         except BaseException:
+            if db is not None:
+                db.close()
             os.close(lock)
             raise
         return state

@@ -75,6 +75,7 @@ class StateError(CrawlerError):
 def connect(path: Path, settings: dict[str, Any], existed: bool) -> sqlite3.Connection:
     """Open the state database at `path` (autocommit; the caller begins its transactions):
     an existing one is checked against `settings` and migrated, a new one created."""
+    db: sqlite3.Connection | None = None
     try:
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
@@ -87,8 +88,12 @@ def connect(path: Path, settings: dict[str, Any], existed: bool) -> sqlite3.Conn
             put_meta(db, format=str(FORMAT), settings=json.dumps(settings, sort_keys=True),
                      status="running", created=time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                              time.gmtime()))  # fmt: skip
-    except sqlite3.DatabaseError as exc:
-        raise StateError(f"{path}: corrupt or not a crawl state database ({exc})") from None
+    except BaseException as exc:
+        if db is not None:
+            db.close()  # a refused state is not left open
+        if isinstance(exc, sqlite3.DatabaseError):
+            raise StateError(f"{path}: corrupt or not a crawl state database ({exc})") from None
+        raise
     return db
 
 

@@ -153,3 +153,29 @@ async def test_a_crawl_refused_after_its_state_opened_releases_it(tmp_path: Path
     assert state.counts() == (1, 0)  # and the refused --fresh removed nothing
     state.abandon()
     assert notes.read_text() == "my notes\n"
+
+
+def _open_files(name: str) -> list[str]:
+    """This process's open files whose path ends with `name` (Linux: /proc/self/fd)."""
+    found = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = str(fd.readlink())
+        except OSError:  # closed since it was listed
+            continue
+        if target.endswith(name):
+            found.append(target)
+    return found
+
+
+@pytest.mark.parametrize("garbage", [False, True], ids=["other-settings", "not-a-database"])
+def test_a_refused_state_leaves_no_database_open(tmp_path: Path, garbage: bool) -> None:
+    CrawlState.open(tmp_path, SETTINGS).abandon()
+    if garbage:
+        (tmp_path / FILENAME).write_bytes(b"not sqlite at all" * 100)
+    before = _open_files(FILENAME)
+    for _ in range(3):
+        with pytest.raises(StateError):
+            CrawlState.open(tmp_path, {"max_depth": 4} if not garbage else SETTINGS)
+    assert _open_files(FILENAME) == before  # nothing left open by the refusals
+    assert _open_files(LOCKNAME) == []
