@@ -51,7 +51,10 @@ class WarcOutput:
         if max_size < 1:
             raise ValueError(f"max_size must be >= 1 byte, got {max_size}")
         self.path = Path(path)
-        _check_existing(self.path)
+        index = 0  # every file of an earlier run's series: the last is appended to, after a cut
+        while index == 0 or self._name(index).exists():
+            _check_existing(self._name(index))
+            index += 1
         self.max_size = max_size
         self._info = {"software": "sieve-crawler/0.1", "format": "WARC File Format 1.1"}
         self._info.update(info or {})
@@ -159,15 +162,22 @@ class WarcOutput:
 
 def _check_existing(path: Path) -> None:
     """An existing file is appended to (after its torn last record is cut): refuse one that is
-    not a gzipped WARC, which the cut would destroy (`OutputError`)."""
+    not a gzipped WARC (its first record inflated, starting "WARC/"), which the cut would
+    destroy or the records appended would not belong to (`OutputError`)."""
     if not path.is_file():  # none yet, or a device (/dev/null)
         return
     try:
         with path.open("rb") as fh:
-            head = fh.read(2)
+            head = fh.read(4096)
     except OSError as exc:
         raise OutputError(f"{path}: cannot read the WARC file: {exc.strerror or exc}") from None
-    if head and head != b"\x1f\x8b":
+    if not head:
+        return
+    try:
+        start = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 5)
+    except zlib.error:
+        start = b""
+    if start != b"WARC/":
         raise OutputError(f"{path}: exists and is not a gzipped WARC file: the crawl appends "
                           "to its own WARC files only; give a new file")  # fmt: skip
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import gzip
 import io
 import os
 import signal
@@ -288,6 +289,27 @@ def test_warc_output_that_is_not_a_warc_is_never_cut(tmp_path: Path) -> None:
     with pytest.raises(OutputError, match="not a gzipped WARC file"):
         WarcOutput(path)
     assert path.read_bytes() == b"my notes\n"
+
+
+def test_no_file_of_a_warc_series_that_is_not_a_warc_is_appended_to(tmp_path: Path) -> None:
+    """Before: only the series' first file was checked: a later one that is not a WARC was cut
+    (text) or appended to (any gzip)."""
+    from crawler.warc import WarcOutput
+
+    first = tmp_path / "crawl.warc.gz"
+    first.write_bytes(gzip.compress(b"WARC/1.1\r\nWARC-Type: warcinfo\r\n\r\n"))
+    WarcOutput(first)  # ours: accepted
+    for name, data in (("crawl-00001.warc.gz", b"my notes\n"),
+                       ("crawl-00001.warc.gz", gzip.compress(b"a gzipped tarball"))):  # fmt: skip
+        later = tmp_path / name
+        later.write_bytes(data)
+        with pytest.raises(OutputError, match=r"crawl-00001\.warc\.gz: exists and is not a gzip"):
+            WarcOutput(first)
+        assert later.read_bytes() == data
+    gz = tmp_path / "other.warc.gz"
+    gz.write_bytes(gzip.compress(b"not a warc"))
+    with pytest.raises(OutputError, match="not a gzipped WARC file"):
+        WarcOutput(gz)
 
 
 # -- Ctrl-C before the crawl's own handler -----------------------------------------------------
