@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 import random
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,6 +18,7 @@ from crawler.engine import Crawler
 from crawler.entries import Entry, EntryKind, Outcome
 from crawler.errors import ConnectError, ProtocolError
 from crawler.frontier.redis import RedisFrontier
+from tests import test_frontier_redis as shared
 from tests.redis_server import RedisServer
 from tests.test_frontier_redis import PREFIX, Clock
 from tests.test_frontier_redis import frontier as redis_frontier
@@ -27,24 +28,7 @@ Respond = Callable[[Entry], tuple[Outcome, bool]]
 Log = list[tuple[float, int, Entry]]  # (claimed at, by which process, the entry)
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    with RedisServer() as s:
-        yield s
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-async def clients(server: RedisServer) -> AsyncIterator[list[Redis]]:
-    rs = [Redis.from_url(server.url) for _ in range(2)]  # two connections: two "processes"
-    await rs[0].flushall()
-    yield rs
-    for r in rs:
-        await r.aclose()
+server, clock, clients = shared.server, shared.clock, shared.clients  # the same fixtures
 
 
 async def frontier(client: Redis, clock: Clock, max_host_failures: int, **kw: Any) -> RedisFrontier:
