@@ -20,6 +20,7 @@ through the shared crawl. A Redis failure ends the crawl with `SharedStateError`
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -256,6 +257,7 @@ class Crawler:
         self._workers = [
             asyncio.create_task(self._worker(), name=f"crawl-worker-{i}") for i in range(n)
         ]
+        untaken: CrawlResult | None = None  # yielded, and the consumer has not come back
         with switch_interval(), young_threshold():
             finished = 0
             try:
@@ -270,7 +272,9 @@ class Crawler:
                         continue
                     self.stats.record(item)
                     self.stats.elapsed = time.monotonic() - self.stats.started
+                    untaken = item
                     yield item
+                    untaken = None
                     # The consumer has taken the result: only now is the URL done for good.
                     self._room.release()
                     if self.cluster is not None:
@@ -290,11 +294,14 @@ class Crawler:
                 self.abort()
                 await asyncio.gather(*self._workers, return_exceptions=True)
                 self.stats.elapsed = time.monotonic() - self.stats.started
+                # A result whose consumer did not come back (it raised, e.g. its output failed,
+                # or broke out of the loop) stays pending: saved stats do not count it yet.
+                saved = functools.partial(self.stats.without, untaken)
                 if self.cluster is not None:  # completions sent, a last heartbeat
-                    await self.cluster.close(self.stats.as_dict)
+                    await self.cluster.close(saved)
                 if state is not None:
                     status = "finished" if self._ran_out else "interrupted"
-                    state.close(self.sieve, self.stats.as_dict(), status)
+                    state.close(self.sieve, saved(), status)
 
     def stop(self) -> None:
         """Stop handing out work; fetches in flight finish, then the crawl ends."""
@@ -337,9 +344,7 @@ class Crawler:
                         outcome = await pages.fetch_robots(entry)
                     elif entry.kind is EntryKind.REFUSED:
                         refused = frontier.refusal(entry)  # "robots: ..." or "host_down: ..."
-                        if refused.startswith("robots:"):  # (host_down: counted by kind)
-                            self.stats.robots_refused += 1
-                        await self._emit(failed_result(entry, refused))
+                        await self._emit(failed_result(entry, refused))  # counted by its kind
                     else:
                         outcome, retry, result = await pages.fetch_page(entry)
                         if result is not None:

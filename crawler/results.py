@@ -116,19 +116,35 @@ class CrawlStats:
         """The share of scored pages that were relevant; None when no page was scored."""
         return self.relevant / self.scored if self.scored else None
 
-    def record(self, result: CrawlResult) -> None:
-        self.pages += 1
-        self.bytes += result.size
+    def record(self, result: CrawlResult, count: int = 1) -> None:
+        """Count a result (`count` -1: take one back, see `without`)."""
+        self.pages += count
+        self.bytes += count * result.size
         if result.status is not None:
-            self.status_classes[f"{result.status // 100}xx"] += 1
+            self.status_classes[f"{result.status // 100}xx"] += count
         if result.error is not None:
-            self.errors[result.error.split(":", 1)[0]] += 1
+            kind = result.error.split(":", 1)[0]
+            self.errors[kind] += count
+            if kind == "robots":
+                self.robots_refused += count
         if result.duplicate_of is not None:
-            self.exact_duplicates += 1
+            self.exact_duplicates += count
         elif result.near_duplicate_of is not None:
-            self.near_duplicates += 1
+            self.near_duplicates += count
         if result.unchanged:
-            self.unchanged += 1
+            self.unchanged += count
+
+    def without(self, result: CrawlResult | None) -> dict[str, Any]:
+        """`as_dict()` as if `result` had not been recorded: what a crawl saves when its
+        consumer never came back for the result after it (the URL stays pending, and it is
+        counted when it is fetched again)."""
+        if result is None:
+            return self.as_dict()
+        self.record(result, -1)
+        try:
+            return self.as_dict()
+        finally:
+            self.record(result)
 
     def restore(self, saved: dict[str, Any]) -> None:
         """Continue counting from a saved `as_dict()` (a resumed crawl)."""
@@ -147,14 +163,14 @@ class CrawlStats:
         return {
             "pages": self.pages,
             "bytes": self.bytes,
-            "status_classes": dict(sorted(self.status_classes.items())),
-            "errors": dict(sorted(self.errors.items())),
+            "status_classes": dict(sorted((+self.status_classes).items())),
+            "errors": dict(sorted((+self.errors).items())),
             "retries": self.retries,
             "robots_refused": self.robots_refused,
             "host_down": self.host_down,
             "robots_fetches": self.robots_fetches,
             "out_of_scope": self.out_of_scope,
-            "scope_refused": dict(sorted(self.scope_refused.items())),
+            "scope_refused": dict(sorted((+self.scope_refused).items())),
             "over_limit": self.over_limit,
             "duplicates": self.duplicates,
             "links_seen": self.links_seen,

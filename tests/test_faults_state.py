@@ -173,9 +173,10 @@ def test_a_refused_state_leaves_no_database_open(tmp_path: Path, garbage: bool) 
     CrawlState.open(tmp_path, SETTINGS).abandon()
     if garbage:
         (tmp_path / FILENAME).write_bytes(b"not sqlite at all" * 100)
-    before = _open_files(FILENAME)
+    # this test's files only: another test's leaked connection may be collected meanwhile
+    before = _open_files(str(tmp_path / FILENAME))
     for _ in range(3):
         with pytest.raises(StateError):
             CrawlState.open(tmp_path, {"max_depth": 4} if not garbage else SETTINGS)
-    assert _open_files(FILENAME) == before  # nothing left open by the refusals
-    assert _open_files(LOCKNAME) == []
+    assert _open_files(str(tmp_path / FILENAME)) == before  # nothing left open by the refusals
+    assert _open_files(str(tmp_path / LOCKNAME)) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import signal
@@ -16,6 +17,7 @@ import pytest
 from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.fixture import FixtureSite
+from crawler.results import CrawlResult
 from crawler.urls import canonicalize
 from tests.conftest import site_config
 
@@ -204,3 +206,43 @@ async def test_library_crawl_closes_its_state(site: FixtureSite, tmp_path: Path)
     assert db.execute("SELECT COUNT(*), SUM(done) FROM urls").fetchone() == (4, 4)
     db.close()
     assert state.finished
+
+
+def _spends_budget(result: CrawlResult) -> bool:
+    return result.error is None or result.error.split(":", 1)[0] not in ("robots", "host_down")
+
+
+@pytest.mark.parametrize("how", ["raises", "breaks"])
+async def test_a_result_not_taken_is_not_in_the_saved_stats(
+    site: FixtureSite, tmp_path: Path, how: str
+) -> None:
+    """A consumer that fails on a result (its output full) or breaks out after it leaves that
+    URL pending; the saved stats must not count it either, or a resumed max_pages crawl, which
+    counts its budget from them, stops a page early."""
+    from crawler.components import settings
+    from crawler.state import CrawlState
+
+    config = site_config(site, max_pages=6, concurrency=1)
+    taken: list[CrawlResult] = []
+    state = CrawlState.open(tmp_path / "s", settings(config))
+    with contextlib.suppress(OSError):
+        async with (
+            Crawler(config, state=state) as crawler,
+            contextlib.aclosing(crawler.crawl(site.seeds)) as results,
+        ):
+            async for result in results:
+                if sum(map(_spends_budget, taken)) == 3 and _spends_budget(result):
+                    if how == "raises":
+                        raise OSError(28, "No space left on device")
+                    taken.append(result)  # taken, but the crawl is not told so
+                    break
+                taken.append(result)
+    saved = CrawlState.open(tmp_path / "s", settings(config))
+    stats = saved.stats()
+    acknowledged = len(taken) - (how == "breaks")  # the consumer came back for the next one
+    assert stats is not None and stats["pages"] == acknowledged
+    async with Crawler(config, state=saved) as crawler:
+        async for result in crawler.crawl(site.seeds):
+            taken.append(result)
+    fetched = {r.key for r in taken if _spends_budget(r)}
+    assert len(fetched) == 6  # the budget, not one page short
