@@ -15,7 +15,7 @@ first page that needs them: a crawl of small pages never does).
   `<button>`...) between them; two headings, or two `<option>`, only with another element
   between them; a table's rows, sections and cells at most 3 per open table (implied or not).
   Counts are kept per group of names (li, dd/dt, p, headings, option, table, table parts,
-  other special elements, the rest), each floored at zero (~1 ms per MB). Inline SVG's
+  other special elements, the rest), each floored at zero (~0.35 us a tag). Inline SVG's
   `<path/>`, `<title>` and such are read as foreign content: a page of 800 icons is 4 deep.
 
 Both are estimates, not the tree builder (see `crawler.defuse.model` for the model it defers to
@@ -49,6 +49,7 @@ _LT, _GT, _SLASH = ord("<"), ord(">"), ord("/")
 _GUARD_BLOCK = 1 << 18  # bytes per step of `tag_profile` (~10 MB of arrays)
 _NAMED_BLOCK = 1 << 17  # bytes per step of `named_peak` (its arrays: ~200 bytes per tag)
 _TAG_REACH = 1 << 12  # how far past a step's bytes its tags' ">" are looked for
+_MARKED = bytes(c in b"<>\"'=" for c in range(256))  # the bytes `named_peak` needs the places of
 # the groups counted apart, and the flags of a name
 _OTHER, _SPECIAL, _LI, _DD, _P, _HEADING, _OPTION, _TABLE, _CELL = range(9)
 _VOID_FLAG, _BREAKOUT_FLAG, _FOREIGN_FLAG, _INTEGRATION_FLAG, _END_BREAKOUT_FLAG = 1, 2, 4, 8, 16
@@ -92,9 +93,7 @@ def _tables() -> tuple[Any, ...]:
     ends_value = np.zeros(256, dtype=bool)  # before the "/" of "/>": the tag is self-closing
     ends_value[np.frombuffer(b"\"'\t\n\f\r ", np.uint8)] = True
     masks = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
-    classes = np.zeros(256, dtype=bool)  # the bytes `named_peak` needs the positions of
-    classes[np.frombuffer(b"<>\"'=", np.uint8)] = True
-    return table_keys, table_groups, table_flags, letter, ends_name, ends_value, masks, classes
+    return table_keys, table_groups, table_flags, letter, ends_name, ends_value, masks
 
 
 def tag_profile(data: bytes, block: int = _GUARD_BLOCK) -> tuple[int, int]:
@@ -133,10 +132,12 @@ def named_peak(data: bytes, block: int = _NAMED_BLOCK) -> int:
 
     buf = np.zeros(len(data) + 16, dtype=np.uint8)  # zeros after the body: no gather runs off
     buf[: len(data)] = np.frombuffer(data, np.uint8)
+    # True at each byte whose position is needed (bytes.translate: ~3x quicker than a gather)
+    marks = np.frombuffer(data.translate(_MARKED), dtype=bool)
     state = _Carry()
     peak = 0
     for start in range(0, len(data), block):
-        peak = max(peak, _block_peak(buf, start, min(start + block, len(data)), state))
+        peak = max(peak, _block_peak(buf, marks, start, min(start + block, len(data)), state))
     return peak
 
 
@@ -155,15 +156,18 @@ class _Carry:
         return f"<_Carry tags={self.tags} counts={self.counts} events={self.events}>"
 
 
-def _block_peak(buf: npt.NDArray[Any], start: int, stop: int, state: _Carry) -> int:
-    """The peak of `named_peak`'s estimate over the tags starting in buf[start:stop]."""
+def _block_peak(
+    buf: npt.NDArray[Any], marks: npt.NDArray[Any], start: int, stop: int, state: _Carry
+) -> int:
+    """The peak of `named_peak`'s estimate over the tags starting in buf[start:stop] (`marks`:
+    True at each "<", ">", quote and "=")."""
     import numpy as np
 
-    table_keys, table_groups, table_flags, letter, ends_name, ends_value, masks, classes = _tables()
+    table_keys, table_groups, table_flags, letter, ends_name, ends_value, masks = _tables()
     size = len(buf) - 16
-    # one pass over the bytes (and _TAG_REACH more, where the block's last tags end): where
-    # each "<", ">", quote and "=" is
-    where = np.flatnonzero(classes[buf[start : min(size, stop + _TAG_REACH)]]) + start
+    # the positions of each "<", ">", quote and "=" (and _TAG_REACH bytes more, where the
+    # block's last tags end)
+    where = np.flatnonzero(marks[start : min(size, stop + _TAG_REACH)]) + start
     kind = buf[where]
     lt = where[(kind == _LT) & (where < stop)]
     end = buf[lt + 1] == _SLASH
