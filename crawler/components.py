@@ -73,6 +73,8 @@ def make_fetcher(config: Config) -> Fetcher:
         cookies=f.cookies,
         proxy=f.proxy,
         rules=HostRules(config.hosts),
+        tls_verify=f.tls_verify,
+        ca_file=f.ca_file,
     )
 
 

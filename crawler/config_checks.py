@@ -25,7 +25,7 @@ from crawler.config_sections import (
 )
 from crawler.errors import ConfigError
 from crawler.guard import parse_network
-from crawler.steering import HostMatch, check_headers, check_proxy
+from crawler.steering import HostMatch, check_ca_file, check_headers, check_proxy
 from crawler.urls import UrlNormalizer
 
 __all__ = ["check_section"]
@@ -133,6 +133,9 @@ def _check_steering(obj: FetchConfig | HostConfig, where: str) -> None:
         problem = check_proxy(obj.proxy)
         if problem is not None:
             raise ConfigError(f"{where} proxy: {problem}")
+        problem = check_ca_file(obj.ca_file)
+        if problem is not None:
+            raise ConfigError(f"{where} ca_file: {problem}")
         return
     try:
         HostMatch(obj.match)

@@ -89,6 +89,8 @@ class FetchConfig:
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     cookies: bool = False
     proxy: str = field(default="", repr=False)
+    tls_verify: bool = True
+    ca_file: str = ""
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -100,13 +102,15 @@ class HostConfig:
     per_host_concurrency: int | None = None
     headers: dict[str, str] = field(default_factory=dict)
     auth: tuple[str, ...] | None = None
+    tls_verify: bool | None = None
 
     def __repr__(self) -> str:  # header values and the password are secret
         auth = "" if self.auth is None else f" auth={self.auth[0]!r}:[redacted]"
+        tls = "" if self.tls_verify is None else f" tls_verify={self.tls_verify!r}"
         return (
             f"HostConfig(match={self.match!r}, delay={self.delay!r}, "
             f"per_host_concurrency={self.per_host_concurrency!r}, "
-            f"headers={sorted(self.headers)!r}{auth})"
+            f"headers={sorted(self.headers)!r}{auth}{tls})"
         )
 
 

@@ -12,6 +12,7 @@
     └── FetchError             one fetch failed; `kind` is the short name used in results
         ├── DNSError           "dns"          the host name did not resolve
         ├── ConnectError       "connect"      refused, unreachable, connect timeout, TLS failure
+        │   └── CertificateError "connect"    the TLS certificate was not accepted (not retried)
         ├── ConnectionReset    "reset"        the connection was reset or closed before a response
         ├── FetchTimeout       "timeout"      read_timeout or total_timeout expired
         ├── TooSlow            "too_slow"     less than min_rate bytes/s over min_rate_window
@@ -39,6 +40,7 @@ __all__ = [
     "Blame",
     "BlockedAddress",
     "BodyTooLarge",
+    "CertificateError",
     "ConfigError",
     "ConnectError",
     "ConnectionReset",
@@ -124,6 +126,13 @@ class ConnectError(FetchError):
     kind = "connect"
     blame = Blame.HOST
     retry = True
+
+
+class CertificateError(ConnectError):
+    """The host's TLS certificate was not accepted (unknown CA, expired, another name): the
+    same again on a retry, so none; every URL of the host fails alike (the circuit breaker)."""
+
+    retry = False
 
 
 class ConnectionReset(FetchError):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ from crawler.fetchwatch import CURRENT, Pacer, WatchedRequest
 from crawler.guard import AddressGuard, GuardedResolver, parse_address
 from crawler.headers import content_coding, header_text
 from crawler.resolver import OverrideResolver
-from crawler.steering import HostRules, redact, uses_proxy
+from crawler.steering import HostRules, redact, tls_context, uses_proxy
 from crawler.translate import translate_error
 
 __all__ = ["Fetcher", "Response"]
@@ -106,6 +107,8 @@ class Fetcher:
         "_resolver",
         "_secret",
         "_session",
+        "_ssl",
+        "_ssl_rules",
         "_timeout",
         "guard",
         "max_body",
@@ -135,13 +138,17 @@ class Fetcher:
         cookies: bool = False,
         proxy: str = "",
         rules: HostRules | None = None,
+        tls_verify: bool = True,
+        ca_file: str = "",
     ) -> None:
         """`guard` (None: no SSRF guard) filters every resolver answer and IP-literal URL.
         A transfer under `min_rate` bytes/s over `min_rate_window` s is cut (0: never).
 
         `headers` go with every request, `rules` add their own to the hosts they match;
         `cookies` keeps one cookie jar for the fetcher's life; `proxy` ("" = none) is used for
-        every host the NO_PROXY environment variable does not list.
+        every host the NO_PROXY environment variable does not list. TLS certificates are
+        verified (the system's CA store and `ca_file`'s) unless `tls_verify` is false or a rule
+        of `rules` says otherwise for its hosts.
         """
         self._pacer = Pacer(min_rate, min_rate_window)  # ValueError if out of range
         self.min_rate = float(min_rate)
@@ -165,13 +172,25 @@ class Fetcher:
         # aiohttp turns the proxy URL's user:password into Proxy-Authorization
         self._proxy = URL(proxy) if proxy else None
         self._proxy_hosts: dict[str, bool] = {}
+        # TLS: the connector's setting (True: aiohttp's default context), and the per-request
+        # one for hosts whose rule says otherwise (None: the connector's)
+        # (a rule turning verification back on needs a context of its own)
+        context = bool(ca_file) or (not tls_verify and any(r.tls_verify for r in self.rules.rules))
+        verifying: ssl.SSLContext | bool = tls_context(ca_file) if context else True
+        self._ssl: ssl.SSLContext | bool = verifying if tls_verify else False
+        self._ssl_rules: dict[bool, ssl.SSLContext | bool] = {True: verifying, False: False}
+        if not tls_verify:
+            log.warning("TLS certificates are not verified ([fetch] tls_verify = false)")
+        for rule in self.rules.rules:
+            if rule.tls_verify is False:
+                log.warning("TLS certificates of hosts matching %r are not verified", rule.match)
         # IP-literal hosts the guard allowed: its allowances only grow during a crawl, so a
         # crawl of an address (say 127.0.0.1) checks it once, not on every request
         self._literals_ok: set[str] = set()
 
     async def __aenter__(self) -> Fetcher:
         connector = aiohttp.TCPConnector(
-            resolver=self._resolver, limit=self._connector_limit, ttl_dns_cache=300
+            resolver=self._resolver, limit=self._connector_limit, ttl_dns_cache=300, ssl=self._ssl
         )
         self._session = aiohttp.ClientSession(
             connector=connector,
@@ -230,11 +249,13 @@ class Fetcher:
             if self._guarded is not None:
                 await self._check_literal(target)
             host, port = target.raw_host or "", target.port or 0  # as host_key spells it
+            verify = self.rules.tls_verify(host, port)
             async with self._session.get(
                 target,
                 allow_redirects=False,
                 headers=_merged(self.rules.headers(host, port), conditional),
                 proxy=self._proxy_for(host),
+                ssl=True if verify is None else self._ssl_rules[verify],
             ) as resp:
                 waiting = False
                 latency = time.monotonic() - started

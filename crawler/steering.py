@@ -17,6 +17,10 @@ Proxy-Authorization and Cookie are *secret*: request headers kept for the WARC a
 Proxy: ``[fetch] proxy`` is used for every request except to hosts the ``NO_PROXY`` (or
 ``no_proxy``) environment variable lists, decided by the standard library
 (:func:`urllib.request.proxy_bypass_environment`).
+
+TLS: certificates are verified against the system's CA store, plus the certificates of
+``[fetch] ca_file`` if given (an internal CA); ``[fetch] tls_verify = false`` turns verification
+off for every host, a rule's ``tls_verify`` for the hosts it matches (either way, or back on).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
+import ssl
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined]  # no stub
@@ -40,9 +45,11 @@ __all__ = [
     "REDACTED",
     "HostMatch",
     "HostRules",
+    "check_ca_file",
     "check_headers",
     "check_proxy",
     "redact",
+    "tls_context",
     "uses_proxy",
 ]
 
@@ -96,6 +103,31 @@ def check_proxy(proxy: str) -> str | None:
     if url.path not in ("", "/") or url.query_string or url.fragment:
         return "must be scheme://[user:password@]host[:port] only"
     return None
+
+
+def check_ca_file(path: str) -> str | None:
+    """Why `path` is not a usable file of CA certificates (None: it is, or it is "" for none)."""
+    if not path:
+        return None
+    try:
+        tls_context(path)
+    except FileNotFoundError:
+        return f"{path}: no such file"
+    except IsADirectoryError:
+        return f"{path}: is a directory, not a file of PEM certificates"
+    except ssl.SSLError as exc:
+        return f"{path}: not a file of PEM certificates ({exc.reason or exc})"
+    except (OSError, ValueError) as exc:
+        return f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})"
+    return None
+
+
+def tls_context(ca_file: str = "") -> ssl.SSLContext:
+    """A verifying TLS client context: the system's CA store, and `ca_file`'s certificates."""
+    context = ssl.create_default_context()
+    if ca_file:
+        context.load_verify_locations(cafile=ca_file)
+    return context
 
 
 def uses_proxy(host: str) -> bool:
@@ -197,6 +229,13 @@ class HostRules:
             return None
         i = self.find(host, port)
         return None if i is None else self._headers[i]
+
+    def tls_verify(self, host: str, port: int) -> bool | None:
+        """Whether the matching rule verifies TLS certificates (None: no rule says)."""
+        if not self.rules:
+            return None
+        i = self.find(host, port)
+        return None if i is None else self.rules[i].tls_verify
 
     def host_rule(self, key: str) -> HostRule | None:
         """The frontier's politeness overrides for a host key ``scheme://host:port`` (see

@@ -17,6 +17,7 @@ import aiohttp
 
 from crawler.errors import (
     BlockedAddress,
+    CertificateError,
     ConnectError,
     ConnectionReset,
     DecodingError,
@@ -43,6 +44,10 @@ def _blocked_cause(exc: BaseException) -> BlockedAddress | None:
 
 
 _RESET_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED})
+# OpenSSL's X509_V_ERR_ codes of a certificate whose issuer is not trusted: self-signed (18),
+# self-signed in the chain (19), issuer unknown (20)
+_UNKNOWN_ISSUER = frozenset({18, 19, 20})
+_UNKNOWN_ISSUER_HINT = " (trust its CA with [fetch] ca_file, or turn tls_verify off for the host)"
 
 
 def translate_error(exc: BaseException, *, waiting: bool = True) -> FetchError:
@@ -57,6 +62,13 @@ def translate_error(exc: BaseException, *, waiting: bool = True) -> FetchError:
         return blocked
     if isinstance(exc, aiohttp.ClientConnectorDNSError):
         return DNSError(f"cannot resolve {exc.host}")
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        cert = exc.certificate_error
+        why = getattr(cert, "verify_message", None) or str(cert)
+        hint = _UNKNOWN_ISSUER_HINT if getattr(cert, "verify_code", None) in _UNKNOWN_ISSUER else ""
+        return CertificateError(
+            f"TLS: certificate verify failed for {exc.host}:{exc.port}: {why}{hint}"
+        )
     if isinstance(exc, aiohttp.ClientSSLError):
         return ConnectError(f"TLS: {exc}")
     if isinstance(exc, aiohttp.ClientConnectorError):
