@@ -152,7 +152,10 @@ def test_the_readme_table_is_the_code() -> None:
     code: dict[str, set[tuple[str, bool]]] = {}
     for cls in _classes(FetchError):
         if not cls.__name__.startswith("_"):
-            code[cls.kind] = {(e.blame.value, e.retry) for e in _instances(cls)}
+            # one kind may have several classes (ConnectError, CertificateError)
+            code.setdefault(cls.kind, set()).update(
+                (e.blame.value, e.retry) for e in _instances(cls)
+            )
     for status in range(100, 600):
         if (failure := failure_class(status)) is not None:
             code[str(status)] = {(failure[0].value, failure[1])}
