@@ -36,10 +36,10 @@ from aiohttp.abc import AbstractResolver
 from yarl import URL
 
 from crawler.bodies import Decoder, read_capped
-from crawler.errors import BodyTooLarge, TooSlow
+from crawler.errors import BodyTooLarge, DecodingError, TooSlow
 from crawler.fetchwatch import CURRENT, Pacer, WatchedRequest
 from crawler.guard import AddressGuard, GuardedResolver, parse_address
-from crawler.headers import content_coding, header_text
+from crawler.headers import content_coding, content_type, header_text
 from crawler.resolver import OverrideResolver
 from crawler.steering import HostRules, redact, uses_proxy
 from crawler.translate import translate_error
@@ -82,7 +82,8 @@ class Response:
 
     @property
     def content_type(self) -> str | None:
-        return self.header("Content-Type")
+        """Every Content-Type header read as one (`crawler.headers.content_type`)."""
+        return content_type([v for k, v in self.headers if k.lower() == "content-type"])
 
     @property
     def location(self) -> str | None:
@@ -239,12 +240,23 @@ class Fetcher:
                 waiting = False
                 latency = time.monotonic() - started
                 declared = resp.content_length
-                encoding = content_coding(resp.headers)
+                # a redirect's or an error's status counts, not its body: one that cannot be
+                # decoded is read as empty (browsers follow a redirect without reading it)
+                lenient = not 200 <= resp.status < 300
+                try:
+                    encoding = content_coding(resp.headers)
+                except DecodingError:
+                    if not lenient:
+                        raise
+                    encoding = "unsupported"
                 if declared is not None and declared > cap and not encoding and not truncate:
                     raise BodyTooLarge(f"Content-Length {declared} exceeds the cap of {cap} bytes")
-                decoder = Decoder.make(encoding)
+                decoder = Decoder.make(encoding, lenient=lenient)
                 self._pacer.body(watch, resp.content)
                 raw, body = await read_capped(resp, cap, truncate, decoder)
+                if decoder is not None and decoder.failed:
+                    log.info("%s: the body of a %d cannot be decoded: read as empty", url,
+                             resp.status)  # fmt: skip
                 version = resp.version
                 return Response(
                     url=url,

@@ -1,0 +1,254 @@
+"""What real web servers and sites send a crawler that has never seen them (third fault audit):
+header quirks browsers read past (Content-Type headers joined or repeated, Content-Encoding
+tokens that name no compression), redirects and error pages whose body cannot be decoded, and
+sitemaps in the protocol's other formats (text, RSS, Atom, whitespace before the XML
+declaration). Each runs against a loopback server; the faults of the earlier audits are in
+tests/test_faults.py and tests/test_faults_inputs.py."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import zlib
+from collections.abc import AsyncIterator
+
+import pytest
+from multidict import CIMultiDict
+
+from crawler.bodies import Decoder
+from crawler.engine import Crawler
+from crawler.errors import DecodingError
+from crawler.headers import content_coding, content_type
+from crawler.results import CrawlResult
+from tests.faults import HOST, FaultServer
+from tests.test_faults import fault_config, record
+
+HTML = b"<html><head><title>T</title></head><body><a href='/ok'>ok</a></body></html>"
+RU = "/\u043f\u0440\u0438\u0432\u0435\u0442"  # /привет
+CYRILLIC = f"<html><head><title>T</title></head><a href='{RU}'>x</a></html>".encode("cp1251")
+
+
+def _response(status: bytes, headers: bytes, body: bytes = HTML) -> bytes:
+    length = b"Content-Length: %d\r\n" % len(body)
+    return b"HTTP/1.1 " + status + b"\r\n" + headers + length + b"Connection: close\r\n\r\n" + body
+
+
+def _page(headers: bytes, body: bytes = HTML) -> bytes:
+    return _response(b"200 OK", headers, body)
+
+
+WEB_PAGES = {
+    # Content-Type: the Fetch standard's "extract a MIME type" (a proxy joins two headers into
+    # one with a comma; an application and a server each send one)
+    "/content-type-joined": _page(b"Content-Type: text/html, text/html\r\n"),  # was: not HTML
+    "/content-type-charset-in-second": _page(
+        b"Content-Type: text/html\r\nContent-Type: text/html; charset=windows-1251\r\n", CYRILLIC
+    ),  # was: the link read as UTF-8, a URL of U+FFFD
+    "/content-type-last-wins": _page(
+        b"Content-Type: application/json\r\nContent-Type: text/html\r\n"
+    ),
+    "/content-type-any-ignored": _page(b"Content-Type: text/html, */*\r\n"),
+    # Content-Encoding tokens that name no compression: no coding, as Chromium reads them
+    "/coding-none": _page(b"Content-Type: text/html\r\nContent-Encoding: none\r\n"),
+    "/coding-utf-8": _page(b"Content-Type: text/html\r\nContent-Encoding: UTF-8\r\n"),
+    "/coding-binary": _page(b"Content-Type: text/html\r\nContent-Encoding: binary\r\n"),
+    "/coding-gzip-none": _page(
+        b"Content-Type: text/html\r\nContent-Encoding: gzip, none\r\n", gzip.compress(HTML)
+    ),
+    # a compression we cannot undo still fails the page: never a body passed on still encoded
+    "/coding-compress": _page(b"Content-Type: text/html\r\nContent-Encoding: compress\r\n"),
+    # a redirect's or an error page's status counts, not its body (was: a decoding error, the
+    # redirect target never fetched, a 503's Retry-After never seen)
+    "/redirect-gzip-plain": _response(
+        b"301 Moved", b"Location: /moved\r\nContent-Encoding: gzip\r\n", b"Moved to /moved"
+    ),
+    "/redirect-br": _response(
+        b"302 Found", b"Location: /moved-br\r\nContent-Encoding: br\r\n", b"\x1b\x0e\x00\xf8"
+    ),
+    "/not-found-gzip-plain": _response(
+        b"404 Not Found", b"Content-Type: text/html\r\nContent-Encoding: gzip\r\n"
+    ),
+    "/busy-br": _response(
+        b"503 Busy", b"Retry-After: 120\r\nContent-Encoding: br\r\n", b"\x1b\x0e\x00\xf8"
+    ),
+    "/redirect-gzip": _response(
+        b"301 Moved", b"Location: /moved-gzip\r\nContent-Encoding: gzip\r\n", gzip.compress(b"x")
+    ),
+    # found right: recorded as they should be (no code changed)
+    "/charset-utf-8-semicolon": _page(b"Content-Type: text/html; charset=UTF-8;\r\n"),
+    "/charset-quoted": _page(b'Content-Type: text/html; charset="windows-1251"\r\n', CYRILLIC),
+    "/charset-alias-latin1": _page(b"Content-Type: text/html; charset=latin1\r\n"),
+    "/charset-alias-x-sjis": _page(b"Content-Type: text/html; charset=x-sjis\r\n"),
+    "/empty": _page(b"Content-Type: text/html\r\n", b""),
+    "/whitespace": _page(b"Content-Type: text/html\r\n", b" \r\n\t\n"),
+    "/gzip-empty": _page(b"Content-Type: text/html\r\nContent-Encoding: gzip\r\n", b""),
+    "/204": b"HTTP/1.1 204 No Content\r\nContent-Encoding: gzip\r\n\r\n",
+    "/chunk-extension": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: "
+    b"chunked\r\n\r\n%x;name=value\r\n" % len(HTML) + HTML + b"\r\n0\r\nX-Trailer: 1\r\n\r\n",
+    "/location-protocol-relative": _response(b"301 Moved", b"Location: //faults.test:PORT/pr\r\n"),
+    "/sub/location-dot-dot": _response(b"301 Moved", b"Location: ../dd\r\n"),
+    "/location-to-itself": _response(b"301 Moved", b"Location: /location-to-itself\r\n"),
+    "/location-two": _response(b"302 Found", b"Location: /first\r\nLocation: /second\r\n"),
+    # left alone: llhttp refuses them (RFC 9110 8.6 allows either); browsers read them
+    "/content-length-twice": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok",
+    "/space-before-colon": b"HTTP/1.1 200 OK\r\nContent-Type : text/html\r\nContent-Length: 2\r\n"
+    b"\r\nok",
+}
+EXPECTED: dict[str, int | str] = {
+    "/content-type-joined": 200,
+    "/content-type-charset-in-second": 200,
+    "/content-type-last-wins": 200,
+    "/content-type-any-ignored": 200,
+    "/coding-none": 200,  # was "decoding"
+    "/coding-utf-8": 200,  # was "decoding"
+    "/coding-binary": 200,  # was "decoding"
+    "/coding-gzip-none": 200,  # was "decoding"
+    "/coding-compress": "decoding",
+    "/redirect-gzip-plain": 301,  # was "decoding"
+    "/redirect-br": 302,  # was "decoding"
+    "/not-found-gzip-plain": 404,  # was "decoding"
+    "/busy-br": 503,  # was "decoding"
+    "/redirect-gzip": 301,
+    "/charset-utf-8-semicolon": 200,
+    "/charset-quoted": 200,
+    "/charset-alias-latin1": 200,
+    "/charset-alias-x-sjis": 200,
+    "/empty": 200,
+    "/whitespace": 200,
+    "/gzip-empty": 200,
+    "/204": 204,
+    "/chunk-extension": 200,
+    "/location-protocol-relative": 301,
+    "/sub/location-dot-dot": 301,
+    "/location-to-itself": 301,
+    "/location-two": 302,
+    "/content-length-twice": "protocol",
+    "/space-before-colon": "protocol",
+}
+# Pages read as the HTML they are: title "T", one link.
+READ = ["/content-type-joined", "/content-type-charset-in-second", "/content-type-last-wins",
+        "/content-type-any-ignored", "/coding-none", "/coding-utf-8", "/coding-binary",
+        "/coding-gzip-none", "/charset-utf-8-semicolon", "/charset-quoted",
+        "/charset-alias-latin1", "/charset-alias-x-sjis", "/chunk-extension"]  # fmt: skip
+# Where each redirect leads: fetched once, as a page of its own.
+TARGETS = {"/redirect-gzip-plain": "/moved", "/redirect-br": "/moved-br",
+           "/redirect-gzip": "/moved-gzip", "/location-protocol-relative": "/pr",
+           "/sub/location-dot-dot": "/dd", "/location-two": "/first"}  # fmt: skip
+
+
+class WebServer(FaultServer):
+    """tests/faults.py's raw server with this module's pages (robots.txt: 404)."""
+
+    def _bytes(self, host: str, path: str) -> bytes:
+        if path == "/robots.txt":
+            return _response(b"404 Not Found", b"", b"")
+        return WEB_PAGES.get(path) or _page(b"Content-Type: text/html\r\n", b"<html>a page</html>")
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[WebServer]:
+    async with WebServer() as s:
+        yield s
+
+
+async def crawl(server: WebServer, paths: list[str]) -> dict[str, CrawlResult]:
+    config = fault_config(server, crawl={"concurrency": 8, "max_depth": 1})
+    async with asyncio.timeout(20), Crawler(config) as crawler:
+        results = [r async for r in crawler.crawl([server.url(p) for p in paths])]
+    by_url = {r.url: r for r in results}
+    assert len(by_url) == len(results), "a URL has two records"
+    assert not [r.error for r in results if (r.error or "").startswith("internal")]
+    prefix = server.url("")
+    return {url.removeprefix(prefix): result for url, result in by_url.items()}
+
+
+async def test_every_web_quirk_gets_its_record(server: WebServer) -> None:
+    assert set(EXPECTED) == set(WEB_PAGES)
+    results = await crawl(server, list(WEB_PAGES))
+    assert {path: record(results[path]) for path in EXPECTED} == EXPECTED
+    for path in READ:
+        assert (results[path].title, results[path].links) == ("T", 1), (path, results[path])
+    for path, target in TARGETS.items():
+        assert record(results[target]) == 200, path
+        assert server.requests[(HOST, target)] == 1
+    assert server.requests[(HOST, "/location-to-itself")] == 1  # not fetched again
+    assert results["/coding-compress"].error == "decoding: unsupported Content-Encoding 'compress'"
+
+
+async def test_content_type_headers_are_read_as_browsers_read_them(server: WebServer) -> None:
+    results = await crawl(server, ["/content-type-charset-in-second", "/content-type-joined"])
+    page = results["/content-type-charset-in-second"]
+    assert page.content_type == "text/html; charset=windows-1251"
+    assert server.requests[(HOST, "/%D0%BF%D1%80%D0%B8%D0%B2%D0%B5%D1%82")] == 1  # /привет
+    assert results["/content-type-joined"].content_type == "text/html"
+
+
+async def test_an_error_page_whose_body_cannot_be_decoded_keeps_its_status(
+    server: WebServer,
+) -> None:
+    results = await crawl(server, ["/busy-br", "/not-found-gzip-plain"])
+    busy = results["/busy-br"]
+    # the 503 and its Retry-After reach the host's politeness (it was a "decoding" error)
+    assert (busy.status, busy.size, busy.error) == (503, 0, None)
+    assert ("Retry-After", "120") in busy.headers
+    assert (results["/not-found-gzip-plain"].status, results["/not-found-gzip-plain"].size) == (
+        404,
+        0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (["text/html; charset=utf-8"], "text/html; charset=utf-8"),  # as it is
+        (["text/html, text/html"], "text/html"),
+        (["text/html", "text/html; charset=koi8-r"], "text/html; charset=koi8-r"),
+        (["text/html; charset=koi8-r", "text/html"], "text/html; charset=koi8-r"),
+        (["text/html; charset=koi8-r", "text/plain"], "text/plain"),  # another type: its own
+        (["application/json", "text/html"], "text/html"),
+        (["text/html", "*/*", "nonsense"], "text/html"),
+        (['text/html; charset="a,b"', "bogus"], 'text/html; charset="a,b"'),
+        (["nonsense, more"], "nonsense, more"),  # nothing valid: as sent (the body is sniffed)
+        ([], None),
+    ],
+)
+def test_content_type_extracts_the_mime_type(values: list[str], expected: str | None) -> None:
+    assert content_type(values) == expected
+
+
+@pytest.mark.parametrize(
+    ("headers", "coding"),
+    [
+        ([("Content-Encoding", "none")], ""),
+        ([("Content-Encoding", "UTF-8")], ""),
+        ([("Content-Encoding", "gzip, binary")], "gzip"),
+        ([("Content-Encoding", "X-Gzip"), ("Content-Encoding", "text")], "x-gzip"),
+        ([("Content-Encoding", "br")], "br"),  # refused by Decoder.make
+        ([("Content-Encoding", "gzip, compress")], DecodingError),  # stacked
+    ],
+)
+def test_only_compressions_are_content_codings(
+    headers: list[tuple[str, str]], coding: str | type[Exception]
+) -> None:
+    if isinstance(coding, str):
+        assert content_coding(CIMultiDict(headers)) == coding
+    else:
+        with pytest.raises(coding):
+            content_coding(CIMultiDict(headers))
+
+
+def test_a_lenient_decoder_yields_nothing_once_the_body_cannot_be_decoded() -> None:
+    strict = Decoder.make("gzip")
+    assert strict is not None
+    with pytest.raises(zlib.error):
+        strict.feed(b"plain text, not gzip", 100)
+    lenient = Decoder.make("gzip", lenient=True)
+    assert lenient is not None
+    assert (lenient.feed(b"plain text, not gzip", 100), lenient.failed) == (b"", True)
+    assert lenient.feed(gzip.compress(b"later"), 100) == b""
+    good = Decoder.make("gzip", lenient=True)
+    assert good is not None and good.feed(gzip.compress(b"fine"), 100) == b"fine"
+    unsupported = Decoder.make("br", lenient=True)
+    assert unsupported is not None and unsupported.failed
+    with pytest.raises(DecodingError, match="'br'"):
+        Decoder.make("br")
