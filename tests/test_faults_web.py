@@ -11,15 +11,20 @@ import asyncio
 import gzip
 import zlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
+from aiohttp import web
 from multidict import CIMultiDict
 
 from crawler.bodies import Decoder
+from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.errors import DecodingError
 from crawler.headers import content_coding, content_type
 from crawler.results import CrawlResult
+from crawler.sitemaps import MAX_URLS, SitemapError, parse_sitemap
+from tests.conftest import serve
 from tests.faults import HOST, FaultServer
 from tests.test_faults import fault_config, record
 
@@ -252,3 +257,89 @@ def test_a_lenient_decoder_yields_nothing_once_the_body_cannot_be_decoded() -> N
     assert unsupported is not None and unsupported.failed
     with pytest.raises(DecodingError, match="'br'"):
         Decoder.make("br")
+
+
+# -- sitemaps in the protocol's other formats ----------------------------------------------------
+
+URLSET = b"<urlset xmlns='http://www.sitemaps.org/schemas/sitemap/0.9'><url><loc>http://a.test/1"
+URLSET += b"</loc></url></urlset>"
+RSS = b"""<?xml version="1.0"?><rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom">
+<channel><title>x</title><link>http://a.test/</link>
+<atom:link href="http://a.test/feed" rel="self"/>
+<item><title>a</title><link> http://a.test/1 </link><guid>http://a.test/g</guid></item>
+<item><title>no link</title></item>
+<item><atom:link href="http://a.test/self" rel="self"/><link>http://a.test/2</link></item>
+</channel></rss>"""
+ATOM = b"""<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">
+<title>x</title><link href="http://a.test/"/>
+<entry><title>a</title><link rel="edit" href="http://a.test/edit"/>
+<link href="http://a.test/1"/><link rel="alternate" href="http://a.test/other"/></entry>
+<entry><link rel="alternate" type="text/html" href="http://a.test/2"/></entry>
+<entry><title>none</title></entry></feed>"""
+
+
+@pytest.mark.parametrize(
+    ("body", "locs"),
+    [
+        (b"http://a.test/1\n\thttp://a.test/2\r\n\n  http://a.test/3  \n", ("1", "2", "3")),
+        (b"\xef\xbb\xbfhttp://a.test/1\n# a comment\nnot a URL\nftp://a.test/x\n", ("1",)),
+        (gzip.compress(b"http://a.test/1\n"), ("1",)),
+        (b"\n\n  <?xml version='1.0' encoding='UTF-8'?>" + URLSET, ("1",)),  # was an error
+        (b"\xef\xbb\xbf\r\n<?xml version='1.0'?>" + URLSET, ("1",)),
+        (RSS, ("1", "2")),
+        (ATOM, ("1", "2")),
+    ],
+    ids=["text", "text-bom-and-junk", "text-gzip", "whitespace", "bom-whitespace", "rss", "atom"],
+)
+def test_sitemap_formats(body: bytes, locs: tuple[str, ...]) -> None:
+    sitemap = parse_sitemap(body)
+    assert (sitemap.is_index, sitemap.locs) == (False, tuple(f"http://a.test/{n}" for n in locs))
+
+
+@pytest.mark.parametrize(
+    "body", [b"Not Found", b"   ", b"\xef\xbb\xbf", b"<rdf:RDF></rdf:RDF>", b"\x00\x01\x02"]
+)
+def test_what_is_no_sitemap_still_says_so(body: bytes) -> None:
+    with pytest.raises(SitemapError, match="not a sitemap"):
+        parse_sitemap(body)
+
+
+def test_a_text_sitemap_stops_at_the_protocol_limit() -> None:
+    body = "".join(f"http://a.test/{i}\n" for i in range(MAX_URLS + 3)).encode()
+    sitemap = parse_sitemap(body)
+    assert (len(sitemap.locs), sitemap.truncated, sitemap.locs[-1]) == (
+        MAX_URLS,
+        True,
+        f"http://a.test/{MAX_URLS - 1}",
+    )
+
+
+def test_a_feed_of_many_items_is_read_as_a_stream() -> None:
+    items = b"".join(b"<item><link>http://a.test/%d</link></item>" % i for i in range(60_000))
+    sitemap = parse_sitemap(b"<rss><channel>" + items + b"</channel></rss>")
+    assert (len(sitemap.locs), sitemap.truncated) == (MAX_URLS, True)
+
+
+async def test_a_crawl_reads_text_and_feed_sitemaps() -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        site = f"http://{request.host}"
+        bodies: dict[str, Any] = {
+            "/robots.txt": f"Sitemap: {site}/urls.txt\nSitemap: {site}/feed\n"
+            f"Sitemap: {site}/spaced.xml\n",
+            "/urls.txt": f"{site}/from-text\n",
+            "/feed": f"<rss><channel><item><link>{site}/from-feed</link></item></channel></rss>",
+            "/spaced.xml": f"\n<?xml version='1.0'?><urlset><url><loc>{site}/from-xml</loc>"
+            "</url></urlset>",
+        }
+        kind = "text/html" if request.path == "/" else "text/plain"
+        return web.Response(text=bodies.get(request.path, "<html>a page</html>"), content_type=kind)
+
+    config = Config().override("politeness", delay=0.0).override("scope", use_sitemaps=True)
+    async with serve(handler) as port:
+        site = f"http://127.0.0.1:{port}"
+        async with asyncio.timeout(20), Crawler(config) as crawler:
+            results = {r.url: r async for r in crawler.crawl([f"{site}/"])}
+    for sitemap in ("/urls.txt", "/feed", "/spaced.xml"):
+        assert (results[site + sitemap].error, results[site + sitemap].links) == (None, 1)
+    for page in ("/from-text", "/from-feed", "/from-xml"):
+        assert results[site + page].status == 200  # was: three "sitemap: not a sitemap" errors
