@@ -217,6 +217,8 @@ class Fetcher:
 
         A body (after decompression) over `max_body` bytes raises BodyTooLarge, or with
         `truncate` is cut at the cap (robots.txt: RFC 9309 lets crawlers parse the first 500 KiB).
+        The body of a response that is not a 2xx is always cut at the cap, and read as empty if
+        it cannot be decoded: its status is what counts (a redirect's Location, a 503's wait).
         `conditional`: the ``If-None-Match`` / ``If-Modified-Since`` headers of a recrawl.
         """
         if self._session is None:
@@ -241,8 +243,10 @@ class Fetcher:
                 latency = time.monotonic() - started
                 declared = resp.content_length
                 # a redirect's or an error's status counts, not its body: one that cannot be
-                # decoded is read as empty (browsers follow a redirect without reading it)
+                # decoded is read as empty, one past the cap is cut there (browsers follow a
+                # redirect without reading it)
                 lenient = not 200 <= resp.status < 300
+                truncate = truncate or lenient
                 try:
                     encoding = content_coding(resp.headers)
                 except DecodingError:

@@ -30,6 +30,7 @@ from tests.test_faults import fault_config, record
 
 HTML = b"<html><head><title>T</title></head><body><a href='/ok'>ok</a></body></html>"
 RU = "/\u043f\u0440\u0438\u0432\u0435\u0442"  # /привет
+BIG = HTML + b"<p>filler</p>" * 8000  # over the 64 KiB cap of these tests
 CYRILLIC = f"<html><head><title>T</title></head><a href='{RU}'>x</a></html>".encode("cp1251")
 
 
@@ -79,6 +80,11 @@ WEB_PAGES = {
     "/redirect-gzip": _response(
         b"301 Moved", b"Location: /moved-gzip\r\nContent-Encoding: gzip\r\n", gzip.compress(b"x")
     ),
+    # past the cap (64 KiB here): a redirect or an error page is cut there, its status kept
+    # (was: "too_large", the redirect target never fetched); a page still fails
+    "/redirect-big-body": _response(b"302 Found", b"Location: /moved-big\r\n", BIG),
+    "/not-found-big-body": _response(b"404 Not Found", b"Content-Type: text/html\r\n", BIG),
+    "/page-big-body": _page(b"Content-Type: text/html\r\n", BIG),
     # found right: recorded as they should be (no code changed)
     "/charset-utf-8-semicolon": _page(b"Content-Type: text/html; charset=UTF-8;\r\n"),
     "/charset-quoted": _page(b'Content-Type: text/html; charset="windows-1251"\r\n', CYRILLIC),
@@ -114,6 +120,9 @@ EXPECTED: dict[str, int | str] = {
     "/not-found-gzip-plain": 404,  # was "decoding"
     "/busy-br": 503,  # was "decoding"
     "/redirect-gzip": 301,
+    "/redirect-big-body": 302,  # was "too_large"
+    "/not-found-big-body": 404,  # was "too_large"
+    "/page-big-body": "too_large",
     "/charset-utf-8-semicolon": 200,
     "/charset-quoted": 200,
     "/charset-alias-latin1": 200,
@@ -138,7 +147,8 @@ READ = ["/content-type-joined", "/content-type-charset-in-second", "/content-typ
 # Where each redirect leads: fetched once, as a page of its own.
 TARGETS = {"/redirect-gzip-plain": "/moved", "/redirect-br": "/moved-br",
            "/redirect-gzip": "/moved-gzip", "/location-protocol-relative": "/pr",
-           "/sub/location-dot-dot": "/dd", "/location-two": "/first"}  # fmt: skip
+           "/sub/location-dot-dot": "/dd", "/location-two": "/first",
+           "/redirect-big-body": "/moved-big"}  # fmt: skip
 
 
 class WebServer(FaultServer):
@@ -157,7 +167,8 @@ async def server() -> AsyncIterator[WebServer]:
 
 
 async def crawl(server: WebServer, paths: list[str]) -> dict[str, CrawlResult]:
-    config = fault_config(server, crawl={"concurrency": 8, "max_depth": 1})
+    config = fault_config(server, crawl={"concurrency": 8, "max_depth": 1},
+                          fetch={"max_body": 64 * 1024})  # fmt: skip
     async with asyncio.timeout(20), Crawler(config) as crawler:
         results = [r async for r in crawler.crawl([server.url(p) for p in paths])]
     by_url = {r.url: r for r in results}
@@ -178,6 +189,7 @@ async def test_every_web_quirk_gets_its_record(server: WebServer) -> None:
         assert server.requests[(HOST, target)] == 1
     assert server.requests[(HOST, "/location-to-itself")] == 1  # not fetched again
     assert results["/coding-compress"].error == "decoding: unsupported Content-Encoding 'compress'"
+    assert results["/not-found-big-body"].size == 64 * 1024
 
 
 async def test_content_type_headers_are_read_as_browsers_read_them(server: WebServer) -> None:
