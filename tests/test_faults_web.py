@@ -24,12 +24,18 @@ from crawler.errors import DecodingError
 from crawler.headers import content_coding, content_type
 from crawler.results import CrawlResult
 from crawler.sitemaps import MAX_URLS, SitemapError, parse_sitemap
+from crawler.sniff import is_html
 from tests.conftest import serve
 from tests.faults import HOST, FaultServer
 from tests.test_faults import fault_config, record
 
 HTML = b"<html><head><title>T</title></head><body><a href='/ok'>ok</a></body></html>"
 RU = "/\u043f\u0440\u0438\u0432\u0435\u0442"  # /привет
+XHTML = b"""<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN"
+ "http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">
+<html xmlns="http://www.w3.org/1999/xhtml" xml:lang="en"><head><title>T</title></head>
+<body><p><a href="/ok">ok</a></p></body></html>"""
 BIG = HTML + b"<p>filler</p>" * 8000  # over the 64 KiB cap of these tests
 CYRILLIC = f"<html><head><title>T</title></head><a href='{RU}'>x</a></html>".encode("cp1251")
 
@@ -80,6 +86,12 @@ WEB_PAGES = {
     "/redirect-gzip": _response(
         b"301 Moved", b"Location: /moved-gzip\r\nContent-Encoding: gzip\r\n", gzip.compress(b"x")
     ),
+    # XHTML served as XML, or with no type and its XML declaration first: browsers render it
+    # (was: not HTML, no links)
+    "/xhtml-as-text-xml": _page(b"Content-Type: text/xml\r\n", XHTML),
+    "/xhtml-as-application-xml": _page(b"Content-Type: application/xml; charset=utf-8\r\n", XHTML),
+    "/xhtml-without-type": _page(b"", XHTML),
+    "/feed-as-text-xml": _page(b"Content-Type: text/xml\r\n", b"<rss><channel><link>/ok</link>"),
     # past the cap (64 KiB here): a redirect or an error page is cut there, its status kept
     # (was: "too_large", the redirect target never fetched); a page still fails
     "/redirect-big-body": _response(b"302 Found", b"Location: /moved-big\r\n", BIG),
@@ -120,6 +132,10 @@ EXPECTED: dict[str, int | str] = {
     "/not-found-gzip-plain": 404,  # was "decoding"
     "/busy-br": 503,  # was "decoding"
     "/redirect-gzip": 301,
+    "/xhtml-as-text-xml": 200,
+    "/xhtml-as-application-xml": 200,
+    "/xhtml-without-type": 200,
+    "/feed-as-text-xml": 200,
     "/redirect-big-body": 302,  # was "too_large"
     "/not-found-big-body": 404,  # was "too_large"
     "/page-big-body": "too_large",
@@ -143,7 +159,8 @@ EXPECTED: dict[str, int | str] = {
 READ = ["/content-type-joined", "/content-type-charset-in-second", "/content-type-last-wins",
         "/content-type-any-ignored", "/coding-none", "/coding-utf-8", "/coding-binary",
         "/coding-gzip-none", "/charset-utf-8-semicolon", "/charset-quoted",
-        "/charset-alias-latin1", "/charset-alias-x-sjis", "/chunk-extension"]  # fmt: skip
+        "/charset-alias-latin1", "/charset-alias-x-sjis", "/chunk-extension",
+        "/xhtml-as-text-xml", "/xhtml-as-application-xml", "/xhtml-without-type"]  # fmt: skip
 # Where each redirect leads: fetched once, as a page of its own.
 TARGETS = {"/redirect-gzip-plain": "/moved", "/redirect-br": "/moved-br",
            "/redirect-gzip": "/moved-gzip", "/location-protocol-relative": "/pr",
@@ -190,6 +207,7 @@ async def test_every_web_quirk_gets_its_record(server: WebServer) -> None:
     assert server.requests[(HOST, "/location-to-itself")] == 1  # not fetched again
     assert results["/coding-compress"].error == "decoding: unsupported Content-Encoding 'compress'"
     assert results["/not-found-big-body"].size == 64 * 1024
+    assert (results["/feed-as-text-xml"].title, results["/feed-as-text-xml"].links) == (None, 0)
 
 
 async def test_content_type_headers_are_read_as_browsers_read_them(server: WebServer) -> None:
@@ -231,6 +249,33 @@ async def test_an_error_page_whose_body_cannot_be_decoded_keeps_its_status(
 )
 def test_content_type_extracts_the_mime_type(values: list[str], expected: str | None) -> None:
     assert content_type(values) == expected
+
+
+@pytest.mark.parametrize(
+    ("mime", "body", "expected"),
+    [
+        ("text/xml", XHTML, True),
+        (
+            "application/xml",
+            b"<?xml version='1.0'?><!-- c --><HTML lang=en XMLNS='http://www.w3.org/1999/xhtml'>",
+            True,
+        ),
+        (None, XHTML, True),
+        ("text/plain", b"<?xml version='1.0'?>\n<html>", True),
+        (
+            "text/xml",
+            b"<feed><content type='xhtml'><html xmlns='http://www.w3.org/1999/xhtml'>",
+            False,
+        ),  # XHTML inside a feed: the feed is no page
+        ("application/xml", b"<html><body>no XHTML namespace</body></html>", False),
+        ("text/plain", b"<?xml version='1.0'?><note>", False),
+        ("application/rss+xml", XHTML, False),
+    ],
+)
+def test_xhtml_is_sniffed_as_browsers_render_it(
+    mime: str | None, body: bytes, expected: bool
+) -> None:
+    assert is_html(mime, body) is expected
 
 
 @pytest.mark.parametrize(
