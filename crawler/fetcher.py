@@ -49,6 +49,7 @@ __all__ = ["Fetcher", "Response"]
 log = logging.getLogger(__name__)
 
 ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"
+_CT = "content-type"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +84,7 @@ class Response:
     @property
     def content_type(self) -> str | None:
         """Every Content-Type header read as one (`crawler.headers.content_type`)."""
-        return content_type([v for k, v in self.headers if k.lower() == "content-type"])
+        return content_type([v for k, v in self.headers if len(k) == 12 and k.lower() == _CT])
 
     @property
     def location(self) -> str | None:
