@@ -168,10 +168,39 @@ TARGETS = {"/redirect-gzip-plain": "/moved", "/redirect-br": "/moved-br",
            "/redirect-big-body": "/moved-big"}  # fmt: skip
 
 
+# robots.txt of <name>.quirks.test; every other path of those hosts is a page linking /private/x
+ROBOTS = {
+    # an error page or redirect whose body cannot be decoded: its status counts (RFC 9309: 4xx
+    # allows everything); was a "decoding" error, so "unreachable": every page refused
+    "gzip-404": _response(b"404 Not Found", b"Content-Encoding: gzip\r\n", b"<h1>Not found"),
+    "br-403": _response(b"403 Forbidden", b"Content-Encoding: br\r\n", b"\x1b\x0e\x00\xf8"),
+    "gzip-301": _response(
+        b"301 Moved", b"Location: /rules.txt\r\nContent-Encoding: gzip\r\n", b"moved"
+    ),
+    "coding-none": _response(
+        b"200 OK", b"Content-Encoding: none\r\n", b"User-agent: *\nDisallow: /private/\n"
+    ),
+}
+RULES = _response(b"200 OK", b"Content-Type: text/plain\r\n", b"User-agent: *\nDisallow: /private/")
+
+
+def quirks_host(name: str) -> str:
+    return f"{name}.quirks.test"
+
+
 class WebServer(FaultServer):
-    """tests/faults.py's raw server with this module's pages (robots.txt: 404)."""
+    """tests/faults.py's raw server with this module's pages on faults.test (its robots.txt:
+    404) and the `ROBOTS` hosts."""
+
+    @property
+    def resolve(self) -> dict[str, str]:
+        return {name: self.address for name in (HOST, *map(quirks_host, ROBOTS))}
 
     def _bytes(self, host: str, path: str) -> bytes:
+        if host.endswith(".quirks.test"):
+            if path in ("/robots.txt", "/rules.txt"):
+                return ROBOTS[host.split(".")[0]] if path == "/robots.txt" else RULES
+            return _page(b"Content-Type: text/html\r\n", b"<a href='/private/x'>p</a>")
         if path == "/robots.txt":
             return _response(b"404 Not Found", b"", b"")
         return WEB_PAGES.get(path) or _page(b"Content-Type: text/html\r\n", b"<html>a page</html>")
@@ -229,6 +258,30 @@ async def test_an_error_page_whose_body_cannot_be_decoded_keeps_its_status(
     assert (results["/not-found-gzip-plain"].status, results["/not-found-gzip-plain"].size) == (
         404,
         0,
+    )
+
+
+async def test_a_robots_txt_whose_body_cannot_be_decoded_keeps_its_status(
+    server: WebServer,
+) -> None:
+    config = fault_config(server, crawl={"concurrency": 8, "max_depth": 1})
+    async with asyncio.timeout(20), Crawler(config) as crawler:
+        seeds = [server.url("/", quirks_host(name)) for name in ROBOTS]
+        results = {r.url: r async for r in crawler.crawl(seeds)}
+    seeds_read = {name: record(results[server.url("/", quirks_host(name))]) for name in ROBOTS}
+    assert seeds_read == dict.fromkeys(ROBOTS, 200)  # was "robots" (robots.txt unreachable)
+    private = {
+        name: record(results[server.url("/private/x", quirks_host(name))]) for name in ROBOTS
+    }
+    # 4xx: everything allowed; the 301's target and the "none" coding: its rules
+    assert private == {
+        "gzip-404": 200,
+        "br-403": 200,
+        "gzip-301": "robots",
+        "coding-none": "robots",
+    }
+    assert results[server.url("/private/x", quirks_host("gzip-301"))].error == (
+        "robots: disallowed by robots.txt"
     )
 
 
