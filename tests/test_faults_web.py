@@ -180,6 +180,18 @@ ROBOTS = {
     "coding-none": _response(
         b"200 OK", b"Content-Encoding: none\r\n", b"User-agent: *\nDisallow: /private/\n"
     ),
+    # found right: old Mac line ends, an HTML Content-Type, a gzipped file with a BOM, a relative
+    # redirect
+    "cr-only": _response(b"200 OK", b"", b"User-agent: *\rDisallow: /private/\rCrawl-delay: 0\r"),
+    "html-type": _response(
+        b"200 OK", b"Content-Type: text/html\r\n", b"User-agent: *\nDisallow: /private/\n"
+    ),
+    "gzip-bom": _response(
+        b"200 OK",
+        b"Content-Encoding: gzip\r\n",
+        gzip.compress(b"\xef\xbb\xbfUser-agent: *\nDisallow: /private/\n"),
+    ),
+    "relative-redirect": _response(b"302 Found", b"Location: rules.txt\r\n", b""),
 }
 RULES = _response(b"200 OK", b"Content-Type: text/plain\r\n", b"User-agent: *\nDisallow: /private/")
 
@@ -269,17 +281,12 @@ async def test_a_robots_txt_whose_body_cannot_be_decoded_keeps_its_status(
         seeds = [server.url("/", quirks_host(name)) for name in ROBOTS]
         results = {r.url: r async for r in crawler.crawl(seeds)}
     seeds_read = {name: record(results[server.url("/", quirks_host(name))]) for name in ROBOTS}
-    assert seeds_read == dict.fromkeys(ROBOTS, 200)  # was "robots" (robots.txt unreachable)
+    assert seeds_read == dict.fromkeys(ROBOTS, 200)  # the first 4: "robots" (unreachable)
     private = {
         name: record(results[server.url("/private/x", quirks_host(name))]) for name in ROBOTS
     }
-    # 4xx: everything allowed; the 301's target and the "none" coding: its rules
-    assert private == {
-        "gzip-404": 200,
-        "br-403": 200,
-        "gzip-301": "robots",
-        "coding-none": "robots",
-    }
+    # 4xx: everything allowed; the others: their rules (the redirects': their target's)
+    assert private == {"gzip-404": 200, "br-403": 200, **dict.fromkeys(list(ROBOTS)[2:], "robots")}
     assert results[server.url("/private/x", quirks_host("gzip-301"))].error == (
         "robots: disallowed by robots.txt"
     )
