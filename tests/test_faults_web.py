@@ -1,8 +1,9 @@
 """What real web servers and sites send a crawler that has never seen them (third fault audit):
 header quirks browsers read past (Content-Type headers joined or repeated, Content-Encoding
-tokens that name no compression), redirects and error pages whose body cannot be decoded, and
-sitemaps in the protocol's other formats (text, RSS, Atom, whitespace before the XML
-declaration). Each runs against a loopback server; the faults of the earlier audits are in
+tokens that name no compression), redirects, error pages and robots.txt files whose body cannot
+be decoded or passes the cap, XHTML served as XML, and sitemaps in the protocol's other formats
+(text, RSS, Atom, whitespace before the XML declaration); next to them, the quirks found read
+right. Each runs against a loopback server; the faults of the earlier audits are in
 tests/test_faults.py and tests/test_faults_inputs.py."""
 
 from __future__ import annotations
