@@ -21,11 +21,16 @@ class Decoder:
     A gzip body may be several members one after the other (RFC 1952 2.2; urllib3 and Go read
     them all): each is inflated in turn. What follows the last member is junk, and ends the
     body (`eof`): a tail that does not start like a gzip member, or anything after deflate.
+
+    A `lenient` decoder (a redirect's or an error page's body, whose status is what counts)
+    yields nothing once the body cannot be decoded (`failed`) instead of raising.
     """
 
-    __slots__ = ("_done", "_first", "_gzip", "_head", "_wbits", "_z")
+    __slots__ = ("_done", "_first", "_gzip", "_head", "_wbits", "_z", "failed", "lenient")
 
-    def __init__(self, wbits: int) -> None:
+    def __init__(self, wbits: int, *, lenient: bool = False) -> None:
+        self.lenient = lenient
+        self.failed = False
         self._wbits = wbits
         self._z = zlib.decompressobj(wbits)
         self._first = wbits == zlib.MAX_WBITS
@@ -38,18 +43,38 @@ class Decoder:
         """True once the compressed stream has ended and junk, not another member, follows."""
         return self._done
 
+    def __repr__(self) -> str:
+        state = "failed" if self.failed else "done" if self._done else "open"
+        return f"<Decoder wbits={self._wbits} lenient={self.lenient} {state}>"
+
     @classmethod
-    def make(cls, encoding: str) -> Decoder | None:
+    def make(cls, encoding: str, *, lenient: bool = False) -> Decoder | None:
         if encoding in ("", "identity"):
             return None
         if encoding in ("gzip", "x-gzip"):
-            return cls(16 + zlib.MAX_WBITS)
+            return cls(16 + zlib.MAX_WBITS, lenient=lenient)
         if encoding == "deflate":
-            return cls(zlib.MAX_WBITS)
-        raise DecodingError(f"unsupported Content-Encoding {encoding!r}")
+            return cls(zlib.MAX_WBITS, lenient=lenient)
+        if not lenient:
+            raise DecodingError(f"unsupported Content-Encoding {encoding!r}")
+        decoder = cls(zlib.MAX_WBITS, lenient=True)
+        decoder.failed = True
+        return decoder
 
     def feed(self, data: bytes, room: int) -> bytes:
-        """Inflate `data`, returning at most `room + 1` bytes (one more means: over the cap)."""
+        """Inflate `data`, returning at most `room + 1` bytes (one more means: over the cap).
+        Raises zlib.error on bad data, unless `lenient`: then nothing more is returned."""
+        if self.failed:
+            return b""
+        try:
+            return self._feed(data, room)
+        except zlib.error:
+            if not self.lenient:
+                raise
+            self.failed = True
+            return b""
+
+    def _feed(self, data: bytes, room: int) -> bytes:
         out = self._inflate(data, room)
         while self._z.eof and not self._done and len(out) <= room:
             rest = self._z.unused_data  # after the end of a stream: kept by zlib, data and all

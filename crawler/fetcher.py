@@ -37,10 +37,10 @@ from aiohttp.abc import AbstractResolver
 from yarl import URL
 
 from crawler.bodies import Decoder, read_capped
-from crawler.errors import BodyTooLarge, TooSlow
+from crawler.errors import BodyTooLarge, DecodingError, TooSlow
 from crawler.fetchwatch import CURRENT, Pacer, WatchedRequest
 from crawler.guard import AddressGuard, GuardedResolver, parse_address
-from crawler.headers import content_coding, header_text
+from crawler.headers import content_coding, content_type, header_text
 from crawler.resolver import OverrideResolver
 from crawler.steering import HostRules, redact, tls_context, uses_proxy
 from crawler.translate import translate_error
@@ -50,6 +50,7 @@ __all__ = ["Fetcher", "Response"]
 log = logging.getLogger(__name__)
 
 ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"
+_CT = "content-type"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +84,8 @@ class Response:
 
     @property
     def content_type(self) -> str | None:
-        return self.header("Content-Type")
+        """Every Content-Type header read as one (`crawler.headers.content_type`)."""
+        return content_type([v for k, v in self.headers if len(k) == 12 and k.lower() == _CT])
 
     @property
     def location(self) -> str | None:
@@ -235,6 +237,8 @@ class Fetcher:
 
         A body (after decompression) over `max_body` bytes raises BodyTooLarge, or with
         `truncate` is cut at the cap (robots.txt: RFC 9309 lets crawlers parse the first 500 KiB).
+        The body of a response that is not a 2xx is always cut at the cap, and read as empty if
+        it cannot be decoded: its status is what counts (a redirect's Location, a 503's wait).
         `conditional`: the ``If-None-Match`` / ``If-Modified-Since`` headers of a recrawl.
         """
         if self._session is None:
@@ -260,12 +264,25 @@ class Fetcher:
                 waiting = False
                 latency = time.monotonic() - started
                 declared = resp.content_length
-                encoding = content_coding(resp.headers)
+                # a redirect's or an error's status counts, not its body: one that cannot be
+                # decoded is read as empty, one past the cap is cut there (browsers follow a
+                # redirect without reading it)
+                lenient = not 200 <= resp.status < 300
+                truncate = truncate or lenient
+                try:
+                    encoding = content_coding(resp.headers)
+                except DecodingError:
+                    if not lenient:
+                        raise
+                    encoding = "unsupported"
                 if declared is not None and declared > cap and not encoding and not truncate:
                     raise BodyTooLarge(f"Content-Length {declared} exceeds the cap of {cap} bytes")
-                decoder = Decoder.make(encoding)
+                decoder = Decoder.make(encoding, lenient=lenient)
                 self._pacer.body(watch, resp.content)
                 raw, body = await read_capped(resp, cap, truncate, decoder)
+                if decoder is not None and decoder.failed:
+                    log.info("%s: the body of a %d cannot be decoded: read as empty", url,
+                             resp.status)  # fmt: skip
                 version = resp.version
                 return Response(
                     url=url,

@@ -36,10 +36,26 @@ _SNIFF_TYPES = frozenset(
 )
 # WHATWG MIME sniffing "identify an unknown type" HTML patterns (after leading whitespace), plus
 # the head elements and common tags real pages served without a Content-Type start with.
+_WS = rb"[\t\n\f\r ]*"
 _HTML_SNIFF_RE = re.compile(
-    rb"[\t\n\f\r ]*<(?:!doctype[\t\n\f\r ]+html|!--|html|head|body|meta|link|base|title|script"
+    _WS + rb"(?:<\?xml[^>]{0,256}>" + _WS + rb")?"  # an XML declaration (XHTML) may come first
+    rb"<(?:!doctype[\t\n\f\r ]+html|!--|html|head|body|meta|link|base|title|script"
     rb"|style|iframe|h[1-6]|div|span|font|table|form|ul|ol|img|center|section|article|header|nav"
     rb"|main|a|b|i|br|p)(?:[\t\n\f\r />]|\Z)",
+    re.IGNORECASE,
+)
+# XML types: HTML when the root is XHTML's <html>, as browsers render it (old XHTML sites);
+# before it, only an XML declaration, processing instructions, comments and a doctype.
+_XML_TYPES = frozenset({"text/xml", "application/xml"})
+_XHTML_RE = re.compile(
+    _WS
+    + rb"(?:<[?!][^>]*>"
+    + _WS
+    + rb")*<html[\t\n\f\r ][^>]*xmlns"
+    + _WS
+    + b"="
+    + _WS
+    + rb"[\"']http://www\.w3\.org/1999/xhtml[\"']",
     re.IGNORECASE,
 )
 # Signatures of binary formats that servers (or broken Content-Encoding handling) label text/html.
@@ -70,14 +86,17 @@ def is_html(content_type: str | None, body: bytes) -> bool:
 
     An HTML Content-Type (text/html, application/xhtml+xml) is believed unless the body starts
     with a binary file signature (PNG, gzip, PDF...). A missing, text/plain or octet-stream-like
-    Content-Type is sniffed: the body must start (after a BOM and whitespace) like an HTML
-    document. Any other type (images, JSON, CSS...) is not HTML.
+    Content-Type is sniffed: the body must start (after a BOM, whitespace and an XML
+    declaration) like an HTML document. An XML type is HTML when its root is XHTML's <html>.
+    Any other type (images, JSON, CSS...) is not HTML.
     """
     mime = content_type.partition(";")[0].strip().lower() if content_type else ""
     if mime in _HTML_TYPES:
         return not body.startswith(_BINARY_MAGIC)
     if mime in _SNIFF_TYPES or "/" not in mime:
         return _HTML_SNIFF_RE.match(_sniff_prefix(body)) is not None
+    if mime in _XML_TYPES:
+        return _XHTML_RE.match(_sniff_prefix(body)) is not None
     return False
 
 
