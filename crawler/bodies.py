@@ -115,12 +115,14 @@ async def read_capped(
     cap: int,
     truncate: bool,
     decoder: Decoder | None,
-) -> tuple[bytes, bytes]:
+) -> tuple[bytes, bytes, bool]:
     """Read the body as sent and as decoded. Past `cap` bytes (sent or decoded) fail at once,
-    or stop if `truncate`. Returns (raw, decoded): the same object when not encoded."""
+    or stop if `truncate`. Returns (raw, decoded, cut): raw and decoded are the same object when
+    not encoded; `cut` when the cap stopped the reading before the end of the body as sent."""
     raw: list[bytes] = []
     decoded: list[bytes] = []
     raw_total = total = 0
+    capped = False
     async for chunk in resp.content.iter_chunked(64 * 1024):
         raw_total += len(chunk)
         if raw_total > cap and not truncate:
@@ -136,11 +138,14 @@ async def read_capped(
             if not truncate:
                 raise BodyTooLarge(f"decoded body exceeds the cap of {cap} bytes")
             decoded.append(chunk[: len(chunk) - (total - cap)])
+            capped = True
             break
         decoded.append(chunk)
         if truncate and raw_total >= cap:
+            capped = True
             break  # the bytes as sent are capped too: they may decode to (almost) nothing
         if decoder is not None and decoder.eof:
             break  # after the end of the gzip members / deflate stream, only junk: stop reading
     body = b"".join(decoded)
-    return (body, body) if decoder is None else (b"".join(raw), body)
+    cut = capped and not resp.content.at_eof()
+    return (body, body, cut) if decoder is None else (b"".join(raw), body, cut)

@@ -68,6 +68,7 @@ class Response:
     version: str = "HTTP/1.1"
     request_headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # redacted
     raw_body: bytes | None = field(default=None, repr=False)
+    truncated: bool = False  # the body as sent was cut at the cap (robots.txt, a non-2xx)
 
     @property
     def wire_body(self) -> bytes:
@@ -279,7 +280,7 @@ class Fetcher:
                     raise BodyTooLarge(f"Content-Length {declared} exceeds the cap of {cap} bytes")
                 decoder = Decoder.make(encoding, lenient=lenient)
                 self._pacer.body(watch, resp.content)
-                raw, body = await read_capped(resp, cap, truncate, decoder)
+                raw, body, cut = await read_capped(resp, cap, truncate, decoder)
                 if decoder is not None and decoder.failed:
                     log.info("%s: the body of a %d cannot be decoded: read as empty", url,
                              resp.status)  # fmt: skip
@@ -301,6 +302,7 @@ class Fetcher:
                         ((str(k), v) for k, v in resp.request_info.headers.items()), self._secret
                     ),
                     raw_body=None if raw is body else raw,
+                    truncated=cut,
                 )
         except asyncio.CancelledError:
             if watch.expired():

@@ -123,7 +123,9 @@ class WarcOutput:
         )
         headers = [(k, v) for k, v in response.headers if k.lower() not in _DROP_HEADERS]
         body = response.wire_body
-        warc_headers = {"WARC-IP-Address": response.ip} if response.ip else None
+        warc_headers = {"WARC-IP-Address": response.ip} if response.ip else {}
+        if response.truncated:  # cut at the body cap: the record says so (WARC 1.1, 5.13)
+            warc_headers["WARC-Truncated"] = "length"
         record = writer.create_warc_record(
             target,
             "response",

@@ -141,3 +141,40 @@ async def test_warc_appends_after_repairing_a_torn_record(
     records = read_warc([path])  # reads to the end: the torn bytes are gone
     assert len(records) == whole + 1 + 2 * len(site.requests)
     assert [kind for kind, _, _ in records].count("warcinfo") == 2
+
+
+async def test_a_body_cut_at_the_cap_is_marked_truncated_in_the_warc(tmp_path: Path) -> None:
+    """A 404 page past max_body is cut there (its status counts, not its body): its WARC record
+    says so with WARC-Truncated; a whole body's record does not."""
+    from aiohttp import web
+
+    from crawler.config import Config
+    from tests.conftest import serve
+
+    big = b"<p>" + b"x" * 300_000
+
+    async def handler(request: web.Request) -> web.Response:
+        if request.path == "/":
+            return web.Response(body=b"<a href='/missing'>m</a>", content_type="text/html")
+        return web.Response(status=404, body=big, content_type="text/html")
+
+    warc = WarcOutput(tmp_path / "crawl.warc.gz")
+    async with serve(handler) as port:
+        config = Config().override("fetch", resolve={"cut.test": "127.0.0.1"}, max_body=65_536)
+        config = config.override("politeness", delay=0.0, respect_robots=False)
+        async with Crawler(config, recorder=warc.write) as crawler:
+            results = [r async for r in crawler.crawl([f"http://cut.test:{port}/"])]
+    warc.close()
+    assert sorted(r.status for r in results) == [200, 404]  # the 404 keeps its status
+    with warc.files[0].open("rb") as fh:
+        responses = {
+            r.rec_headers.get_header("WARC-Target-URI").rsplit("/", 1)[1]: (
+                r.rec_headers.get_header("WARC-Truncated"),
+                len(r.content_stream().read()),
+            )
+            for r in ArchiveIterator(fh)
+            if r.rec_type == "response"
+        }
+    assert responses[""] == (None, len(b"<a href='/missing'>m</a>"))
+    truncated, size = responses["missing"]
+    assert truncated == "length" and 65_536 <= size < len(big)
