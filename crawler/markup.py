@@ -59,11 +59,12 @@ CONTENT_MAX_CHARS = 1_000_000
 # than lexbor matching four selectors per element (~40% of the pass on a typical page). Lexbor
 # lists an element once per selector of the list it matches (a <meta name href>, twice: harmless,
 # and ":not([href])" would cost the pass ~5%); the text pass's selectors are kept disjoint.
-_TREE_CSS = "[href], meta[name]"
+_TREE_CSS = "[href], meta[name], frame[src], iframe[src]"
 _CANONICAL_CSS = 'link[rel~="canonical" i][href]'
 
 _A, _AREA, _META, _BASE = tag_ids("a", "area", "meta", "base")
 _LINK_TAGS = frozenset((_A, _AREA))
+_FRAME_TAGS = frozenset(tag_ids("frame", "iframe"))  # their src: a page of the site, often
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 # Left out of a page's visible text (removed after the links are read): what is not text, and
 # the boilerplate the pages of a site share (navigation bars, sidebars, headers, footers).
@@ -78,7 +79,7 @@ _HIDDEN_TAGS = frozenset(tag_ids(*_HIDDEN))
 # as a link or heading, and hidden by its branch.
 _TEXT_TREE_CSS = (
     f"{_TREE_CSS}, :is({', '.join(_HEADINGS)}):not([href]), :is({', '.join(_HIDDEN)}):not([href]),"
-    f" {_ROLE_CSS}:not([href]):not({', '.join((*_HEADINGS, *_HIDDEN))})"
+    f" {_ROLE_CSS}:not([href]):not({', '.join((*_HEADINGS, *_HIDDEN, 'frame', 'iframe'))})"
 )
 # The page's main content, when it marks it (Sphinx's document body, for instance).
 _MAIN_CSS = "main, [role~=main i]"
@@ -88,9 +89,10 @@ _MAIN_CSS = "main, [role~=main i]"
 class Markup:
     """What a body holds for the crawl, as plain values (the lexbor tree is not kept).
 
-    `hrefs`: every a/area href in document order (C0 controls and spaces stripped), `nofollow`:
-    the indices in `hrefs` of links with rel=nofollow; `metas`: (lowercased name, content) of
-    each <meta name>; `base_href`: the first <base href> anywhere; `canonical_href`: the first
+    `hrefs`: every a/area href and frame/iframe src in document order (C0 controls and spaces
+    stripped), `nofollow`: the indices in `hrefs` of links with rel=nofollow; `metas`:
+    (lowercased name, content) of each <meta name>; `base_href`: the first <base href>
+    anywhere; `canonical_href`: the first
     rel=canonical link in <head>; `title`: the first <title> (<head>'s first), whitespace
     collapsed, at most TITLE_MAX_CHARS. Empty when the body is not HTML or could not be parsed.
 
@@ -209,6 +211,10 @@ def read_tree(
                     detail = link_details(node, rel, contexts)
                     if known is None or detail[0]:
                         details[cut] = detail
+        elif tag_id in _FRAME_TAGS:
+            src = node.attributes.get("src")
+            if src:  # a frameset's pages are only reached through their frames
+                hrefs.append(src.strip(STRIP))
         elif tag_id == _META:
             attrs = node.attributes
             metas.append(((attrs.get("name") or "").strip().lower(), attrs.get("content") or ""))

@@ -105,6 +105,23 @@ def test_non_html_keeps_its_record() -> None:
             False,
         ),
         ("<svg><a href=s></a></svg><link href=l><img src=i>", {}, ("s",), 1, 0, False),
+        # a frameset's pages are reached through its frames; an iframe's page is a link too
+        (
+            "<frameset><frame src=top.html><frame><frame src=' m.html '></frameset>",
+            {},
+            ("top.html", "m.html"),
+            2,
+            0,
+            False,
+        ),
+        (
+            "<a href=a>a</a><iframe src=f.html></iframe><iframe srcdoc='<a href=x>'></iframe>",
+            {},
+            ("a", "f.html"),
+            2,
+            0,
+            False,
+        ),
     ],
 )
 def test_links(

@@ -170,3 +170,13 @@ def test_contexts_are_bounded_on_pages_built_against_them(
     monkeypatch.setattr(anchors, "CONTEXT_BUDGET_CHARS", 5)  # "one 1": the first block only
     doc = parse_markup(body.encode(), "http://t/", "text/html", anchors=True)
     assert (doc.anchors["/1"][2], doc.anchors["/2"][2]) == ("one 1", "")
+
+
+def test_an_iframe_with_a_navigation_role_is_one_link() -> None:
+    """`iframe[src]` and the navigation role are both in the text pass's selectors: the frame's
+    src is read once."""
+    from crawler.links import extract
+
+    body = b"<p>text</p><iframe role=navigation src=menu.html></iframe><a href=a>a</a>"
+    page = extract(body, "http://site.test/", content_type="text/html", anchors=True, text=True)
+    assert page.links == ("menu.html", "a")
