@@ -14,6 +14,7 @@ sends.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -38,6 +39,7 @@ __all__ = [
     "parse_tree",
     "prepare",
     "read_tree",
+    "refresh_url",
 ]  # fmt: skip
 
 logger = logging.getLogger(__name__)
@@ -59,7 +61,7 @@ CONTENT_MAX_CHARS = 1_000_000
 # than lexbor matching four selectors per element (~40% of the pass on a typical page). Lexbor
 # lists an element once per selector of the list it matches (a <meta name href>, twice: harmless,
 # and ":not([href])" would cost the pass ~5%); the text pass's selectors are kept disjoint.
-_TREE_CSS = "[href], meta[name], frame[src], iframe[src]"
+_TREE_CSS = "[href], meta, frame[src], iframe[src]"
 _CANONICAL_CSS = 'link[rel~="canonical" i][href]'
 
 _A, _AREA, _META, _BASE = tag_ids("a", "area", "meta", "base")
@@ -79,7 +81,14 @@ _HIDDEN_TAGS = frozenset(tag_ids(*_HIDDEN))
 # as a link or heading, and hidden by its branch.
 _TEXT_TREE_CSS = (
     f"{_TREE_CSS}, :is({', '.join(_HEADINGS)}):not([href]), :is({', '.join(_HIDDEN)}):not([href]),"
-    f" {_ROLE_CSS}:not([href]):not({', '.join((*_HEADINGS, *_HIDDEN, 'frame', 'iframe'))})"
+    f" {_ROLE_CSS}:not([href]):not({', '.join((*_HEADINGS, *_HIDDEN, 'frame', 'iframe', 'meta'))})"
+)
+# A refresh's content: a time (digits and dots), then ";", "," or whitespace, and the URL,
+# maybe after "url=" and in quotes (the HTML standard's "shared declarative refresh steps").
+_REFRESH = re.compile(
+    r"[\t\n\f\r ]*(?=[0-9.])[0-9.]*(?:[\t\n\f\r ]*[;,]|[\t\n\f\r ])[\t\n\f\r ]*"
+    r"(?:url[\t\n\f\r ]*=[\t\n\f\r ]*)?(['\"]?)(.*)",
+    re.IGNORECASE | re.DOTALL,
 )
 # The page's main content, when it marks it (Sphinx's document body, for instance).
 _MAIN_CSS = "main, [role~=main i]"
@@ -217,7 +226,13 @@ def read_tree(
                 hrefs.append(src.strip(STRIP))
         elif tag_id == _META:
             attrs = node.attributes
-            metas.append(((attrs.get("name") or "").strip().lower(), attrs.get("content") or ""))
+            name = attrs.get("name")
+            if name is not None:
+                metas.append((name.strip().lower(), attrs.get("content") or ""))
+            if (attrs.get("http-equiv") or "").strip().lower() == "refresh":
+                target = refresh_url(attrs.get("content") or "")
+                if target:  # where the page sends the browser: a link of the page
+                    hrefs.append(target)
         elif tag_id == _BASE and base_href is None:
             base_href = node.attributes.get("href") or ""
         elif not text:  # "[href]" matches <link>, <use>...: nothing to read
@@ -242,6 +257,19 @@ def read_tree(
         True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
         title, details if details is not None else {}, page_text, main_text,
     )  # fmt: skip
+
+
+def refresh_url(content: str) -> str | None:
+    """The URL of a `<meta http-equiv=refresh>` content ("5; url='/next'"), read as the HTML
+    standard's declarative refresh steps do; None when it only reloads the page."""
+    match = _REFRESH.match(content)
+    if match is None:
+        return None
+    quote, url = match.group(1), match.group(2)
+    if quote:
+        url = url.split(quote, 1)[0]
+    url = url.strip(STRIP)
+    return url or None
 
 
 def _is_navigation(role: str | None) -> bool:

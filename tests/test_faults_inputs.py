@@ -1,6 +1,6 @@
 """What the web throws at the rest of the crawl (second fault audit), checked end to end on
 loopback: redirects to credentials, other schemes and endless fresh URLs, a sitemap index that
-lists itself, a meta refresh, and hrefs no URL can hold."""
+lists itself, a meta refresh (followed), and hrefs no URL can hold."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ async def test_a_sitemap_index_listing_itself_is_fetched_once() -> None:
     assert f"http://127.0.0.1:{port}/index.xml" in urls
     assert f"http://127.0.0.1:{port}/s.xml" in urls
     assert not any("other.test" in u for u in urls)  # a sitemap's other hosts: out of scope
-    assert not any("refreshed" in u for u in urls)  # a meta refresh is not a link
+    assert f"http://127.0.0.1:{port}/refreshed" in urls  # a meta refresh is a link
 
 
 async def test_hrefs_with_nul_surrogates_and_huge_hosts_cost_nothing() -> None:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler.links import TITLE_MAX_CHARS, Page, extract, is_html
-from crawler.markup import DEPTH_LIMIT
+from crawler.markup import DEPTH_LIMIT, refresh_url
 from crawler.urls import normalize
 
 URL = "http://site.test/dir/page.html"
@@ -105,6 +105,16 @@ def test_non_html_keeps_its_record() -> None:
             False,
         ),
         ("<svg><a href=s></a></svg><link href=l><img src=i>", {}, ("s",), 1, 0, False),
+        # a meta refresh's target is a link of the page (a reload of the page itself is not)
+        (
+            "<meta http-equiv=Refresh content='0; URL=/moved'><a href=a>a</a>"
+            "<meta http-equiv=refresh content=30><meta name=x http-equiv=refresh content='0;u'>",
+            {},
+            ("/moved", "a", "u"),
+            3,
+            0,
+            False,
+        ),
         # a frameset's pages are reached through its frames; an iframe's page is a link too
         (
             "<frameset><frame src=top.html><frame><frame src=' m.html '></frameset>",
@@ -511,3 +521,21 @@ def test_head_elements_outside_the_head() -> None:
     assert p.title == "Late title"
     assert p.canonical is None
     assert p.links == ("x",)
+
+
+@pytest.mark.parametrize(
+    ("content", "url"),
+    [
+        ("0; url=/next", "/next"),
+        ("5 ; URL='/x y' and more", "/x y"),  # quoted: up to the closing quote
+        ("5 url=/x", "/x"),  # whitespace separates too
+        ("3,http://a.test/", "http://a.test/"),  # a comma, no "url="
+        ('  1.5;  "q.html"  ', "q.html"),
+        ("0", None),  # a reload of the same page
+        ("0;", None),
+        ("url=/x", None),  # no time: not a refresh
+        ("0x;url=/b", None),
+    ],
+)
+def test_refresh_url(content: str, url: str | None) -> None:
+    assert refresh_url(content) == url
