@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 from urllib.parse import urljoin
 
-from crawler.markup import TITLE_MAX_CHARS, Markup, parse_markup
+from crawler.markup import TITLE_MAX_CHARS, Markup, parse_markup, refresh_url
 from crawler.scoring import PageText
 from crawler.sniff import is_html
 from crawler.urls import document_base
@@ -116,8 +116,11 @@ def read_page(
     respect_nofollow: bool = True,
     max_links: int = 10_000,
     user_agent_token: str | None = None,
+    refresh: str | None = None,
 ) -> Page:
-    """The `Page` of a body parsed by `parse_markup` (arguments as for `extract`)."""
+    """The `Page` of a body parsed by `parse_markup` (arguments as for `extract`); `refresh`:
+    the value of a (non-standard, widely followed) ``Refresh`` response header, whose URL is a
+    link of the page after the others."""
     _check_max_links(max_links)
     ua = _ua_token(user_agent_token)
     noindex, nofollow = _header_robots(x_robots_tag, ua)
@@ -130,6 +133,8 @@ def read_page(
 
     hrefs, base_href, href = markup.hrefs, markup.base_href, markup.canonical_href
     anchors = markup.anchors
+    if refresh and (target := refresh_url(refresh)):
+        hrefs = (*hrefs, target)
     if charset is not None and not charset.startswith("utf"):  # a legacy charset's queries
         hrefs = tuple([legacy_query(h, charset) for h in hrefs])
         base_href = None if base_href is None else legacy_query(base_href, charset)

@@ -137,6 +137,7 @@ class PageHandler:
             respect_nofollow=not sc.follow_nofollow,
             max_links=sc.max_links_per_page,
             user_agent_token=self._token,
+            refresh=response.header("Refresh"),
         )
         dedup = self._content(entry, markup) if page.is_html and response.status < 300 else {}
         if not self.config.dedup.follow_duplicates and (

@@ -93,6 +93,27 @@ async def test_a_sitemap_index_listing_itself_is_fetched_once() -> None:
     assert f"http://127.0.0.1:{port}/refreshed" in urls  # a meta refresh is a link
 
 
+async def test_a_refresh_header_is_followed_unless_the_page_is_nofollow() -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if request.path == "/":
+            body = "<a href=/plain>p</a><a href=/closed>c</a>"
+            return web.Response(text=body, content_type="text/html")
+        if request.path == "/plain":  # a PHP page's header("Refresh: 0; url=...")
+            refresh = {"Refresh": "0; url=/target"}
+            return web.Response(text="moving", content_type="text/html", headers=refresh)
+        if request.path == "/closed":
+            refresh = {"Refresh": "1;url=/hidden"}
+            body = "<meta name=robots content=nofollow>"
+            return web.Response(text=body, content_type="text/html", headers=refresh)
+        return web.Response(text="leaf", content_type="text/html")
+
+    async with serve(handler) as port:
+        results = await crawl(fast(), f"http://127.0.0.1:{port}/")
+    paths = {r.url.rsplit(str(port), 1)[1]: r for r in results}
+    assert "/target" in paths and paths["/plain"].links == 1
+    assert "/hidden" not in paths  # a nofollow page's links, the header's too, are not followed
+
+
 async def test_hrefs_with_nul_surrogates_and_huge_hosts_cost_nothing() -> None:
     async def handler(request: web.Request) -> web.StreamResponse:
         if request.path != "/":
