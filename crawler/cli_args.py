@@ -20,7 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="crawl",
         description="Crawl from seed URLs (or seed files, one URL per line) and write JSON Lines.",
-        epilog="exit status: 0 done; 1 the demo differed from its ground truth; 2 usage, config, "
+        epilog="exit status: 0 done; 1 the demo differed from its ground truth, or the focus "
+        "scorer failed; 2 usage, config, "
         "seed, output path or state error (Redis included); 3 not one seed got an HTTP "
         "response; 130/143 stopped by SIGINT/SIGTERM; 141 stdout closed",
     )
@@ -38,10 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-pages",
         type=int,
         metavar="N",
-        help="stop admitting after N URLs (with --focus: fetch N pages, best first)",
+        help="stop admitting after N URLs (with --focus: fetch N pages, best first); 0: no limit",
     )
     parser.add_argument(
-        "--max-depth", type=int, metavar="N", help="links deeper than N are skipped"
+        "--max-depth",
+        type=int,
+        metavar="N",
+        help="links deeper than N are skipped (default 16); 0: no limit",
     )
     parser.add_argument("--concurrency", type=int, metavar="N", help="number of fetch workers")
     parser.add_argument(
@@ -140,6 +144,8 @@ def _apply_overrides(config: Config, args: argparse.Namespace) -> Config:
     if args.state is not None:
         config = config.override("state", dir=args.state)
     if args.focus is not None:
+        if not args.focus.split():  # `--focus "$TOPIC"` with TOPIC unset: not an unfocused crawl
+            raise ConfigError('--focus: no topic words given (e.g. --focus "replication standby")')
         config = config.override("focus", keywords=tuple(args.focus.split()))
     cluster = {k: v for k, v in (("redis", args.redis), ("crawl_id", args.crawl_id)) if v}
     if cluster:

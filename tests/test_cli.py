@@ -104,6 +104,14 @@ def test_bad_config_is_a_usage_error(tmp_path: Path, text: str, needle: str) -> 
     assert needle in proc.stderr and str(config) in proc.stderr
 
 
+@pytest.mark.parametrize("words", ["", "  "])
+def test_focus_without_words_is_refused(words: str) -> None:
+    # an empty --focus ran an unfocused crawl without a word
+    proc = run("--focus", words, "http://127.0.0.1:9/")
+    assert proc.returncode == 2
+    assert "crawl: error: --focus: no topic words given" in proc.stderr
+
+
 def test_demo_with_seeds_is_refused() -> None:
     proc = run("--demo", "http://127.0.0.1:9/")
     assert proc.returncode == 2
