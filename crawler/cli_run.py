@@ -191,6 +191,17 @@ async def run(
                    f"to crawl again from scratch: {again} (outputs are appended to: "
                    "point -o/--warc at new files)")  # fmt: skip
         return Outcome(crawler, 0, summary=False)
+    budget, frontier = crawler.budget, crawler.frontier
+    if budget is not None and budget.exhausted and frontier is not None and len(frontier):
+        # a focused crawl's --max-pages spent, URLs left queued: say so, and how to go on
+        hint = (
+            f"left pending in {state.directory}: run again with a larger --max-pages to go on "
+            "(the budget counts the pages of every run)"
+            if state is not None
+            else "not fetched (with --state DIR they would be kept for a larger --max-pages)"
+        )
+        say(quiet, f"fetch budget of {budget.limit:,} pages (max_pages) spent; "
+                   f"{len(frontier):,} URLs {hint}")  # fmt: skip
     if shared and writer.lines == 0:
         say(quiet, f"the shared crawl {config.cluster.crawl_id!r} has nothing left to do "
                    "(crawl --status shows it)")  # fmt: skip
