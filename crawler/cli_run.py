@@ -123,8 +123,8 @@ async def run(
         state.abandon()
         raise StateError(f"{state.directory}: the crawl is not finished; run it again without "
                          "--recrawl to finish it first")  # fmt: skip
-    if state is not None and state.previous_status in ("running", "interrupted"):
-        admitted, done = state.counts()
+    elif state is not None and state.previous_status in ("running", "interrupted"):
+        admitted, done = state.counts()  # (a recrawl just started is not "resumed")
         what = "recrawl" if state.generation else "crawl"
         say(quiet, f"resuming the {what} in {state.directory} ({done:,} of {admitted:,} URLs done)")
     try:
