@@ -8,7 +8,9 @@ config key that set it, for the checks made before the crawl (`crawler.output`).
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
+from typing import NoReturn
 
 from crawler.config import Config
 from crawler.errors import ConfigError
@@ -16,8 +18,22 @@ from crawler.errors import ConfigError
 __all__ = ["apply_overrides", "build_parser", "output_paths"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with the nearest flag suggested for a mistyped one (`--maxpages`)."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments: "):
+            flags = [flag for action in self._actions for flag in action.option_strings]
+            for word in message.split(": ", 1)[1].split():
+                close = difflib.get_close_matches(word.split("=", 1)[0], flags, n=1)
+                if word.startswith("-") and close:
+                    message += f" (did you mean {close[0]}?)"
+                    break
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="crawl",
         description="Crawl from seed URLs (or seed files, one URL per line) and write JSON Lines.",
         epilog="exit status: 0 done; 1 the demo differed from its ground truth, or the focus "

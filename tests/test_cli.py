@@ -104,6 +104,16 @@ def test_bad_config_is_a_usage_error(tmp_path: Path, text: str, needle: str) -> 
     assert needle in proc.stderr and str(config) in proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("flag", "suggestion"), [("--maxpages", "--max-pages"), ("--dealy=2", "--delay")]
+)
+def test_a_mistyped_flag_gets_a_suggestion(flag: str, suggestion: str) -> None:
+    proc = run(flag, "5", "http://127.0.0.1:9/")
+    assert proc.returncode == 2
+    assert f"unrecognized arguments: {flag}" in proc.stderr
+    assert f"(did you mean {suggestion}?)" in proc.stderr
+
+
 @pytest.mark.parametrize("words", ["", "  "])
 def test_focus_without_words_is_refused(words: str) -> None:
     # an empty --focus ran an unfocused crawl without a word
