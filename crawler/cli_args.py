@@ -8,7 +8,6 @@ config key that set it, for the checks made before the crawl (`crawler.output`).
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 from typing import NoReturn
 
@@ -23,6 +22,8 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         if message.startswith("unrecognized arguments: "):
+            import difflib  # only here: not on every start of the command
+
             flags = [flag for action in self._actions for flag in action.option_strings]
             for word in message.split(": ", 1)[1].split():
                 close = difflib.get_close_matches(word.split("=", 1)[0], flags, n=1)
