@@ -131,6 +131,17 @@ async def test_a_spent_fetch_budget_says_what_is_left_and_how_to_go_on(
     assert more.status == 0 and "fetch budget" not in capsys.readouterr().err
 
 
+def test_the_summary_says_content_dedup_is_off_rather_than_no_duplicate_found() -> None:
+    from crawler.engine import Crawler
+    from crawler.progress import summary_rows
+
+    def duplicates(config: Config) -> str:
+        return dict(summary_rows(Crawler(config).stats_dict()))["duplicate pages exact / near"]
+
+    assert duplicates(Config()) == "content dedup off"  # was "0 / 0", as if compared
+    assert duplicates(Config().override("dedup", enabled=True)) == "0 / 0"
+
+
 # -- resume hint -----------------------------------------------------------------------------
 
 
