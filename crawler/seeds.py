@@ -43,7 +43,7 @@ def read_seeds(source: str, lines: Iterable[str], max_length: int = 0) -> list[s
     bad: list[str] = []
     nbad = 0
     for number, raw in enumerate(lines, start=1):
-        line = raw.strip()
+        line = _COMMENT.sub("", raw).strip()  # `URL  # a comment`: the comment is no part of it
         if not line or line.startswith("#"):
             continue
         problem = _problem(line, max_length)
@@ -155,6 +155,9 @@ def _url_seed(target: str, scheme: str, max_length: int) -> str:
         raise SeedError(f"{shown}: {problem}")
     return target.strip()
 
+
+# a comment after a seed: whitespace, then "#" (a URL's own fragment has no whitespace before it)
+_COMMENT = re.compile(r"(?<=\s)#.*", re.DOTALL)  # a lookbehind: linear on a line of blanks
 
 # a URL scheme and its colon, not a host and port ("example.org:8080") or a Windows drive
 _SCHEME = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]+):(?![0-9]+(?:/|$))")

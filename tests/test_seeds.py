@@ -71,6 +71,12 @@ def test_an_http_url_browsers_read_is_a_seed_on_the_command_line_as_in_a_file(
     assert collect_seeds(["http:/a.test/x", " https:b.test "]) == ["http:/a.test/x", "https:b.test"]
 
 
+def test_a_comment_after_a_seed_is_not_part_of_it() -> None:
+    # it was fetched as http://a.test/%20%20 (the spaces kept, the comment a fragment)
+    lines = ["http://a.test/  # the home page", "http://b.test/x#frag\t# tab", "# whole line"]
+    assert read_seeds("f", lines) == ["http://a.test/", "http://b.test/x#frag"]
+
+
 def test_bad_lines_are_capped() -> None:
     lines = [f"bad line {n}" for n in range(MAX_REPORTED + 7)]
     with pytest.raises(SeedError) as caught:
