@@ -147,7 +147,7 @@ def _url_seed(target: str, scheme: str, max_length: int) -> str:
     http(s): mailto:, javascript:, ftp:, ...). `http:/host/` is read as browsers read it."""
     shown = target if len(target) <= 200 else _shown(target)
     if scheme not in ("http", "https"):
-        tail = f" (scheme {scheme}:)" if scheme else ""
+        tail = f" (a {scheme}: URL)" if scheme else ""
         raise SeedError(f"{shown}: not a crawlable http(s) URL{tail}; "
                         "seeds are http:// or https:// URLs")  # fmt: skip
     problem = _problem(target.strip(), max_length)

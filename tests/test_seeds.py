@@ -40,15 +40,15 @@ def test_problems_of_every_argument_are_reported_together(
         "a.txt:2: not a crawlable http(s) URL: 'bad one'",
         "example.net: neither a seeds file nor a URL (no such file); "
         "did you mean http://example.net/?",
-        "ftp://x/: not a crawlable http(s) URL (scheme ftp:); seeds are http:// or https:// URLs",
+        "ftp://x/: not a crawlable http(s) URL (a ftp: URL); seeds are http:// or https:// URLs",
     ]
 
 
 @pytest.mark.parametrize(
     ("target", "message"),
     [
-        ("mailto:me@x", "mailto:me@x: not a crawlable http(s) URL (scheme mailto:); seeds are "),
-        ("FILE:///tmp/x", "FILE:///tmp/x: not a crawlable http(s) URL (scheme file:); seeds are "),
+        ("mailto:me@x", "mailto:me@x: not a crawlable http(s) URL (a mailto: URL); seeds are "),
+        ("FILE:///tmp/x", "FILE:///tmp/x: not a crawlable http(s) URL (a file: URL); seeds are "),
         ("http://exa mple.org/", "http://exa mple.org/: not a crawlable http(s) URL"),
         ("http://", "http://: not a crawlable http(s) URL"),
     ],
