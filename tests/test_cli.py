@@ -114,6 +114,13 @@ def test_a_mistyped_flag_gets_a_suggestion(flag: str, suggestion: str) -> None:
     assert f"(did you mean {suggestion}?)" in proc.stderr
 
 
+def test_crawl_id_without_redis_is_refused() -> None:
+    # it was ignored: the process crawled on its own, sharing nothing
+    proc = run("--crawl-id", "docs", "http://127.0.0.1:9/")
+    assert proc.returncode == 2
+    assert "crawl: error: --crawl-id names a shared crawl: give --redis URL" in proc.stderr
+
+
 @pytest.mark.parametrize("words", ["", "  "])
 def test_focus_without_words_is_refused(words: str) -> None:
     # an empty --focus ran an unfocused crawl without a word
