@@ -65,6 +65,13 @@ def test_output_file_and_quiet(tmp_path: Path) -> None:
     assert records and max(r["depth"] for r in records) <= 1
 
 
+def test_demo_cut_by_max_pages_says_its_set_is_a_part_of_the_truth() -> None:
+    # it said "5 results; the crawled set equals the fixture's ground truth (43 URLs)"
+    proc = run("--demo", "--max-pages", "5", "-o", "/dev/null")
+    assert proc.returncode == 0, proc.stderr
+    assert "demo: 5 results; the crawled set is a part of the fixture's ground truth" in proc.stderr
+
+
 def test_no_seeds_is_a_usage_error() -> None:
     proc = run()
     assert proc.returncode == 2
