@@ -139,6 +139,7 @@ class Crawler:
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._entered = False
         try:
             await self.fetcher.close()
         finally:

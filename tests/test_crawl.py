@@ -200,6 +200,11 @@ async def test_a_crawl_without_async_with_is_refused_plainly(
             pass
     assert not site.requests
     CrawlState.open(tmp_path / "state", settings(config)).abandon()  # its lock was let go
+    async with Crawler(site_config(site)) as closed:
+        pass
+    with pytest.raises(RuntimeError, match="needs an open Crawler"):  # nor once closed
+        async for _ in closed.crawl(site.seeds):
+            pass
 
 
 async def test_one_seed_string_is_refused_plainly(site: FixtureSite) -> None:
