@@ -49,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed URLs, or files with one URL per line ('#' comments allowed)",
     )
     parser.add_argument("--config", metavar="PATH", help="TOML config (see config.toml)")
-    parser.add_argument("-o", "--output", metavar="PATH", help="JSON Lines output, '-' = stdout")
+    parser.add_argument(
+        "-o", "--output", metavar="PATH", help="JSON Lines output (appended to); '-' = stdout"
+    )
     parser.add_argument("--stats", metavar="PATH", help="write the final stats as JSON")
     parser.add_argument("--warc", metavar="PATH", help="archive every exchange to WARC (.warc.gz)")
     parser.add_argument(
