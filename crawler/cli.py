@@ -94,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise ConfigError(f"--status needs redis-py: pip install 'sieve-crawler[redis]' "
                                   f"({exc})") from None  # fmt: skip
             return status_command(config.cluster.redis, config.cluster.crawl_id)
+        if args.crawl_id and not config.cluster.redis:  # else a crawl of its own, unshared
+            raise ConfigError("--crawl-id names a shared crawl: give --redis URL (or [cluster])")
         if args.demo and args.targets:
             raise ConfigError("--demo crawls the bundled fixture site; give no seeds with it")
         if args.fresh and not config.state.dir:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from typing import NoReturn
 
 from crawler.config import Config
 from crawler.errors import ConfigError
@@ -16,11 +17,28 @@ from crawler.errors import ConfigError
 __all__ = ["apply_overrides", "build_parser", "output_paths"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with the nearest flag suggested for a mistyped one (`--maxpages`)."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments: "):
+            import difflib  # only here: not on every start of the command
+
+            flags = [flag for action in self._actions for flag in action.option_strings]
+            for word in message.split(": ", 1)[1].split():
+                close = difflib.get_close_matches(word.split("=", 1)[0], flags, n=1)
+                if word.startswith("-") and close:
+                    message += f" (did you mean {close[0]}?)"
+                    break
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="crawl",
         description="Crawl from seed URLs (or seed files, one URL per line) and write JSON Lines.",
-        epilog="exit status: 0 done; 1 the demo differed from its ground truth; 2 usage, config, "
+        epilog="exit status: 0 done; 1 the demo differed from its ground truth, or the focus "
+        "scorer failed; 2 usage, config, "
         "seed, output path or state error (Redis included); 3 not one seed got an HTTP "
         "response; 130/143 stopped by SIGINT/SIGTERM; 141 stdout closed",
     )
@@ -31,17 +49,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed URLs, or files with one URL per line ('#' comments allowed)",
     )
     parser.add_argument("--config", metavar="PATH", help="TOML config (see config.toml)")
-    parser.add_argument("-o", "--output", metavar="PATH", help="JSON Lines output, '-' = stdout")
+    parser.add_argument(
+        "-o", "--output", metavar="PATH", help="JSON Lines output (appended to); '-' = stdout"
+    )
     parser.add_argument("--stats", metavar="PATH", help="write the final stats as JSON")
     parser.add_argument("--warc", metavar="PATH", help="archive every exchange to WARC (.warc.gz)")
     parser.add_argument(
         "--max-pages",
         type=int,
         metavar="N",
-        help="stop admitting after N URLs (with --focus: fetch N pages, best first)",
+        help="stop admitting after N URLs (with --focus: fetch N pages, best first); 0: no limit",
     )
     parser.add_argument(
-        "--max-depth", type=int, metavar="N", help="links deeper than N are skipped"
+        "--max-depth",
+        type=int,
+        metavar="N",
+        help="links deeper than N are skipped (default 16); 0: no limit",
     )
     parser.add_argument("--concurrency", type=int, metavar="N", help="number of fetch workers")
     parser.add_argument(
@@ -140,6 +163,8 @@ def _apply_overrides(config: Config, args: argparse.Namespace) -> Config:
     if args.state is not None:
         config = config.override("state", dir=args.state)
     if args.focus is not None:
+        if not args.focus.split():  # `--focus "$TOPIC"` with TOPIC unset: not an unfocused crawl
+            raise ConfigError('--focus: no topic words given (e.g. --focus "replication standby")')
         config = config.override("focus", keywords=tuple(args.focus.split()))
     cluster = {k: v for k, v in (("redis", args.redis), ("crawl_id", args.crawl_id)) if v}
     if cluster:

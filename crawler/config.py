@@ -57,7 +57,10 @@ class Config:
 
     def override(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section replaced (used for CLI flags); validated."""
-        current = getattr(self, section)
+        current = getattr(self, section, None)
+        if not dataclasses.is_dataclass(current):  # a typo, or `hosts` (a tuple of rules)
+            known = ", ".join(sorted(f.name for f in dataclasses.fields(self) if f.name != "hosts"))
+            raise ConfigError(f"override: unknown section {section!r} (known: {known})")
         checked = _build(type(current), {**_as_table(current), **values}, f"override [{section}]")
         return dataclasses.replace(self, **{section: checked})
 

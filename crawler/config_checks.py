@@ -7,6 +7,7 @@ raises `ConfigError` naming the file, the section and the key.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import math
 import re
 from typing import Any
@@ -136,6 +137,13 @@ def _check_steering(obj: FetchConfig | HostConfig, where: str) -> None:
         problem = check_ca_file(obj.ca_file)
         if problem is not None:
             raise ConfigError(f"{where} ca_file: {problem}")
+        for host, address in obj.resolve.items():
+            try:  # like curl's --resolve: a name to an address, not to another name or a port
+                ipaddress.ip_address(address)
+            except ValueError:
+                example = "(e.g. '127.0.0.1' or '::1')"
+                raise ConfigError(f"{where} resolve: {host!r} maps to {address!r}, which is "
+                                  f"not an IP address {example}") from None  # fmt: skip
         return
     try:
         HostMatch(obj.match)

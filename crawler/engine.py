@@ -130,14 +130,17 @@ class Crawler:
             self.content = ContentIndex(dc.near_distance)
         # a recrawl (a state's generation > 0): pages are fetched with their stored validators
         self.recrawl = state is not None and state.generation > 0
+        self._entered = False  # `async with Crawler(...)`: the fetcher's session is open
 
     async def __aenter__(self) -> Crawler:
         await self.fetcher.__aenter__()
+        self._entered = True
         return self
 
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._entered = False
         try:
             await self.fetcher.close()
         finally:
@@ -158,6 +161,11 @@ class Crawler:
 
     async def _prepare(self, seeds: Iterable[str]) -> None:
         """Set up frontier, scope and the seen test; restore a saved state; admit the seeds."""
+        if not self._entered:  # else every fetch fails, robots.txt first, as an internal error
+            raise RuntimeError("crawl() needs an open Crawler: async with Crawler(config) as c: "
+                               "async for result in c.crawl(seeds): ...")  # fmt: skip
+        if isinstance(seeds, str):  # else each of its characters is a seed: 'h', 't', ...
+            raise TypeError(f"crawl() takes a list of seed URLs, not one: crawl([{seeds!r}])")
         entries = self.seed_entries(seeds)
         self.scope = make_scope(self.config)
         if self.config.cluster.redis:

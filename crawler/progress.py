@@ -124,7 +124,8 @@ def summary_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
     for reason, n in stats["scope_refused"].items():
         add(f"  {reason}", n)
     add("duplicate links", stats["duplicates"])
-    add("duplicate pages exact / near", f"{stats['exact_duplicates']} / {stats['near_duplicates']}")
+    dups = f"{stats['exact_duplicates']} / {stats['near_duplicates']}"
+    add("duplicate pages exact / near", dups if "content_index" in stats else "content dedup off")
     add("links refused: max_pages reached", stats["over_limit"])
     add("URLs dropped: queue full", stats["dropped_full"])
     if stats.get("harvest_rate") is not None:

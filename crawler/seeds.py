@@ -43,17 +43,10 @@ def read_seeds(source: str, lines: Iterable[str], max_length: int = 0) -> list[s
     bad: list[str] = []
     nbad = 0
     for number, raw in enumerate(lines, start=1):
-        line = raw.strip()
+        line = _COMMENT.sub("", raw).strip()  # `URL  # a comment`: the comment is no part of it
         if not line or line.startswith("#"):
             continue
-        key = canonicalize(line)
-        problem = (
-            "not a crawlable http(s) URL"
-            if key is None
-            else f"longer than [scope] max_url_length ({max_length:,} characters)"
-            if max_length and len(key) > max_length
-            else ""
-        )
+        problem = _problem(line, max_length)
         if problem:
             nbad += 1
             if len(bad) < MAX_REPORTED:
@@ -65,6 +58,16 @@ def read_seeds(source: str, lines: Iterable[str], max_length: int = 0) -> list[s
     if nbad:
         raise SeedError(f"{nbad} bad seed lines:\n  {_listing(bad, nbad)}")
     return seeds
+
+
+def _problem(line: str, max_length: int) -> str:
+    """What is wrong with a seed URL ("" if nothing)."""
+    key = canonicalize(line)
+    if key is None:
+        return "not a crawlable http(s) URL"
+    if max_length and len(key) > max_length:
+        return f"longer than [scope] max_url_length ({max_length:,} characters)"
+    return ""
 
 
 def _shown(line: str, limit: int = 200) -> str:
@@ -115,13 +118,10 @@ def collect_seeds(targets: Iterable[str], max_length: int = 0) -> list[str]:
 
 
 def _seeds_of(target: str, max_length: int) -> list[str]:
-    if "://" in target:
-        return read_seeds("command line", [target], max_length)
     path = Path(target)
-    scheme = _SCHEME.match(target)
-    if scheme is not None and not path.exists():  # mailto:, javascript:, data:, ...
-        raise SeedError(f"{target}: not a crawlable http(s) URL (a {scheme.group(1)}: URL); "
-                        "seeds are http:// or https:// URLs")  # fmt: skip
+    scheme = _SCHEME.match(target.strip())
+    if "://" in target or (scheme is not None and not path.exists()):
+        return [_url_seed(target, scheme.group(1).lower() if scheme else "", max_length)]
     if not path.exists():
         url = suggest_url(target)
         hint = f"; did you mean {url}?" if url else ""
@@ -141,6 +141,23 @@ def _seeds_of(target: str, max_length: int) -> list[str]:
     except OSError as exc:
         raise SeedError(f"{target}: cannot read seeds file: {exc.strerror or exc}") from None
 
+
+def _url_seed(target: str, scheme: str, max_length: int) -> str:
+    """A seed URL given on the command line, or a SeedError naming it (and a scheme other than
+    http(s): mailto:, javascript:, ftp:, ...). `http:/host/` is read as browsers read it."""
+    shown = target if len(target) <= 200 else _shown(target)
+    if scheme not in ("http", "https"):
+        tail = f" (a {scheme}: URL)" if scheme else ""
+        raise SeedError(f"{shown}: not a crawlable http(s) URL{tail}; "
+                        "seeds are http:// or https:// URLs")  # fmt: skip
+    problem = _problem(target.strip(), max_length)
+    if problem:
+        raise SeedError(f"{shown}: {problem}")
+    return target.strip()
+
+
+# a comment after a seed: whitespace, then "#" (a URL's own fragment has no whitespace before it)
+_COMMENT = re.compile(r"(?<=\s)#.*", re.DOTALL)  # a lookbehind: linear on a line of blanks
 
 # a URL scheme and its colon, not a host and port ("example.org:8080") or a Windows drive
 _SCHEME = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]+):(?![0-9]+(?:/|$))")

@@ -65,6 +65,13 @@ def test_output_file_and_quiet(tmp_path: Path) -> None:
     assert records and max(r["depth"] for r in records) <= 1
 
 
+def test_demo_cut_by_max_pages_says_its_set_is_a_part_of_the_truth() -> None:
+    # it said "5 results; the crawled set equals the fixture's ground truth (43 URLs)"
+    proc = run("--demo", "--max-pages", "5", "-o", "/dev/null")
+    assert proc.returncode == 0, proc.stderr
+    assert "demo: 5 results; the crawled set is a part of the fixture's ground truth" in proc.stderr
+
+
 def test_no_seeds_is_a_usage_error() -> None:
     proc = run()
     assert proc.returncode == 2
@@ -102,6 +109,31 @@ def test_bad_config_is_a_usage_error(tmp_path: Path, text: str, needle: str) -> 
     proc = run("--config", str(config), "--demo")
     assert proc.returncode == 2
     assert needle in proc.stderr and str(config) in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("flag", "suggestion"), [("--maxpages", "--max-pages"), ("--dealy=2", "--delay")]
+)
+def test_a_mistyped_flag_gets_a_suggestion(flag: str, suggestion: str) -> None:
+    proc = run(flag, "5", "http://127.0.0.1:9/")
+    assert proc.returncode == 2
+    assert f"unrecognized arguments: {flag}" in proc.stderr
+    assert f"(did you mean {suggestion}?)" in proc.stderr
+
+
+def test_crawl_id_without_redis_is_refused() -> None:
+    # it was ignored: the process crawled on its own, sharing nothing
+    proc = run("--crawl-id", "docs", "http://127.0.0.1:9/")
+    assert proc.returncode == 2
+    assert "crawl: error: --crawl-id names a shared crawl: give --redis URL" in proc.stderr
+
+
+@pytest.mark.parametrize("words", ["", "  "])
+def test_focus_without_words_is_refused(words: str) -> None:
+    # an empty --focus ran an unfocused crawl without a word
+    proc = run("--focus", words, "http://127.0.0.1:9/")
+    assert proc.returncode == 2
+    assert "crawl: error: --focus: no topic words given" in proc.stderr
 
 
 def test_demo_with_seeds_is_refused() -> None:

@@ -111,6 +111,37 @@ async def test_resuming_is_said_and_logged_at_info(
     assert resumed and all(r.levelno == logging.INFO for r in resumed)
 
 
+async def test_a_spent_fetch_budget_says_what_is_left_and_how_to_go_on(
+    site: FixtureSite, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a focused crawl stopped by its budget, then resumed with the same one, fetched nothing
+    # without a word: the URLs left and the way on are said
+    config = site_config(site, max_pages=3).override("focus", keywords=("calendar",))
+    outcome = await run(config, site.seeds, io.StringIO())
+    assert outcome.status == 0
+    err = capsys.readouterr().err
+    assert "fetch budget of 3 pages (max_pages) spent; " in err
+    assert "URLs not fetched (with --state DIR they would be kept" in err
+    config = config.override("state", dir=str(tmp_path / "state"))
+    for _ in range(2):  # the first run and its resume with the same budget
+        assert (await run(config, site.seeds, io.StringIO())).status == 0
+        err = capsys.readouterr().err
+        assert f"URLs left pending in {tmp_path / 'state'}: run again with a larger" in err
+    more = await run(config.override("crawl", max_pages=1000), site.seeds, io.StringIO())
+    assert more.status == 0 and "fetch budget" not in capsys.readouterr().err
+
+
+def test_the_summary_says_content_dedup_is_off_rather_than_no_duplicate_found() -> None:
+    from crawler.engine import Crawler
+    from crawler.progress import summary_rows
+
+    def duplicates(config: Config) -> str:
+        return dict(summary_rows(Crawler(config).stats_dict()))["duplicate pages exact / near"]
+
+    assert duplicates(Config()) == "content dedup off"  # was "0 / 0", as if compared
+    assert duplicates(Config().override("dedup", enabled=True)) == "0 / 0"
+
+
 # -- resume hint -----------------------------------------------------------------------------
 
 

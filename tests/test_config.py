@@ -57,6 +57,9 @@ def test_partial_file_overrides_only_its_keys(tmp_path: Path) -> None:
         ("[security]\nallow_networks = ['10.0.0.1/8']\n", "allow_networks: '10.0.0.1/8'"),
         ("[sieve]\nconfirm = 'maybe'\n", "confirm: must be one of"),
         ("crawl = 3\n", "[crawl] must be a table"),
+        # an address that is not one failed every fetch of the host as "protocol: ValueError"
+        ("[fetch]\nresolve = { 'a.test' = 'localhost' }\n", "'a.test' maps to 'localhost', which"),
+        ("[fetch]\nresolve = { 'a.test' = '127.0.0.1:80' }\n", "which is not an IP address"),
     ],
 )
 def test_bad_config_names_file_and_key(tmp_path: Path, text: str, needle: str) -> None:
@@ -82,6 +85,19 @@ def test_override_is_validated() -> None:
     assert config.crawl.max_pages == 5
     with pytest.raises(ConfigError, match="max_pages"):
         Config().override("crawl", max_pages=-1)
+
+
+def test_override_of_an_unknown_section_is_a_config_error() -> None:
+    # a typo in a library user's section name: a ConfigError naming it, not an AttributeError
+    with pytest.raises(ConfigError, match=r"unknown section 'crawls' \(known: cluster, crawl,"):
+        Config().override("crawls", max_pages=5)
+    with pytest.raises(ConfigError, match="unknown section 'hosts'"):
+        Config().override("hosts", match="a.test")
+
+
+def test_resolve_takes_ipv4_and_ipv6_addresses() -> None:
+    resolve = {"a.test": "127.0.0.1", "b.test": "::1"}
+    assert config_from_mapping({"fetch": {"resolve": resolve}}).fetch.resolve == resolve
 
 
 def test_config_is_frozen() -> None:

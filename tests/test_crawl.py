@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import pytest
 
@@ -181,6 +182,36 @@ async def test_bad_seed_is_refused_before_crawling(site: FixtureSite) -> None:
     async with Crawler(site_config(site)) as crawler:
         with pytest.raises(SeedError, match="mailto"):
             async for _ in crawler.crawl(["mailto:x@y.z"]):
+                pass
+
+
+async def test_a_crawl_without_async_with_is_refused_plainly(
+    site: FixtureSite, tmp_path: Path
+) -> None:
+    # it logged "internal error ... Fetcher is not open" for each robots.txt try, then reported
+    # every seed as refused by robots.txt
+    from crawler.components import settings
+    from crawler.state import CrawlState
+
+    config = site_config(site).override("state", dir=str(tmp_path / "state"))
+    crawler = Crawler(config, state=CrawlState.open(tmp_path / "state", settings(config)))
+    with pytest.raises(RuntimeError, match=r"needs an open Crawler: async with Crawler\(config\)"):
+        async for _ in crawler.crawl(site.seeds):
+            pass
+    assert not site.requests
+    CrawlState.open(tmp_path / "state", settings(config)).abandon()  # its lock was let go
+    async with Crawler(site_config(site)) as closed:
+        pass
+    with pytest.raises(RuntimeError, match="needs an open Crawler"):  # nor once closed
+        async for _ in closed.crawl(site.seeds):
+            pass
+
+
+async def test_one_seed_string_is_refused_plainly(site: FixtureSite) -> None:
+    # each of its characters was taken for a seed: "not a crawlable http(s) URL: 'h'"
+    async with Crawler(site_config(site)) as crawler:
+        with pytest.raises(TypeError, match=r"not one: crawl\(\['http://"):
+            async for _ in crawler.crawl(site.seeds[0]):
                 pass
 
 

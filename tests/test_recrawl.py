@@ -287,5 +287,8 @@ async def test_a_finished_crawl_run_again_points_to_recrawl(
     err = capsys.readouterr().err
     assert "already complete" in err and f"--state {cfg.state.dir} --recrawl" in err
     out = io.StringIO()
-    assert (await run(cfg, [site.url("/")], out, recrawl=True, quiet=True)).status == 0
+    assert (await run(cfg, [site.url("/")], out, recrawl=True)).status == 0
     assert len(out.getvalue().splitlines()) == 5  # the same five URLs, visited again
+    err = capsys.readouterr().err  # a recrawl just started is said so, not "resuming"
+    assert f"recrawl 1 of the crawl in {cfg.state.dir}: 5 URLs to visit again" in err
+    assert "resuming" not in err

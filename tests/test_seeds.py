@@ -40,8 +40,41 @@ def test_problems_of_every_argument_are_reported_together(
         "a.txt:2: not a crawlable http(s) URL: 'bad one'",
         "example.net: neither a seeds file nor a URL (no such file); "
         "did you mean http://example.net/?",
-        "command line:1: not a crawlable http(s) URL: 'ftp://x/'",
+        "ftp://x/: not a crawlable http(s) URL (a ftp: URL); seeds are http:// or https:// URLs",
     ]
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("mailto:me@x", "mailto:me@x: not a crawlable http(s) URL (a mailto: URL); seeds are "),
+        ("FILE:///tmp/x", "FILE:///tmp/x: not a crawlable http(s) URL (a file: URL); seeds are "),
+        ("http://exa mple.org/", "http://exa mple.org/: not a crawlable http(s) URL"),
+        ("http://", "http://: not a crawlable http(s) URL"),
+    ],
+)
+def test_a_bad_url_argument_is_named_as_given(target: str, message: str) -> None:
+    # named as the user typed it, not as line 1 of a "command line" file
+    with pytest.raises(SeedError) as caught:
+        collect_seeds([target])
+    assert str(caught.value).startswith(message)
+    assert "command line" not in str(caught.value)
+
+
+def test_an_http_url_browsers_read_is_a_seed_on_the_command_line_as_in_a_file(
+    tmp_path: Path,
+) -> None:
+    # `http:/host/` is http://host/ to a browser and in a seeds file: not "not an http: URL"
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http:/a.test/x\n")
+    assert collect_seeds([str(seeds)]) == ["http:/a.test/x"]
+    assert collect_seeds(["http:/a.test/x", " https:b.test "]) == ["http:/a.test/x", "https:b.test"]
+
+
+def test_a_comment_after_a_seed_is_not_part_of_it() -> None:
+    # it was fetched as http://a.test/%20%20 (the spaces kept, the comment a fragment)
+    lines = ["http://a.test/  # the home page", "http://b.test/x#frag\t# tab", "# whole line"]
+    assert read_seeds("f", lines) == ["http://a.test/", "http://b.test/x#frag"]
 
 
 def test_bad_lines_are_capped() -> None:
