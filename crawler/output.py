@@ -224,12 +224,22 @@ def open_output(path: str) -> Iterator[TextIO]:
         raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
 
 
+_RESULT_START = b'{"url":'  # every line CrawlResult.to_json writes starts so
+
+
+def _starts_as_a_result(head: bytes) -> bool:
+    """Whether a line's first bytes (maybe fewer than a result's start: a cut line) are those
+    of a result."""
+    return head == _RESULT_START[: len(head)]
+
+
 def repair_jsonl(path: Path) -> None:
     """Cut a partial last line left by a crash, so appended records start on a line of their own.
 
     The URL of a cut line was not marked done in the state, so a resumed crawl writes it again.
     A file that is not the crawler's JSON Lines (its first line, or the partial last one, does
-    not start with ``{``: a seeds list, notes, a WARC) is a ConfigError, never cut or appended to.
+    not start as a result does, ``{"url":``: a seeds list, notes, a WARC, another tool's JSON
+    Lines) is a ConfigError, never cut or appended to.
     """
     try:
         with open(path, "r+b") as fh:
@@ -237,10 +247,10 @@ def repair_jsonl(path: Path) -> None:
             if size == 0:
                 return
             fh.seek(0)
-            if fh.read(1) != b"{":
+            if not _starts_as_a_result(fh.read(len(_RESULT_START))):
                 raise ConfigError(f"{path}: not a JSON Lines output of the crawler (it does not "
-                                  "start with '{'): results are appended to their own file; "
-                                  "give a new one")  # fmt: skip
+                                  "start with '{\"url\":'): results are appended to their own "
+                                  "file; give a new one")  # fmt: skip
             fh.seek(size - 1)
             if fh.read(1) == b"\n":
                 return
@@ -255,7 +265,7 @@ def repair_jsonl(path: Path) -> None:
                     break
                 end = start
             fh.seek(end)
-            if fh.read(1) != b"{":  # a crash cuts a record, which starts with "{"
+            if not _starts_as_a_result(fh.read(len(_RESULT_START))):  # a crash cuts a record
                 raise ConfigError(f"{path}: its last line is not a crawl result: not a JSON "
                                   "Lines output of the crawler; give a new file")  # fmt: skip
             fh.truncate(end)

@@ -267,7 +267,14 @@ def test_a_closed_stdout_as_the_output_is_a_clear_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "data",
-    [b"my notes\nno final newline", b"notes\n", b"\x1f\x8bnot json", b'{"url":"a"}\nnot a record'],
+    [
+        b"my notes\nno final newline",
+        b"notes\n",
+        b"\x1f\x8bnot json",
+        b'{"url":"a"}\nnot a record',
+        b'{"id": 1, "name": "another tool\'s JSON Lines"}\n',  # was appended to
+        b'{"url":"a"}\n{"id": 2, "cut',
+    ],
 )
 def test_jsonl_output_that_is_not_ours_is_never_cut(tmp_path: Path, data: bytes) -> None:
     """Before: `-o notes.txt` cut notes.txt's last line as a 'partial record' (all of it,

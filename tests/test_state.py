@@ -154,10 +154,11 @@ def test_seen_store(tmp_path: Path, in_db: bool) -> None:
     ("before", "after"),
     [
         (b"", b""),
-        (b'{"a":1}\n', b'{"a":1}\n'),
-        (b'{"a":1}\n{"b":', b'{"a":1}\n'),
-        (b'{"b":', b""),
-        (b'{"a":1}\n' * 20000 + b'{"x":"' + b"x" * 70000, b'{"a":1}\n' * 20000),
+        (b'{"url":"a"}\n', b'{"url":"a"}\n'),
+        (b'{"url":"a"}\n{"url":"b', b'{"url":"a"}\n'),
+        (b'{"url":"b"', b""),
+        (b'{"url":"a"}\n{"u', b'{"url":"a"}\n'),  # cut within the first bytes
+        (b'{"url":"a"}\n' * 20000 + b'{"url":"' + b"x" * 70000, b'{"url":"a"}\n' * 20000),
     ],
 )
 def test_repair_jsonl(tmp_path: Path, before: bytes, after: bytes) -> None:
