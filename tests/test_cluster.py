@@ -133,7 +133,9 @@ async def test_status_reports_the_shared_crawl(site: FixtureSite, redis_url: str
     assert status["finished"] and status["queued"] == 0 and status["leased"] == 0
     assert status["pages"] == crawler.stats.pages == len(results)
     assert status["hosts"] == 2 and status["seen_urls"] == crawler.stats.admitted
-    assert len(status["processes"]) == 1 and status["active_processes"] == 1
+    # the process ended cleanly: it says so in its last heartbeat, and is not shown as active
+    assert len(status["processes"]) == 1 and status["active_processes"] == 0
+    assert status["processes"][0]["left"] and not status["processes"][0]["active"]
     lines: list[str] = []
 
     class Out:
@@ -210,7 +212,8 @@ async def test_crawl_status_command(
     args = ["--redis", redis_url, "--crawl-id", "cli", "--status"]
     assert await asyncio.to_thread(main, args) == 0
     out = capsys.readouterr().out
-    assert "crawl 'cli'" in out and "finished" in out and "1 active of 1 seen" in out
+    assert "crawl 'cli'" in out and "finished" in out and "0 active of 1 seen" in out
+    assert "    left " in out  # the process that ran it ended cleanly
     assert await asyncio.to_thread(main, ["--redis", redis_url, "--crawl-id", "x", "--status"]) == 2
     assert "no crawl 'x'" in capsys.readouterr().err
     assert main(["--status"]) == 2

@@ -225,10 +225,12 @@ class ClusterNode:
             except SharedStateError as exc:  # the workers see Redis fail too, and end the crawl
                 log.warning("heartbeat: %s", exc)
 
-    async def _heartbeat(self, stats: Callable[[], dict[str, Any]]) -> None:
+    async def _heartbeat(self, stats: Callable[[], dict[str, Any]], left: bool = False) -> None:
+        """`left`: the process's last heartbeat, as it leaves the crawl (`crawl --status`
+        then shows it as left, not as active until its heartbeat is old)."""
         now = time.time()
         record = {"host": socket.gethostname(), "pid": os.getpid(), "started": self.started,
-                  "seen": now, "stats": stats()}  # fmt: skip
+                  "seen": now, "left": left, "stats": stats()}  # fmt: skip
         pipe = self._client.pipeline(transaction=False)
         pipe.hset(self.prefix + "procs", self.owner, json.dumps(record))
         pipe.zadd(self.prefix + "alive", {self.owner: now})
@@ -272,7 +274,7 @@ class ClusterNode:
             await self.work.drain()
             if self.work.error is None and self._beat is not None:  # it had joined the crawl
                 await self.sieve.refresh()
-                await self._heartbeat(stats)
+                await self._heartbeat(stats, left=True)
         except SharedStateError as exc:
             log.warning("leaving the shared crawl: %s", exc)
         finally:

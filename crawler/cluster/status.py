@@ -27,7 +27,7 @@ SUMMED = ("pages", "errors", "bytes", "admitted", "duplicates", "retries")
 async def read_status(url: str, crawl_id: str, *, recent: float = 30.0) -> dict[str, Any]:
     """The shared crawl's progress as a dict; SharedStateError if Redis is unreachable or has
     no crawl by that name. A process is "active" if it sent a heartbeat in the last `recent`
-    seconds."""
+    seconds and has not left the crawl (its last heartbeat says so when it ends cleanly)."""
     p = crawl_prefix(crawl_id)
     client = Redis.from_url(url, socket_connect_timeout=5.0)
     try:
@@ -55,9 +55,10 @@ async def read_status(url: str, crawl_id: str, *, recent: float = 30.0) -> dict[
         for name in SUMMED:
             value = stats.get(name) or 0
             totals[name] += sum(value.values()) if isinstance(value, dict) else int(value)
+        left = bool(record.get("left"))
         processes.append({"owner": text(owner), "host": record.get("host"),
                           "pid": record.get("pid"), "seen_ago": round(now - record["seen"], 1),
-                          "active": now - record["seen"] <= recent,
+                          "active": not left and now - record["seen"] <= recent, "left": left,
                           "pages": stats.get("pages", 0)})  # fmt: skip
     processes.sort(key=lambda r: r["seen_ago"])
     return {
@@ -89,7 +90,7 @@ def format_status(status: dict[str, Any], out: IO[str]) -> None:
     print(f"  processes: {s['active_processes']} active of {len(s['processes'])} seen",
           file=out)  # fmt: skip
     for r in s["processes"]:
-        mark = "active" if r["active"] else "gone  "
+        mark = "active" if r["active"] else "left  " if r["left"] else "gone  "
         print(f"    {mark} {r['owner']}  last seen {r['seen_ago']:g} s ago, "
               f"{r['pages']:,} pages", file=out)  # fmt: skip
 
