@@ -132,7 +132,9 @@ def summary_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
         add("harvest rate", f"{stats['harvest_rate']:.1%} ({stats['relevant']}/{stats['scored']})")
     add("memo hit rate", f"{stats['memo_hit_rate']:.1%}")
     sieve = stats["sieve"]
-    add("URLs seen (not all fetched)", f"~{sieve['approx_items']:,} / {sieve['count']:,} exact")
+    # the Sieve: its estimate from its set bits / its count of the URLs it let through
+    seen = f"~{sieve['approx_items']:,} est. / {sieve['count']:,} counted"
+    add("URLs seen (not all fetched)", seen)
     add("sieve stages", sieve["stages"])
     add("sieve bits", f"{sieve['size_in_bytes'] * 8:,}")
     add("sieve FPR bound", f"{sieve['false_positive_bound']:.2e}")

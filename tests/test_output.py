@@ -117,7 +117,7 @@ async def test_summary_matches_stats(site: FixtureSite) -> None:
     stream = io.StringIO()
     print_summary({**stats, "unchanged": 7}, stream)
     assert re.search(r"unchanged \(304, recrawl\)\s*│\s*7\b", stream.getvalue())
-    seen = f"~{stats['sieve']['approx_items']:,} / {stats['sieve']['count']:,} exact"
+    seen = f"~{stats['sieve']['approx_items']:,} est. / {stats['sieve']['count']:,} counted"
     assert seen in text
     assert f"{stats['pages']}" in text
     assert "pages " in progress_line(crawler)
