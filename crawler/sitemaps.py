@@ -124,15 +124,18 @@ _LEADING = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*")
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
+# A text sitemap's line that starts (after blanks) as an http(s) URL: only those are decoded (a
+# body of short junk lines, 1,000s of them per KB gzipped, is never made a list of lines).
+_URL_LINE = re.compile(rb"^[ \t\f\v]*https?://[^\r\n]*", re.IGNORECASE | re.MULTILINE)
+
+
 def _text_sitemap(body: bytes) -> Sitemap:
     """A text sitemap: one absolute http(s) URL a line (UTF-8); other lines are left out."""
     locs: list[str] = []
-    for line in body.decode("utf-8", "replace").splitlines():
-        url = line.strip()
-        if url[:8].lower().startswith(("http://", "https://")):
-            if len(locs) == MAX_URLS:
-                return Sitemap(is_index=False, locs=tuple(locs), truncated=True)
-            locs.append(url)
+    for match in _URL_LINE.finditer(body):
+        if len(locs) == MAX_URLS:
+            return Sitemap(is_index=False, locs=tuple(locs), truncated=True)
+        locs.append(match.group().decode("utf-8", "replace").strip())
     if not locs:
         raise SitemapError("not a sitemap: neither XML nor a list of URLs")
     return Sitemap(is_index=False, locs=tuple(locs), truncated=False)
