@@ -86,6 +86,25 @@ def test_a_text_sitemap_of_junk_lines_is_read_as_a_stream() -> None:
     assert peak < len(body) // 4, f"{peak:,} bytes for a body of {len(body):,}"
 
 
+@pytest.mark.parametrize(
+    ("head", "tail"),
+    [(b"<urlset><url>", b"</url></urlset>"), (b"<rss>", b"</rss>")],
+    ids=["elements-in-one-url", "rss-elements-beside-channel"],
+)
+def test_a_sitemap_of_many_small_elements_is_read_as_a_stream(head: bytes, tail: bytes) -> None:
+    # every element is dropped once read: those of one entry, or beside an RSS feed's <channel>,
+    # were kept until its end (~20x the body: 80 MB for 4 MB of "<x/>")
+    body = head + b"<x/>" * 250_000 + tail
+    tracemalloc.start()
+    try:
+        sitemap = parse_sitemap(body)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sitemap.locs == ()
+    assert peak < len(body), f"{peak:,} bytes for a body of {len(body):,}"
+
+
 async def test_crawl_seeded_from_robots_sitemaps(site: FixtureSite) -> None:
     config = site_config(site).override("scope", use_sitemaps=True)
     async with Crawler(config) as crawler:
