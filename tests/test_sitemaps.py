@@ -74,7 +74,7 @@ def test_gzip_bomb_stops_at_the_cap() -> None:
 
 def test_a_text_sitemap_of_junk_lines_is_read_as_a_stream() -> None:
     # a line is looked at only if it starts as a URL: 4 MiB of short lines (a body the cap lets
-    # in, 40 KB gzipped) took ~20x their size (a str of the body, a list of 1.4M lines)
+    # in, 4 KB gzipped) took ~20x their size (a str of the body, a list of 1.4M lines)
     body = b"ab\n" * (4 * 1024 * 1024 // 3) + b"http://a.test/1\n"
     tracemalloc.start()
     try:
