@@ -147,5 +147,7 @@ async def read_capped(
         if decoder is not None and decoder.eof:
             break  # after the end of the gzip members / deflate stream, only junk: stop reading
     body = b"".join(decoded)
-    cut = capped and not resp.content.at_eof()
+    # cut: bytes were left unread, or (not encoded: the body is what is kept as sent) the last
+    # read held more than the cap kept, though it may have been the body's end
+    cut = capped and (not resp.content.at_eof() or (decoder is None and total > cap))
     return (body, body, cut) if decoder is None else (b"".join(raw), body, cut)

@@ -239,7 +239,8 @@ class Fetcher:
         A body (after decompression) over `max_body` bytes raises BodyTooLarge, or with
         `truncate` is cut at the cap (robots.txt: RFC 9309 lets crawlers parse the first 500 KiB).
         The body of a response that is not a 2xx is always cut at the cap, and read as empty if
-        it cannot be decoded: its status is what counts (a redirect's Location, a 503's wait).
+        it cannot be decoded (up to where it can, if that is further on): its status is what
+        counts (a redirect's Location, a 503's wait).
         `conditional`: the ``If-None-Match`` / ``If-Modified-Since`` headers of a recrawl.
         """
         if self._session is None:
@@ -282,7 +283,7 @@ class Fetcher:
                 self._pacer.body(watch, resp.content)
                 raw, body, cut = await read_capped(resp, cap, truncate, decoder)
                 if decoder is not None and decoder.failed:
-                    log.info("%s: the body of a %d cannot be decoded: read as empty", url,
+                    log.info("%s: the body of a %d cannot be decoded: read where it decodes", url,
                              resp.status)  # fmt: skip
                 version = resp.version
                 return Response(

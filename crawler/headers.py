@@ -12,7 +12,7 @@
   (``none``, ``UTF-8``, ``binary``: servers send those) is ignored, as browsers ignore it.
 - `content_type`: the MIME type of every Content-Type header, as the Fetch standard reads it
   ("extract a MIME type"): values joined by commas (by a proxy, or two headers) are split, the
-  last valid one wins and keeps an earlier charset of the same type.
+  last valid one wins and keeps the charset of the value that began its run of the same type.
 """
 
 from __future__ import annotations
@@ -78,8 +78,9 @@ _SPLIT: Final = re.compile(r'(?:[^,"]|"(?:[^"\\]|\\.)*"?)+')
 
 def content_type(values: list[str]) -> str | None:
     """The Content-Type that counts among all the headers' `values` (see the module docstring):
-    a single value without a comma as it is, else the last valid MIME type (with the charset of
-    an earlier value of the same type, if it has none); the values as sent when none is valid."""
+    a single value without a comma as it is, else the last valid MIME type (if it has no charset,
+    with that of the value that began its run of the same type); the values as sent when none
+    is valid."""
     if len(values) == 1 and "," not in values[0]:
         return values[0]
     chosen: str | None = None
@@ -91,9 +92,7 @@ def content_type(values: list[str]) -> str | None:
         chosen, own = value.strip(), _CHARSET.search(value)
         if match.group(1).lower() != essence:
             essence, charset = match.group(1).lower(), own.group(2) if own else ""
-        elif own:
-            charset = own.group(2)
-        elif charset:
+        elif not own and charset:  # (a value's own charset is not passed on: the first is)
             chosen += f"; charset={charset}"
     if chosen is None:
         return ", ".join(values) if values else None

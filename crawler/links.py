@@ -91,8 +91,8 @@ def extract(
     only when the scope equals `user_agent_token` (case-insensitive, the part before any "/");
     `<meta name=TOKEN>` is read alongside `<meta name=robots>` likewise. With `respect_nofollow`,
     links with rel=nofollow are skipped and a nofollow page yields no links. At most `max_links`
-    links are kept (`truncated` tells); `links_found` counts every a/area href (and frame src)
-    seen. `anchors` and `text` read what a focused crawl scores (see
+    links are kept (`truncated` tells); `links_found` counts every a/area href (and frame src,
+    and refresh target) seen. `anchors` and `text` read what a focused crawl scores (see
     `crawler.markup.read_tree`).
 
     Raises ValueError only for bad arguments (a negative `max_links`, a non-bytes body).

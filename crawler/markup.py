@@ -98,12 +98,12 @@ _MAIN_CSS = "main, [role~=main i]"
 class Markup:
     """What a body holds for the crawl, as plain values (the lexbor tree is not kept).
 
-    `hrefs`: every a/area href and frame/iframe src in document order (C0 controls and spaces
-    stripped), `nofollow`: the indices in `hrefs` of links with rel=nofollow; `metas`:
-    (lowercased name, content) of each <meta name>; `base_href`: the first <base href>
-    anywhere; `canonical_href`: the first
-    rel=canonical link in <head>; `title`: the first <title> (<head>'s first), whitespace
-    collapsed, at most TITLE_MAX_CHARS. Empty when the body is not HTML or could not be parsed.
+    `hrefs`: every a/area href, frame/iframe src and <meta http-equiv=refresh> URL in document
+    order (C0 controls and spaces stripped), `nofollow`: the indices in `hrefs` of links with
+    rel=nofollow; `metas`: (lowercased name, content) of each <meta name>; `base_href`: the
+    first <base href> anywhere; `canonical_href`: the first rel=canonical link in <head>;
+    `title`: the first <title> (<head>'s first), whitespace collapsed, at most TITLE_MAX_CHARS.
+    Empty when the body is not HTML or could not be parsed.
 
     Read only when asked (a focused crawl): `anchors`, per distinct href (fragment cut, as in
     `crawler.urlsyntax.cut_fragment`) the (anchor text, rel, text around it) of its first

@@ -14,7 +14,7 @@ import io
 import re
 import zlib
 from dataclasses import dataclass
-from xml.etree.ElementTree import ParseError
+from xml.etree.ElementTree import Element, ParseError
 
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import iterparse
@@ -51,7 +51,7 @@ def _inflate(body: bytes, cap: int) -> bytes:
 def parse_sitemap(body: bytes, *, max_bytes: int = 50 * 1024 * 1024) -> Sitemap:
     """Parse a sitemap or sitemap index (gzipped or not). Raises SitemapError.
 
-    The XML is read as a stream (defusedxml's iterparse, each entry dropped once read) and the
+    The XML is read as a stream (defusedxml's iterparse, each element dropped once read) and the
     reading stops at the `MAX_URLS`-th URL: a sitemap of the body cap (10 MiB, ~200,000
     entries) costs a few MiB and the time of its first 50,000 entries, not a tree of it all.
     The protocol's other formats are read too: a text file of URLs, one a line, and RSS 2.0 or
@@ -69,21 +69,20 @@ def parse_sitemap(body: bytes, *, max_bytes: int = 50 * 1024 * 1024) -> Sitemap:
     depth = item_depth = 0
     item_has_loc = False
     item, loc = "", ""
-    container = None
+    path: list[Element] = []  # the elements started and not yet ended
     try:
         for event, element in iterparse(io.BytesIO(body), ("start", "end"), forbid_dtd=True):
             name = element.tag.rsplit("}", 1)[-1]
             found = ""
             if event == "start":
                 depth += 1
+                path.append(element)
                 if depth == 1:
                     kind = name
                     if kind not in _ITEMS:
                         raise SitemapError(f"not a sitemap: root element <{kind}>")
                     item_depth, item, loc = _ITEMS[kind]
-                if depth == item_depth - 1:
-                    container = element
-                elif depth == item_depth:
+                if depth == item_depth:
                     item_has_loc = name != item  # other elements: no URL
                 elif (
                     depth == item_depth + 1
@@ -96,10 +95,11 @@ def parse_sitemap(body: bytes, *, max_bytes: int = 50 * 1024 * 1024) -> Sitemap:
                     continue
             else:
                 depth -= 1
+                path.pop()
                 if depth == item_depth and name == loc and kind != "feed":  # an item's <loc>
                     found = (element.text or "").strip()
-                elif depth == item_depth - 1 and container is not None:
-                    container.clear()  # the entry is read: drop it
+                if path:  # read: dropped (the siblings before it were, so it is the first)
+                    path[-1].remove(element)
             if found and not item_has_loc:  # an item's first URL
                 item_has_loc = True
                 if len(locs) == MAX_URLS:
@@ -124,15 +124,18 @@ _LEADING = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*")
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
+# A text sitemap's line that starts (after blanks) as an http(s) URL: only those are decoded (a
+# body of short junk lines, 1,000s of them per KB gzipped, is never made a list of lines).
+_URL_LINE = re.compile(rb"^[ \t\f\v]*https?://[^\r\n]*", re.IGNORECASE | re.MULTILINE)
+
+
 def _text_sitemap(body: bytes) -> Sitemap:
     """A text sitemap: one absolute http(s) URL a line (UTF-8); other lines are left out."""
     locs: list[str] = []
-    for line in body.decode("utf-8", "replace").splitlines():
-        url = line.strip()
-        if url[:8].lower().startswith(("http://", "https://")):
-            if len(locs) == MAX_URLS:
-                return Sitemap(is_index=False, locs=tuple(locs), truncated=True)
-            locs.append(url)
+    for match in _URL_LINE.finditer(body):
+        if len(locs) == MAX_URLS:
+            return Sitemap(is_index=False, locs=tuple(locs), truncated=True)
+        locs.append(match.group().decode("utf-8", "replace").strip())
     if not locs:
         raise SitemapError("not a sitemap: neither XML nor a list of URLs")
     return Sitemap(is_index=False, locs=tuple(locs), truncated=False)

@@ -301,6 +301,12 @@ async def test_a_robots_txt_whose_body_cannot_be_decoded_keeps_its_status(
         (["text/html", "text/html; charset=koi8-r"], "text/html; charset=koi8-r"),
         (["text/html; charset=koi8-r", "text/html"], "text/html; charset=koi8-r"),
         (["text/html; charset=koi8-r", "text/plain"], "text/plain"),  # another type: its own
+        # Fetch keeps the type's first charset: a later one is the value's own, not inherited
+        (
+            ["text/html; charset=koi8-r", "text/html; charset=utf-8", "text/html"],
+            "text/html; charset=koi8-r",
+        ),
+        (["text/html", "text/html; charset=koi8-r", "text/html"], "text/html"),
         (["application/json", "text/html"], "text/html"),
         (["text/html", "*/*", "nonsense"], "text/html"),
         (['text/html; charset="a,b"', "bogus"], 'text/html; charset="a,b"'),

@@ -101,6 +101,22 @@ async def test_body_cap_truncates_when_asked(server: int) -> None:
     assert response.body == b"x" * 1000
 
 
+@pytest.mark.parametrize(("cap", "truncated"), [(1000, True), (4999, True), (5000, False)])
+async def test_a_body_cut_at_the_cap_says_so(server: int, cap: int, truncated: bool) -> None:
+    # (the WARC marks it WARC-Truncated) the 5,000 bytes arrive in one read: the cut was not
+    # told when that read was the body's last
+    async with fetcher(max_body=cap) as f:
+        response = await f.fetch(f"http://127.0.0.1:{server}/big", truncate=True)
+    assert (len(response.body), response.truncated) == (min(cap, 5000), truncated)
+
+
+async def test_a_decoded_body_cut_at_the_cap_keeps_its_whole_wire_body(server: int) -> None:
+    async with fetcher(max_body=5) as f:
+        response = await f.fetch(f"http://127.0.0.1:{server}/gzip", truncate=True)
+    assert response.body == b"<p>he"
+    assert gzip.decompress(response.wire_body) == b"<p>hello</p>" and not response.truncated
+
+
 async def test_gzip_is_decoded(server: int) -> None:
     async with fetcher() as f:
         response = await f.fetch(f"http://127.0.0.1:{server}/gzip")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import tracemalloc
 
 import pytest
 
@@ -69,6 +70,39 @@ def test_gzip_bomb_stops_at_the_cap() -> None:
     bomb = gzip.compress(b"<urlset>" + b" " * (20 * 1024 * 1024) + b"</urlset>")
     with pytest.raises(SitemapError, match="inflates past the cap"):
         parse_sitemap(bomb, max_bytes=1024 * 1024)
+
+
+def test_a_text_sitemap_of_junk_lines_is_read_as_a_stream() -> None:
+    # a line is looked at only if it starts as a URL: 4 MiB of short lines (a body the cap lets
+    # in, 4 KB gzipped) took ~20x their size (a str of the body, a list of 1.4M lines)
+    body = b"ab\n" * (4 * 1024 * 1024 // 3) + b"http://a.test/1\n"
+    tracemalloc.start()
+    try:
+        sitemap = parse_sitemap(body)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sitemap.locs == ("http://a.test/1",)
+    assert peak < len(body) // 4, f"{peak:,} bytes for a body of {len(body):,}"
+
+
+@pytest.mark.parametrize(
+    ("head", "tail"),
+    [(b"<urlset><url>", b"</url></urlset>"), (b"<rss>", b"</rss>")],
+    ids=["elements-in-one-url", "rss-elements-beside-channel"],
+)
+def test_a_sitemap_of_many_small_elements_is_read_as_a_stream(head: bytes, tail: bytes) -> None:
+    # every element is dropped once read: those of one entry, or beside an RSS feed's <channel>,
+    # were kept until its end (~20x the body: 80 MB for 4 MB of "<x/>")
+    body = head + b"<x/>" * 250_000 + tail
+    tracemalloc.start()
+    try:
+        sitemap = parse_sitemap(body)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sitemap.locs == ()
+    assert peak < len(body), f"{peak:,} bytes for a body of {len(body):,}"
 
 
 async def test_crawl_seeded_from_robots_sitemaps(site: FixtureSite) -> None:
