@@ -176,8 +176,8 @@ class Fetcher:
         self._proxy = URL(proxy) if proxy else None
         self._proxy_hosts: dict[str, bool] = {}
         # TLS: the connector's setting (True: aiohttp's default context), and the per-request
-        # one for hosts whose rule says otherwise (None: the connector's)
-        # (a rule turning verification back on needs a context of its own)
+        # one for hosts whose rule says otherwise; a rule turning verification back on, or a
+        # CA file, needs a verifying context of its own
         context = bool(ca_file) or (not tls_verify and any(r.tls_verify for r in self.rules.rules))
         verifying: ssl.SSLContext | bool = tls_context(ca_file) if context else True
         self._ssl: ssl.SSLContext | bool = verifying if tls_verify else False

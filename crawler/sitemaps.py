@@ -66,7 +66,7 @@ def parse_sitemap(body: bytes, *, max_bytes: int = 50 * 1024 * 1024) -> Sitemap:
     kind = ""
     locs: list[str] = []
     truncated = False
-    depth = item_depth = 0
+    item_depth = 0
     item_has_loc = False
     item, loc = "", ""
     path: list[Element] = []  # the elements started and not yet ended
@@ -75,8 +75,8 @@ def parse_sitemap(body: bytes, *, max_bytes: int = 50 * 1024 * 1024) -> Sitemap:
             name = element.tag.rsplit("}", 1)[-1]
             found = ""
             if event == "start":
-                depth += 1
                 path.append(element)
+                depth = len(path)
                 if depth == 1:
                     kind = name
                     if kind not in _ITEMS:
@@ -94,8 +94,8 @@ def parse_sitemap(body: bytes, *, max_bytes: int = 50 * 1024 * 1024) -> Sitemap:
                 if not found:
                     continue
             else:
-                depth -= 1
                 path.pop()
+                depth = len(path)
                 if depth == item_depth and name == loc and kind != "feed":  # an item's <loc>
                     found = (element.text or "").strip()
                 if path:  # read: dropped (the siblings before it were, so it is the first)

@@ -4,8 +4,6 @@ lists itself, a meta refresh (followed), and hrefs no URL can hold."""
 
 from __future__ import annotations
 
-import tracemalloc
-
 import pytest
 from aiohttp import web
 
@@ -13,6 +11,7 @@ from crawler import Config, Crawler
 from crawler.results import CrawlResult
 from crawler.sitemaps import MAX_URLS, SitemapError, parse_sitemap
 from tests.conftest import serve
+from tests.test_sitemaps import parse_traced
 
 
 def fast() -> Config:
@@ -142,12 +141,7 @@ def test_a_sitemap_of_the_body_cap_is_read_as_a_stream() -> None:
     )
     body = b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">' + entries
     body += b"</urlset>"
-    tracemalloc.start()
-    try:
-        sitemap = parse_sitemap(body)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    sitemap, peak = parse_traced(body)
     assert len(sitemap.locs) == MAX_URLS and sitemap.truncated
     assert sitemap.locs[-1] == f"http://a.test/p{MAX_URLS - 1}"
     assert peak < 16 * 2**20, peak  # the 50,000 URL strings and little more

@@ -9,7 +9,7 @@ import pytest
 
 from crawler.engine import Crawler
 from crawler.fixture import FixtureSite
-from crawler.sitemaps import MAX_URLS, SitemapError, parse_sitemap
+from crawler.sitemaps import MAX_URLS, Sitemap, SitemapError, parse_sitemap
 from tests.conftest import site_config
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
@@ -72,16 +72,21 @@ def test_gzip_bomb_stops_at_the_cap() -> None:
         parse_sitemap(bomb, max_bytes=1024 * 1024)
 
 
+def parse_traced(body: bytes) -> tuple[Sitemap, int]:
+    """`parse_sitemap(body)` and the peak of the memory it allocated (tracemalloc)."""
+    tracemalloc.start()
+    try:
+        sitemap = parse_sitemap(body)
+        return sitemap, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_a_text_sitemap_of_junk_lines_is_read_as_a_stream() -> None:
     # a line is looked at only if it starts as a URL: 4 MiB of short lines (a body the cap lets
     # in, 4 KB gzipped) took ~20x their size (a str of the body, a list of 1.4M lines)
     body = b"ab\n" * (4 * 1024 * 1024 // 3) + b"http://a.test/1\n"
-    tracemalloc.start()
-    try:
-        sitemap = parse_sitemap(body)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    sitemap, peak = parse_traced(body)
     assert sitemap.locs == ("http://a.test/1",)
     assert peak < len(body) // 4, f"{peak:,} bytes for a body of {len(body):,}"
 
@@ -95,12 +100,7 @@ def test_a_sitemap_of_many_small_elements_is_read_as_a_stream(head: bytes, tail:
     # every element is dropped once read: those of one entry, or beside an RSS feed's <channel>,
     # were kept until its end (~20x the body: 80 MB for 4 MB of "<x/>")
     body = head + b"<x/>" * 250_000 + tail
-    tracemalloc.start()
-    try:
-        sitemap = parse_sitemap(body)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    sitemap, peak = parse_traced(body)
     assert sitemap.locs == ()
     assert peak < len(body), f"{peak:,} bytes for a body of {len(body):,}"
 
