@@ -90,6 +90,7 @@ HOSTILE = [
     ("<path/> after a tag that breaks out of svg", b"<svg><div>" + b"<path/>" * 3000),
     ("a '/' that ends an unquoted value", b"<svg>" + b"<g x=y/>" * 3000),
     ("a quoted '/>'", b"<svg>" + b'<g x="/>">' * 3000),
+    ("a '/' that is an unquoted value", b"<svg>" + b"<g x= />" * 3000),
     ("tables in list items", b"<li><table><td>" * 1000),
     ("paragraphs in tables", b"<p><table><td>" * 1000),
     ("formatting elements", b"<b><i><u>" * 1500),
@@ -140,6 +141,23 @@ def test_named_peak_is_never_below_lexbors_depth(tags: list[bytes]) -> None:
     # gap); lexbor's depth counts a void element's own level, the estimate does not
     data = b"<!doctype html><body>" + b"".join(tags)
     assert named_peak(data) >= lexbor_depth(data) - 1
+
+
+SVG_TAGS = [
+    b"<g>", b"<g/>", b"<g />", b'<g d="M0"/>', b"<g d='M0'/>", b"<g d=M0/>", b"<g d=M0 />",
+    b'<g d="/>">', b"<g d='/>'>", b'<g a="x" b=\'y\'/>', b'<g a="\'"/>', b"<g a='\"'/>",
+    b"<g a=/>", b"<g a= />", b"<g =/>", b'<g a="x"b/>', b"</g>", b"<div>", b"<svg>", b"x",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(SVG_TAGS), max_size=80))
+def test_named_peak_reads_self_closing_tags_as_lexbor_does(tags: list[bytes]) -> None:
+    # in foreign content "/>" closes a tag only where it is not part of a value: quotes, an
+    # unquoted value ending in "/", a ">" inside quotes
+    data = b"<!doctype html><body><svg>" + b"".join(tags)
+    assert named_peak(data) >= lexbor_depth(data) - 1
+    assert named_peak(data, 5) == named_peak(data)
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)

@@ -10,7 +10,7 @@ that each look closer at fewer pages:
 2. `estimate.tag_profile` counts "<" as opens and "</" as closes (numpy, imported at the first
    such page; ~0.1 ms per 100 KB); where it alarms (a long list whose `</li>` are left out,
    a page of inline SVG icons, a thousand `<br>`), `estimate.named_peak` reads tag names and
-   counts as the tree builder does (~0.35 us a tag: ~7 ms per MB of tag-dense pages, 128 KiB
+   counts as the tree builder does (~0.25 us a tag: ~4 ms per MB of tag-dense pages, 128 KiB
    at a time);
 3. only where that alarms too, `model.escape_deep_nesting` follows the tree builder's stack of
    open elements tag by tag (~1 us a tag) and turns the elements beyond DEPTH_LIMIT into text.

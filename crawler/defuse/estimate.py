@@ -15,7 +15,7 @@ first page that needs them: a crawl of small pages never does).
   `<button>`...) between them; two headings, or two `<option>`, only with another element
   between them; a table's rows, sections and cells at most 3 per open table (implied or not).
   Counts are kept per group of names (li, dd/dt, p, headings, option, table, table parts,
-  other special elements, the rest), each floored at zero (~0.35 us a tag). Inline SVG's
+  other special elements, the rest), each floored at zero (~0.25 us a tag). Inline SVG's
   `<path/>`, `<title>` and such are read as foreign content: a page of 800 icons is 4 deep.
 
 Both are estimates, not the tree builder (see `crawler.defuse.model` for the model it defers to
@@ -45,11 +45,12 @@ if TYPE_CHECKING:
 
 __all__ = ["named_peak", "tag_profile"]
 
-_LT, _GT, _SLASH = ord("<"), ord(">"), ord("/")
+_LT, _GT, _SLASH, _EQUALS = ord("<"), ord(">"), ord("/"), ord("=")
 _GUARD_BLOCK = 1 << 18  # bytes per step of `tag_profile` (~10 MB of arrays)
 _NAMED_BLOCK = 1 << 17  # bytes per step of `named_peak` (its arrays: ~200 bytes per tag)
 _TAG_REACH = 1 << 12  # how far past a step's bytes its tags' ">" are looked for
 _MARKED = bytes(c in b"<>\"'=" for c in range(256))  # the bytes `named_peak` needs the places of
+_FIELD_BITS = 20  # `_self_closing` counts '"', "'" and "=" at once, each in a field of these bits
 # the groups counted apart, and the flags of a name
 _OTHER, _SPECIAL, _LI, _DD, _P, _HEADING, _OPTION, _TABLE, _CELL = range(9)
 _VOID_FLAG, _BREAKOUT_FLAG, _FOREIGN_FLAG, _INTEGRATION_FLAG, _END_BREAKOUT_FLAG = 1, 2, 4, 8, 16
@@ -63,7 +64,7 @@ def _key(name: bytes) -> int:
 @cache
 def _tables() -> tuple[Any, ...]:
     """The lookup tables of `named_peak`: sorted name keys with their groups and flags (and a
-    last entry no key reaches), byte classes, masks."""
+    last entry no key reaches) and byte classes."""
     import numpy as np
 
     names = BREAKOUT | INTEGRATION_POINTS | KEEP | SPECIAL | TABLE_PARTS | VOID
@@ -92,8 +93,19 @@ def _tables() -> tuple[Any, ...]:
     ends_name[np.frombuffer(b"\0\t\n\f\r />", np.uint8)] = True
     ends_value = np.zeros(256, dtype=bool)  # before the "/" of "/>": the tag is self-closing
     ends_value[np.frombuffer(b"\"'\t\n\f\r ", np.uint8)] = True
-    masks = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
-    return table_keys, table_groups, table_flags, letter, ends_name, ends_value, masks
+    return table_keys, table_groups, table_flags, letter, ends_name, ends_value
+
+
+@cache
+def _count_fields() -> npt.NDArray[Any]:
+    """Per byte value, what it adds to `_self_closing`'s packed count (int64): 1 for '"',
+    2**_FIELD_BITS for "'", 2**(2 * _FIELD_BITS) for "=", 0 for the rest."""
+    import numpy as np
+
+    fields = np.zeros(256, dtype=np.int64)
+    for n, byte in enumerate(b"\"'="):
+        fields[byte] = 1 << (n * _FIELD_BITS)
+    return fields
 
 
 def tag_profile(data: bytes, block: int = _GUARD_BLOCK) -> tuple[int, int]:
@@ -163,28 +175,30 @@ def _block_peak(
     True at each "<", ">", quote and "=")."""
     import numpy as np
 
-    table_keys, table_groups, table_flags, letter, ends_name, ends_value, masks = _tables()
+    table_keys, table_groups, table_flags, letter, ends_name, ends_value = _tables()
     size = len(buf) - 16
     # the positions of each "<", ">", quote and "=" (and _TAG_REACH bytes more, where the
     # block's last tags end)
     where = np.flatnonzero(marks[start : min(size, stop + _TAG_REACH)]) + start
     kind = buf[where]
-    lt = where[(kind == _LT) & (where < stop)]
+    lt_at = np.flatnonzero((kind == _LT) & (where < stop))  # the tags' "<", as indexes of `where`
+    lt = where[lt_at]
     end = buf[lt + 1] == _SLASH
     first = lt + 1 + end  # the name's first byte
     tag = letter[buf[first]]  # "<!doctype", "<!--", "< 3": no element
-    lt, end, first = lt[tag], end[tag], first[tag]
+    lt_at, lt, end, first = lt_at[tag], lt[tag], end[tag], first[tag]
     if not lt.size:
         return 0
     # the 8 bytes from each name's start (an unaligned gather), lowercased, cut at its end
     words = np.ndarray(shape=(size + 9,), dtype="<u8", buffer=buf, strides=(1,))[first]
-    ends = ends_name[words.view(np.uint8).reshape(-1, 8)]
-    length = np.where(ends.any(axis=1), ends.argmax(axis=1), 8)
-    keys = (words | np.uint64(0x2020_2020_2020_2020)) & masks[length]
+    # a byte 1 where a byte ends the name: the lowest such bit, less one, masks the bytes before
+    # (no such byte: 0 - 1 wraps around to all eight)
+    ends = ends_name[words.view(np.uint8)].view("<u8")
+    keys = (words | np.uint64(0x2020_2020_2020_2020)) & ((ends & (~ends + np.uint64(1))) - 1)
     row = np.searchsorted(table_keys, keys)
     row[table_keys[row] != keys] = len(table_keys) - 1
     group, flags = table_groups[row], table_flags[row]
-    closed = _self_closing(buf, lt, end, ends_value, where, kind)
+    closed = _self_closing(buf, lt_at, end, ends_value, where, kind)
     # foreign content: after an <svg>/<math> start tag, until its end tag or a breakout tag,
     # but for the HTML inside an integration point (<title>, <foreignObject>...)
     index = np.arange(state.tags, state.tags + lt.size)
@@ -230,33 +244,36 @@ def _block_peak(
 
 
 def _self_closing(
-    buf: npt.NDArray[Any], lt: npt.NDArray[Any], end: npt.NDArray[Any],
+    buf: npt.NDArray[Any], lt_at: npt.NDArray[Any], end: npt.NDArray[Any],
     ends_value: npt.NDArray[Any], where: npt.NDArray[Any], kind: npt.NDArray[Any],
 ) -> npt.NDArray[Any]:  # fmt: skip
-    """Per tag: a start tag written "<x .../>" whose "/" is not the end of an unquoted value,
-    with an even number of each quote up to the first ">" (else it may end further on). `where`
-    and `kind`: the positions of the "<", ">", quotes and "=" around the tags, and which."""
+    """Per tag: a start tag written "<x .../>" whose "/" is not part of an unquoted value (its
+    end, or all of it after "=" and whitespace), with an even number of each quote up to the
+    first ">" (else it may end further on). `where`
+    and `kind`: the positions of the "<", ">", quotes and "=" around the tags, and which;
+    `lt_at`: the indexes in `where` of the tags' "<"."""
     import numpy as np
 
-    gt = where[kind == _GT]
-    closed: npt.NDArray[Any] = np.zeros(lt.size, dtype=bool)
-    if not gt.size:
+    gt_at = np.flatnonzero(kind == _GT)
+    closed: npt.NDArray[Any] = np.zeros(lt_at.size, dtype=bool)
+    if not gt_at.size:
         return closed
-    nearest = np.searchsorted(gt, lt)
-    found = nearest < gt.size
-    close = gt[np.minimum(nearest, gt.size - 1)]
-    closed = found & ~end & (buf[close - 1] == _SLASH)
+    nearest = np.searchsorted(gt_at, lt_at)  # each tag's first ">"
+    found = nearest < gt_at.size
+    close_at = gt_at[np.minimum(nearest, gt_at.size - 1)]
+    closed = found & ~end & (buf[where[close_at] - 1] == _SLASH)
     candidates = np.flatnonzero(closed)
     if not candidates.size:
         return closed
-    start, stop = lt[candidates], close[candidates]
-
-    def between(byte: int) -> npt.NDArray[Any]:
-        at = where[kind == byte]
-        count: npt.NDArray[Any] = np.searchsorted(at, stop) - np.searchsorted(at, start)
-        return count
-
-    even = (between(ord('"')) % 2 == 0) & (between(ord("'")) % 2 == 0)
-    ok = even & (ends_value[buf[stop - 2]] | (between(ord("=")) == 0))
+    close_at = close_at[candidates]
+    # the quotes and "=" between each candidate's "<" and ">", from one running count of the
+    # three packed in bit fields of an int64 (a window holds fewer than 2**20 of each)
+    counted = np.cumsum(_count_fields()[kind])
+    between = counted[close_at] - counted[lt_at[candidates]]
+    odd = (between | (between >> _FIELD_BITS)) & 1  # an odd number of '"' or of "'"
+    # the "/" ends an unquoted value unless a quote or whitespace comes before it, and after
+    # "=" and whitespace it starts one ("a= />"): then the last mark before ">" is that "="
+    after_value = ends_value[buf[where[close_at] - 2]] & (kind[close_at - 1] != _EQUALS)
+    ok = (odd == 0) & (after_value | (between >> 2 * _FIELD_BITS == 0))
     closed[candidates[~ok]] = False
     return closed

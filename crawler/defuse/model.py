@@ -123,9 +123,11 @@ def escape_deep_nesting(data: bytes, limit: int) -> tuple[bytes, int]:
 
 def _self_closing(data: bytes, start: int, end: int) -> bool:
     """Whether the tag from `start` to the "/>" at `end` is self-closing: its "/" does not end
-    an unquoted value ("<g x=y/>" is a <g> with x="y/")."""
+    an unquoted value ("<g x=y/>" is a <g> with x="y/"), nor is one ("<g x= />": x="/")."""
     if data[end - 2] in b"\"'":
         return True
+    if data[end - 2] in b" \n\t\r\f" and data[start : end - 1].rstrip(b" \n\t\r\f").endswith(b"="):
+        return False
     run = max(data.rfind(space, start, end - 1) for space in (b" ", b"\n", b"\t", b"\r", b"\f"))
     return data.find(b"=", max(run, start), end - 1) < 0
 
