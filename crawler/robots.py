@@ -18,8 +18,12 @@ Status rules (RFC 9309 section 2.3.1):
   disallow everything *for now*; the policy is ``temporary`` and the frontier fetches it again
   after a backoff.
 
-Group selection matches the user-agent *product token* (``sieve-crawler`` for
-``"sieve-crawler/0.1 (+https://x)"``) case-insensitively, falling back to the ``*`` group.
+Group selection (RFC 9309 2.2.1): a group is ours when the product token of one of its
+User-agent lines equals ours (``sieve-crawler`` for ``"sieve-crawler/0.1 (+https://x)"``),
+case-insensitively: ``User-agent: Sieve-Crawler/2.0`` is ours (Google's parser reads
+``Googlebot/2.1`` as ``Googlebot``), ``User-agent: sieve`` is another crawler's (protego alone
+matches a token at the start of ours: :func:`_own_groups` renames the lines before it parses).
+Our groups are merged; without one, the ``*`` group applies.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES: Final = 512_000  # 500 KiB, the minimum RFC 9309 asks a crawler to parse
 
 _TOKEN_RE: Final = re.compile(r"[A-Za-z0-9_.\-]+")
+# a User-agent line as protego reads one (its spellings of the field; a colon or a blank after it)
+_AGENT_LINE: Final = re.compile(r"\s*(user[- ]?agent)(?:\s*:|\s)(.*)", re.IGNORECASE | re.DOTALL)
 
 
 def product_token(user_agent: str) -> str:
@@ -59,6 +65,31 @@ def product_token(user_agent: str) -> str:
     if match is None:
         raise ValueError(f"user agent {user_agent!r} does not start with a product token")
     return match.group()
+
+
+def _own_groups(text: str, token: str) -> str:
+    """robots.txt ``text`` with each User-agent line rewritten for protego so that it picks the
+    groups RFC 9309 picks for our product ``token``: a line whose value starts with our token
+    (then a character outside tokens: ``/2.0``, a blank, the end) names ``token``; ``*`` stays;
+    any other value gets a leading ``~``, which no product token contains, so protego never
+    matches it (it matches any value that ours starts with: ``sieve`` for ``sieve-crawler``).
+    Lines are split as protego splits them; comments go."""
+    ours = token.lower()
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        match = _AGENT_LINE.match(line.partition("#")[0])
+        if match is None:
+            continue
+        value = match.group(2).strip()
+        if not value:
+            continue  # no agent (it still ends the group before it, as protego reads it)
+        if value == "*" or (value[0] == "*" and value[1].isspace()):  # "* (all robots)": Google
+            name = "*"
+        else:
+            found = _TOKEN_RE.match(value)
+            name = token if found is not None and found.group().lower() == ours else "~" + value
+        lines[i] = f"{match.group(1)}: {name}"
+    return "\n".join(lines)
 
 
 class RobotsPolicy:
@@ -188,7 +219,7 @@ def policy_from_response(
     # RFC 9309 wants UTF-8; a UTF-16 BOM says what it is, and its rules are the site's wishes
     codec = "utf-16" if data.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8"
     text = data.decode(codec, errors="replace").removeprefix("\ufeff")
-    parser = Protego.parse(text)
+    parser = Protego.parse(_own_groups(text, token))
     delay = parser.crawl_delay(token)
     if delay is None:
         rate = parser.request_rate(token)
