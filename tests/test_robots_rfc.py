@@ -10,9 +10,22 @@ tests/test_hostile.py, the frontier's timing (Crawl-delay, TTL, retries) in test
 
 from __future__ import annotations
 
-import pytest
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import Callable
 
+import pytest
+from aiohttp import web
+
+from crawler.config import Config
+from crawler.engine import Crawler
+from crawler.frontier import EntryKind, Frontier
+from crawler.hosts import host_key, robots_url
+from crawler.results import CrawlResult
 from crawler.robots import policy_from_response
+from tests.conftest import serve
+from tests.test_frontier import crawl, fill, robots_body, simulate
 
 UA = "sieve-crawler/0.1 (+https://example.test/bot)"
 OTHERS = "User-agent: *\nDisallow: /star\n"
@@ -74,3 +87,131 @@ def test_old_mac_line_ends_and_a_bom_keep_the_groups_apart() -> None:
     body = "\ufeffUser-agent: other\rDisallow: /o\rUser-agent: Sieve-Crawler/3\rDisallow: /me\r"
     policy = policy_from_response(200, body.encode(), UA)
     assert policy.allowed("http://a.test/o") and not policy.allowed("http://a.test/me")
+
+
+# -- Crawl-delay, in simulated time (tests/test_frontier.py's workers) ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "gap"),
+    [
+        ("User-agent: sieve-crawler\nCrawl-delay: 3\n", 3.0),
+        ("User-agent: sieve-crawler\nCrawl-delay: 0.5\n", 2.0),  # never below [politeness] delay
+        ("User-agent: Sieve-Crawler/1.0\nCrawl-delay: 4\n", 4.0),  # was 2.0: not ours
+        ("User-agent: sieve\nCrawl-delay: 9\n", 2.0),  # was 9.0: another agent's
+        ("User-agent: sieve-crawler\nDisallow: /x\n\nUser-agent: *\nCrawl-delay: 9\n", 2.0),
+        ("User-agent: *\nCrawl-delay: 100\n", 30.0),  # capped at max_delay
+    ],
+)
+def test_crawl_delay_of_our_group_only_raises_the_delay(text: str, gap: float) -> None:
+    frontier = Frontier(delay=2.0, max_delay=30.0)
+    fill(frontier, hosts=1, per_host=3)
+    log = simulate(lambda: crawl(frontier, fetch=0.0, robots=robots_body(text)))
+    assert [(s, e.kind) for s, _, e in log] == [
+        (0.0, EntryKind.ROBOTS),  # the robots.txt fetch counts as a request
+        *((gap * i, EntryKind.PAGE) for i in (1, 2, 3)),
+    ]
+
+
+# -- the crawl, against a loopback server ------------------------------------------------------
+
+RULES = "User-agent: *\nDisallow: /private/\n"
+PAGE = "<a href='/private/x'>p</a> <a href='/public'>q</a>"
+
+
+class Site:
+    """One aiohttp handler for several virtual hosts (all on loopback through `[fetch] resolve`):
+    ``hopsN.test``'s robots.txt is N redirects long, its last hop on ``far.test``;
+    ``go.test/go`` redirects to ``target.test/private/z``; ``ports.test`` has one robots.txt per
+    port; other robots.txt are 404. Every other path is `PAGE`. `hits` counts (host, port, path).
+    """
+
+    def __init__(self) -> None:
+        self.hits: Counter[tuple[str, int, str]] = Counter()
+        self.ports: list[int] = []
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        host, port = request.url.host or "", request.url.port or 0
+        path = request.path
+        self.hits[(host, port, path)] += 1
+        if path.startswith("/hop/"):  # /hop/K/N: hop K of N, the rules once K reaches N
+            k, n = map(int, path.split("/")[2:4])
+            if k < n:
+                nxt = "far.test" if k + 1 == n else host
+                raise web.HTTPFound(f"http://{nxt}:{port}/hop/{k + 1}/{n}")
+            return web.Response(text=RULES)
+        if path == "/robots.txt":
+            if host.startswith("hops"):
+                raise web.HTTPMovedPermanently(f"/hop/1/{host[4:].split('.')[0]}")
+            if host == "target.test":
+                return web.Response(text=RULES)
+            if host == "ports.test":
+                path = "/public" if port == self.ports[0] else "/private/"
+                return web.Response(text=f"User-agent: *\nDisallow: {path}\n")
+            raise web.HTTPNotFound()
+        if path == "/go":
+            raise web.HTTPFound(f"http://target.test:{port}/private/z")
+        return web.Response(text=PAGE, content_type="text/html")
+
+
+NAMES = ("hops5.test", "hops6.test", "far.test", "go.test", "target.test", "ports.test")
+
+
+Results = dict[str, CrawlResult]
+
+
+async def _crawl(seeds: Callable[[list[int]], list[str]], ports: int = 1) -> tuple[Site, Results]:
+    site = Site()
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(ports):
+            site.ports.append(await stack.enter_async_context(serve(site.handle)))
+        config = Config().override("fetch", resolve=dict.fromkeys(NAMES, "127.0.0.1"), retries=0)
+        config = config.override("politeness", delay=0.0)
+        config = config.override("crawl", concurrency=4, max_depth=1)
+        config = config.override("scope", allowed_domains=["test"])
+        async with asyncio.timeout(20), Crawler(config) as crawler:
+            results = {r.url: r async for r in crawler.crawl(seeds(site.ports))}
+    return site, results
+
+
+def _kind(result: CrawlResult) -> int | str | None:
+    return result.status if result.error is None else result.error.split(":", 1)[0]
+
+
+async def test_robots_txt_redirects_are_followed_five_hops_to_another_host() -> None:
+    site, results = await _crawl(lambda p: [f"http://hops{n}.test:{p[0]}/" for n in (5, 6)])
+    port = site.ports[0]
+    # 5 redirects (RFC 9309 2.3.1.2: at least five), the last to another host: its rules count
+    assert _kind(results[f"http://hops5.test:{port}/private/x"]) == "robots"
+    assert site.hits[("hops5.test", port, "/private/x")] == 0
+    assert site.hits[("far.test", port, "/hop/5/5")] == 1
+    # 6: not followed, the file "unavailable" (as a 4xx): everything allowed
+    assert site.hits[("far.test", port, "/hop/6/6")] == 0
+    assert site.hits[("hops6.test", port, "/hop/5/6")] == 1
+    assert _kind(results[f"http://hops6.test:{port}/private/x"]) == 200
+    assert site.hits[("hops5.test", port, "/robots.txt")] == 1  # once per host
+
+
+async def test_robots_txt_is_per_scheme_host_and_port() -> None:
+    site, results = await _crawl(lambda p: [f"http://ports.test:{n}/" for n in p], ports=2)
+    first, second = site.ports
+    # each port its own robots.txt, fetched once, its own rules
+    assert site.hits[("ports.test", first, "/robots.txt")] == 1
+    assert site.hits[("ports.test", second, "/robots.txt")] == 1
+    got = {(port, path): _kind(results[f"http://ports.test:{port}{path}"])
+           for port in (first, second) for path in ("/public", "/private/x")}  # fmt: skip
+    assert got == {(first, "/public"): "robots", (first, "/private/x"): 200,
+                   (second, "/public"): 200, (second, "/private/x"): "robots"}  # fmt: skip
+    assert site.hits[("ports.test", first, "/public")] == 0
+    assert site.hits[("ports.test", second, "/private/x")] == 0
+    assert robots_url(host_key("https://ports.test/x")) == "https://ports.test/robots.txt"
+    assert host_key("https://ports.test/x") != host_key("http://ports.test:443/x")
+
+
+async def test_a_page_redirected_to_another_host_meets_that_hosts_robots_txt() -> None:
+    site, results = await _crawl(lambda p: [f"http://go.test:{p[0]}/go"])
+    port = site.ports[0]
+    target = results[f"http://target.test:{port}/private/z"]
+    assert target.error == "robots: disallowed by robots.txt"
+    assert site.hits[("target.test", port, "/robots.txt")] == 1
+    assert site.hits[("target.test", port, "/private/z")] == 0
