@@ -54,16 +54,26 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES: Final = 512_000  # 500 KiB, the minimum RFC 9309 asks a crawler to parse
 
 _TOKEN_RE: Final = re.compile(r"[A-Za-z0-9_.\-]+")
+# "Mozilla/5.0 (compatible; Googlebot/2.1; ...)", "(KHTML, like Gecko; compatible; bingbot/2.0"
+_COMPATIBLE_RE: Final = re.compile(r"[(;]\s*compatible\s*;\s*([A-Za-z0-9_.\-]+)", re.IGNORECASE)
 # a User-agent line as protego reads one (its spellings of the field; a colon or a blank after it)
 _AGENT_LINE: Final = re.compile(r"\s*(user[- ]?agent)(?:\s*:|\s)(.*)", re.IGNORECASE | re.DOTALL)
 
 
 def product_token(user_agent: str) -> str:
-    """The product token of a User-Agent string: ``"sieve-crawler/0.1 (+https://x)"`` ->
-    ``"sieve-crawler"``. Raises ValueError when the string does not start with a token."""
+    """The product token of a User-Agent string, the crawler's name robots.txt groups are matched
+    against (RFC 9309 2.2.1): its first token, ``"sieve-crawler/0.1 (+https://x)"`` ->
+    ``"sieve-crawler"``; in the browser-style convention of the big crawlers,
+    ``"Mozilla/5.0 (compatible; Googlebot/2.1; +http://...)"``, the name after ``compatible;``
+    (``Googlebot``; a browser's own string keeps ``Mozilla``). Raises ValueError when the
+    string does not start with a token."""
     match = _TOKEN_RE.match(user_agent.strip())
     if match is None:
         raise ValueError(f"user agent {user_agent!r} does not start with a product token")
+    if match.group().lower() == "mozilla":
+        compatible = _COMPATIBLE_RE.search(user_agent)
+        if compatible is not None:
+            return compatible.group(1)
     return match.group()
 
 

@@ -23,7 +23,7 @@ from crawler.engine import Crawler
 from crawler.frontier import EntryKind, Frontier
 from crawler.hosts import host_key, robots_url
 from crawler.results import CrawlResult
-from crawler.robots import policy_from_response
+from crawler.robots import policy_from_response, product_token
 from tests.conftest import serve
 from tests.test_frontier import crawl, fill, robots_body, simulate
 
@@ -64,6 +64,31 @@ def test_a_group_naming_another_token_is_not_ours(line: str) -> None:
     policy = policy_from_response(200, f"{line}\nDisallow: /other\n\n{OTHERS}".encode(), UA)
     assert policy.allowed("http://a.test/other")
     assert not policy.allowed("http://a.test/star")  # the * group is
+
+
+@pytest.mark.parametrize(
+    ("user_agent", "token"),
+    [
+        ("Mozilla/5.0 (compatible; acmebot/1.0; +https://acme.example/bot)", "acmebot"),
+        ("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", "Googlebot"),
+        (
+            "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; bingbot/2.0; "
+            "+http://www.bing.com/bingbot.htm) Chrome/116.0.1938.76 Safari/537.36",
+            "bingbot",
+        ),
+        ("Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0", "Mozilla"),
+        ("acmebot/1.0 (compatible; Other/2.0)", "acmebot"),
+    ],
+)
+def test_a_browser_style_user_agent_names_its_crawler_after_compatible(
+    user_agent: str, token: str
+) -> None:
+    # RFC 9309 2.2.1: the product token is the crawler's name, a substring of its User-Agent;
+    # in the "Mozilla/5.0 (compatible; name/version)" convention it is the name (was: Mozilla,
+    # and "User-agent: acmebot / Disallow: /" was not for acmebot)
+    assert product_token(user_agent) == token
+    body = f"User-agent: {token}\nDisallow: /\n\nUser-agent: *\nAllow: /\n".encode()
+    assert not policy_from_response(200, body, user_agent).allowed("http://a.test/x")
 
 
 def test_our_groups_are_merged_however_they_spell_our_token() -> None:
