@@ -114,6 +114,50 @@ def test_old_mac_line_ends_and_a_bom_keep_the_groups_apart() -> None:
     assert policy.allowed("http://a.test/o") and not policy.allowed("http://a.test/me")
 
 
+# -- matching (protego's; kept here against its upgrades) ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rules", "path", "allowed"),
+    [
+        # RFC 9309 2.2.2: the longest match wins, Allow on a tie; no match: allowed
+        ("Disallow: /a\nAllow: /a/b", "/a/b/c", True),
+        ("Allow: /page\nDisallow: /*.html", "/page.html", False),
+        ("Disallow: /p\nAllow: /p", "/p", True),
+        ("Disallow: /x", "/y", True),
+        # 2.2.3: * and $; paths are case-sensitive, queries part of the path
+        ("Disallow: /fish*.php", "/fishheads/catfish.php?parameters", False),
+        ("Disallow: /*.php$", "/a.php?x=1", True),
+        ("Disallow: /Fish", "/fish", True),
+        ("Disallow: /*?sort=", "/list?sort=asc", False),
+        # 2.2.2's table: percent-encoding of octets outside ASCII and of unreserved ones
+        ("Disallow: /foo/bar/\u30c4", "/foo/bar/%E3%83%84", False),
+        ("Disallow: /foo/bar/%E3%83%84", "/foo/bar/%e3%83%84", False),
+        ("Disallow: /foo/bar/%62%61%7A", "/foo/bar/baz", False),
+        ("Disallow: /~joe", "/%7Ejoe", False),
+        ("Disallow: /a%3cd", "/a%3Cd", False),
+        ("Disallow: /a%2Fb", "/a/b", True),  # a reserved octet stays encoded
+        ("Disallow: /path/file-with-a-%2A.html", "/path/file-with-a-*.html", False),
+        ("Disallow: /path/foo-%24", "/path/foo-$", False),
+        # /robots.txt is always allowed
+        ("Disallow: /", "/robots.txt", True),
+    ],
+)
+def test_rules_match_as_rfc_9309_says(rules: str, path: str, allowed: bool) -> None:
+    policy = policy_from_response(200, f"User-agent: *\n{rules}\n".encode(), UA)
+    assert policy.allowed(f"http://a.test{path}") is allowed
+
+
+def test_rules_outside_a_group_are_ignored_and_sitemaps_read_anywhere() -> None:
+    body = (
+        b"Sitemap: http://a.test/first.xml\nDisallow: /before\n"
+        b"User-agent: *\nDisallow: /x\nSitemap: http://a.test/in-group.xml\n"
+    )
+    policy = policy_from_response(200, body, UA)
+    assert policy.allowed("http://a.test/before") and not policy.allowed("http://a.test/x")
+    assert policy.sitemaps == ("http://a.test/first.xml", "http://a.test/in-group.xml")
+
+
 # -- Crawl-delay, in simulated time (tests/test_frontier.py's workers) ---------------------------
 
 
