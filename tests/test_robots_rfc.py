@@ -20,6 +20,7 @@ from aiohttp import web
 
 from crawler.config import Config
 from crawler.engine import Crawler
+from crawler.errors import ConfigError
 from crawler.frontier import EntryKind, Frontier
 from crawler.hosts import host_key, robots_url
 from crawler.results import CrawlResult
@@ -89,6 +90,14 @@ def test_a_browser_style_user_agent_names_its_crawler_after_compatible(
     assert product_token(user_agent) == token
     body = f"User-agent: {token}\nDisallow: /\n\nUser-agent: *\nAllow: /\n".encode()
     assert not policy_from_response(200, body, user_agent).allowed("http://a.test/x")
+
+
+@pytest.mark.parametrize("user_agent", ["", "(bad) agent", "/1.0", "bot/1\nX-Evil: 1", "bot\x00"])
+def test_a_user_agent_without_a_product_token_is_a_config_error(user_agent: str) -> None:
+    # was: a ValueError traceback from the crawl (exit 1), or a header that cannot be sent
+    with pytest.raises(ConfigError, match=r"\[crawl\] user_agent: "):
+        Config().override("crawl", user_agent=user_agent)
+    Config().override("crawl", user_agent="mybot")  # a bare token is enough
 
 
 def test_our_groups_are_merged_however_they_spell_our_token() -> None:
