@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -176,6 +177,19 @@ class RobotsPolicy:
             return True
         return bool(parser.can_fetch(url, self._token))
 
+    def fetchable(self, url: str, key: str) -> str | None:
+        """The URL to fetch for a page known by its dedup ``key``: ``url`` when allowed; else,
+        when ``key`` drops session or tracking parameters of ``url`` (the same page, as the
+        crawl's canonicalization reads it), ``url`` without them, its own order kept, when that is
+        allowed (``Disallow: /*sid=`` asks for the page without its session id); None: refused.
+        A URL found first with such a parameter took the key: refusing it lost the page."""
+        if self.allowed(url):
+            return url
+        if url == key or self._disallow_all:
+            return None
+        bare = _without_dropped(url, key)
+        return bare if bare is not None and self.allowed(bare) else None
+
     def __repr__(self) -> str:
         if self._disallow_all:
             rules = "disallow-all"
@@ -187,6 +201,28 @@ class RobotsPolicy:
             f"RobotsPolicy(status={self.status!r}, {rules}, temporary={self.temporary}, "
             f"crawl_delay={self.crawl_delay!r}, sitemaps={len(self.sitemaps)})"
         )
+
+
+def _without_dropped(url: str, key: str) -> str | None:
+    """``url`` without the query pairs and path parameters its canonical ``key`` drops, in the
+    order ``url`` has them; None when ``key`` differs otherwise (another host: ``strip_www``),
+    or drops nothing (it only sorts the query: never a way around a rule on ``?title=``)."""
+    start = url.find("://")
+    end = url.find("/", start + 3) if start > 0 else -1
+    if end < 0 or not key.startswith(url[:end]) or key[end : end + 1] != "/":
+        return None
+    query = url.partition("?")[2]
+    key_path, _, key_query = key.partition("?")
+    wanted = Counter(key_query.split("&")) if key_query else Counter[str]()
+    kept = []
+    for pair in query.split("&") if query else ():
+        if wanted[pair] > 0:
+            wanted[pair] -= 1
+            kept.append(pair)
+    if +wanted:  # a pair of the key that the URL has not: not only parameters dropped
+        return None
+    bare = key_path + ("?" + "&".join(kept) if kept else "")
+    return bare if bare != url else None
 
 
 ALLOW_ALL: Final = RobotsPolicy()

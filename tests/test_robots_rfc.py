@@ -17,16 +17,22 @@ from collections.abc import Callable
 
 import pytest
 from aiohttp import web
+from redis.asyncio import Redis
 
 from crawler.config import Config
 from crawler.engine import Crawler
+from crawler.entries import Entry
 from crawler.errors import ConfigError
 from crawler.frontier import EntryKind, Frontier
 from crawler.hosts import host_key, robots_url
 from crawler.results import CrawlResult
 from crawler.robots import policy_from_response, product_token
+from tests import test_frontier_redis as shared
 from tests.conftest import serve
 from tests.test_frontier import crawl, fill, robots_body, simulate
+from tests.test_frontier_redis import Clock, claim_one, frontier
+
+server, clock, clients = shared.server, shared.clock, shared.clients  # its Redis fixtures
 
 UA = "sieve-crawler/0.1 (+https://example.test/bot)"
 OTHERS = "User-agent: *\nDisallow: /star\n"
@@ -167,6 +173,40 @@ def test_rules_outside_a_group_are_ignored_and_sitemaps_read_anywhere() -> None:
     assert policy.sitemaps == ("http://a.test/first.xml", "http://a.test/in-group.xml")
 
 
+# -- a disallowed spelling of an allowed page ----------------------------------------------------
+
+SESSION_RULES = b"User-agent: *\nDisallow: /*sid=\nDisallow: /*?utm_\nDisallow: /*jsessionid\n"
+
+
+@pytest.mark.parametrize(
+    ("url", "key", "fetch"),
+    [
+        ("/forum?f=2", "/forum?f=2", "/forum?f=2"),  # allowed: itself
+        ("/forum?f=2&sid=abc", "/forum?f=2", "/forum?f=2"),  # the key drops sid: it took it
+        ("/page?utm_source=x&b=1&a=2", "/page?a=2&b=1", "/page?b=1&a=2"),  # its own order
+        ("/a;jsessionid=1/b", "/a/b", "/a/b"),
+        ("/x?sid=1&private=1", "/x?private=1", None),  # without sid: still disallowed
+        ("/x?sid=1", "/x", None),  # (Disallow: /x below)
+        # the key only sorts: never a way around a rule (MediaWiki's /index.php?title=Special:)
+        (
+            "/index.php?title=Special:Search&search=a",
+            "/index.php?search=a&title=Special:Search",
+            None,
+        ),
+    ],
+)
+def test_a_disallowed_url_is_fetched_without_the_parameters_its_key_drops(
+    url: str, key: str, fetch: str | None
+) -> None:
+    rules = SESSION_RULES + b"Disallow: /*private=\nDisallow: /x\nDisallow: /*title=Special:\n"
+    policy = policy_from_response(200, rules, UA)
+    got = policy.fetchable(f"http://a.test{url}", f"http://a.test{key}")
+    assert got == (None if fetch is None else f"http://a.test{fetch}")
+    # the key on another host ([urls] strip_www): never
+    assert policy.fetchable("http://www.a.test/p?sid=1", "http://a.test/p") is None
+    assert policy_from_response(503, None, UA).fetchable("http://a.test/p?sid=1", key) is None
+
+
 # -- Crawl-delay, in simulated time (tests/test_frontier.py's workers) ---------------------------
 
 
@@ -293,3 +333,57 @@ async def test_a_page_redirected_to_another_host_meets_that_hosts_robots_txt() -
     assert target.error == "robots: disallowed by robots.txt"
     assert site.hits[("target.test", port, "/robots.txt")] == 1
     assert site.hits[("target.test", port, "/private/z")] == 0
+
+
+async def test_a_page_found_first_with_a_disallowed_session_id_is_fetched_without_it() -> None:
+    # a forum's robots.txt: Disallow: /*sid=, and its links carry sid= until a cookie is set;
+    # the key (sid dropped) was taken by the refused URL, so the page was never fetched (nor
+    # any later link to it)
+    hits: Counter[str] = Counter()
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        hits[request.path_qs] += 1
+        if request.path == "/robots.txt":
+            return web.Response(body=SESSION_RULES)
+        links = "<a href='/forum?f=2&sid=abc'>f</a> <a href='/page?utm_source=x'>p</a>"
+        return web.Response(
+            text=links + " <a href='/forum?f=2'>again</a>", content_type="text/html"
+        )
+
+    async with serve(handle) as port:
+        config = Config().override("fetch", resolve={"a.test": "127.0.0.1"})
+        config = config.override("politeness", delay=0.0)
+        seeds = [f"http://a.test:{port}/", f"http://a.test:{port}/x?sid=1"]  # queued before
+        async with asyncio.timeout(20), Crawler(config) as crawler:  # robots.txt is known
+            results = {r.key: r async for r in crawler.crawl(seeds)}
+    assert hits == Counter(["/robots.txt", "/", "/x", "/forum?f=2", "/page"])  # once each
+    origin = f"http://a.test:{port}"
+    got = {
+        key.removeprefix(origin): (r.url.removeprefix(origin), r.status)
+        for key, r in results.items()
+    }
+    assert got == {
+        "/": ("/", 200),
+        "/x": ("/x", 200),
+        "/forum?f=2": ("/forum?f=2", 200),
+        "/page": ("/page", 200),
+    }
+    assert crawler.stats.robots_refused == 0
+
+
+async def test_the_redis_frontier_hands_out_the_page_without_its_session_id(
+    clients: list[Redis], clock: Clock
+) -> None:
+    f = await frontier(clients[0], clock, respect_robots=True, user_agent=UA)
+    await f.set_robots("http://a.test:80", policy_from_response(200, SESSION_RULES, UA),
+                       SESSION_RULES)  # fmt: skip
+    refused = "http://a.test/x?sid=1&utm_a=1"  # its key drops nothing: refused
+    url, key = "http://a.test/forum?f=2&sid=abc", "http://a.test/forum?f=2"
+    await f.put_many([Entry(url=refused, key=refused), Entry(url=url, key=key)])
+    first, second = (await claim_one(f), await claim_one(f))  # a refusal holds no slot
+    assert first is not None and (first.kind, first.url) == (EntryKind.REFUSED, refused)
+    assert second is not None and (second.kind, second.url, second.key) == (
+        EntryKind.PAGE,
+        key,
+        key,
+    )
