@@ -15,6 +15,7 @@ from typing import Any
 from crawler.config_sections import (
     DEFAULT_NEAR_DISTANCE,
     ClusterConfig,
+    CrawlConfig,
     DedupConfig,
     FetchConfig,
     FocusConfig,
@@ -26,6 +27,7 @@ from crawler.config_sections import (
 )
 from crawler.errors import ConfigError
 from crawler.guard import parse_network
+from crawler.robots import product_token
 from crawler.steering import HostMatch, check_ca_file, check_headers, check_proxy
 from crawler.urls import UrlNormalizer
 
@@ -91,6 +93,8 @@ def check_section(obj: Any, where: str) -> None:
             raise ConfigError(
                 f"{where} near_distance: must be in 0..{MAX_DISTANCE}, got {obj.near_distance}"
             )
+    if isinstance(obj, CrawlConfig):
+        _check_user_agent(obj.user_agent, where)
     if isinstance(obj, FetchConfig | HostConfig):
         _check_steering(obj, where)
     if isinstance(obj, SecurityConfig):
@@ -124,6 +128,19 @@ def check_section(obj: Any, where: str) -> None:
                     re.compile(pattern)
                 except (re.error, OverflowError, RecursionError) as exc:
                     raise ConfigError(f"{where} {key}: bad regex {pattern!r}: {exc}") from None
+
+
+def _check_user_agent(user_agent: str, where: str) -> None:
+    """The User-Agent is sent as a header and names us to robots.txt (`product_token`)."""
+    if any((c < " " and c != "\t") or c == "\x7f" for c in user_agent):
+        raise ConfigError(f"{where} user_agent: contains a control character")
+    try:
+        product_token(user_agent)
+    except ValueError:
+        raise ConfigError(
+            f"{where} user_agent: must start with the crawler's name, robots.txt is matched "
+            f"against it (e.g. 'mybot/1.0 (+https://example.com/bot)'), got {user_agent!r}"
+        ) from None
 
 
 def _check_steering(obj: FetchConfig | HostConfig, where: str) -> None:

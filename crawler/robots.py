@@ -18,14 +18,19 @@ Status rules (RFC 9309 section 2.3.1):
   disallow everything *for now*; the policy is ``temporary`` and the frontier fetches it again
   after a backoff.
 
-Group selection matches the user-agent *product token* (``sieve-crawler`` for
-``"sieve-crawler/0.1 (+https://x)"``) case-insensitively, falling back to the ``*`` group.
+Group selection (RFC 9309 2.2.1): a group is ours when the product token of one of its
+User-agent lines equals ours (``sieve-crawler`` for ``"sieve-crawler/0.1 (+https://x)"``),
+case-insensitively: ``User-agent: Sieve-Crawler/2.0`` is ours (Google's parser reads
+``Googlebot/2.1`` as ``Googlebot``), ``User-agent: sieve`` is another crawler's (protego alone
+matches a token at the start of ours: :func:`_own_groups` renames the lines before it parses).
+Our groups are merged; without one, the ``*`` group applies.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -50,15 +55,52 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES: Final = 512_000  # 500 KiB, the minimum RFC 9309 asks a crawler to parse
 
 _TOKEN_RE: Final = re.compile(r"[A-Za-z0-9_.\-]+")
+# "Mozilla/5.0 (compatible; Googlebot/2.1; ...)", "(KHTML, like Gecko; compatible; bingbot/2.0"
+_COMPATIBLE_RE: Final = re.compile(r"[(;]\s*compatible\s*;\s*([A-Za-z0-9_.\-]+)", re.IGNORECASE)
+# a User-agent line as protego reads one (its spellings of the field; a colon or a blank after it)
+_AGENT_LINE: Final = re.compile(r"\s*(user[- ]?agent)(?:\s*:|\s)(.*)", re.IGNORECASE | re.DOTALL)
 
 
 def product_token(user_agent: str) -> str:
-    """The product token of a User-Agent string: ``"sieve-crawler/0.1 (+https://x)"`` ->
-    ``"sieve-crawler"``. Raises ValueError when the string does not start with a token."""
+    """The product token of a User-Agent string, the crawler's name robots.txt groups are matched
+    against (RFC 9309 2.2.1): its first token, ``"sieve-crawler/0.1 (+https://x)"`` ->
+    ``"sieve-crawler"``; in the browser-style convention of the big crawlers,
+    ``"Mozilla/5.0 (compatible; Googlebot/2.1; +http://...)"``, the name after ``compatible;``
+    (``Googlebot``; a browser's own string keeps ``Mozilla``). Raises ValueError when the
+    string does not start with a token."""
     match = _TOKEN_RE.match(user_agent.strip())
     if match is None:
         raise ValueError(f"user agent {user_agent!r} does not start with a product token")
+    if match.group().lower() == "mozilla":
+        compatible = _COMPATIBLE_RE.search(user_agent)
+        if compatible is not None:
+            return compatible.group(1)
     return match.group()
+
+
+def _own_groups(text: str, token: str) -> str:
+    """robots.txt ``text`` with each User-agent line rewritten for protego so that it picks the
+    groups RFC 9309 picks for our product ``token``: a line whose value starts with our token
+    (then a character outside tokens: ``/2.0``, a blank, the end) names ``token``; ``*`` stays;
+    any other value gets a leading ``~``, which no product token contains, so protego never
+    matches it (it matches any value that ours starts with: ``sieve`` for ``sieve-crawler``).
+    Lines are split as protego splits them; comments go."""
+    ours = token.lower()
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        match = _AGENT_LINE.match(line.partition("#")[0])
+        if match is None:
+            continue
+        value = match.group(2).strip()
+        if not value:
+            continue  # no agent (it still ends the group before it, as protego reads it)
+        if value == "*" or (value[0] == "*" and value[1].isspace()):  # "* (all robots)": Google
+            name = "*"
+        else:
+            found = _TOKEN_RE.match(value)
+            name = token if found is not None and found.group().lower() == ours else "~" + value
+        lines[i] = f"{match.group(1)}: {name}"
+    return "\n".join(lines)
 
 
 class RobotsPolicy:
@@ -135,6 +177,19 @@ class RobotsPolicy:
             return True
         return bool(parser.can_fetch(url, self._token))
 
+    def fetchable(self, url: str, key: str) -> str | None:
+        """The URL to fetch for a page known by its dedup ``key``: ``url`` when allowed; else,
+        when ``key`` drops session or tracking parameters of ``url`` (the same page, as the
+        crawl's canonicalization reads it), ``url`` without them, its own order kept, when that is
+        allowed (``Disallow: /*sid=`` asks for the page without its session id); None: refused.
+        A URL found first with such a parameter took the key: refusing it lost the page."""
+        if self.allowed(url):
+            return url
+        if url == key or self._disallow_all:
+            return None
+        bare = _without_dropped(url, key)
+        return bare if bare is not None and self.allowed(bare) else None
+
     def __repr__(self) -> str:
         if self._disallow_all:
             rules = "disallow-all"
@@ -146,6 +201,28 @@ class RobotsPolicy:
             f"RobotsPolicy(status={self.status!r}, {rules}, temporary={self.temporary}, "
             f"crawl_delay={self.crawl_delay!r}, sitemaps={len(self.sitemaps)})"
         )
+
+
+def _without_dropped(url: str, key: str) -> str | None:
+    """``url`` without the query pairs and path parameters its canonical ``key`` drops, in the
+    order ``url`` has them; None when ``key`` differs otherwise (another host: ``strip_www``),
+    or drops nothing (it only sorts the query: never a way around a rule on ``?title=``)."""
+    start = url.find("://")
+    end = url.find("/", start + 3) if start > 0 else -1
+    if end < 0 or not key.startswith(url[:end]) or key[end : end + 1] != "/":
+        return None
+    query = url.partition("?")[2]
+    key_path, _, key_query = key.partition("?")
+    wanted = Counter(key_query.split("&")) if key_query else Counter[str]()
+    kept = []
+    for pair in query.split("&") if query else ():
+        if wanted[pair] > 0:
+            wanted[pair] -= 1
+            kept.append(pair)
+    if +wanted:  # a pair of the key that the URL has not: not only parameters dropped
+        return None
+    bare = key_path + ("?" + "&".join(kept) if kept else "")
+    return bare if bare != url else None
 
 
 ALLOW_ALL: Final = RobotsPolicy()
@@ -188,7 +265,7 @@ def policy_from_response(
     # RFC 9309 wants UTF-8; a UTF-16 BOM says what it is, and its rules are the site's wishes
     codec = "utf-16" if data.startswith((b"\xff\xfe", b"\xfe\xff")) else "utf-8"
     text = data.decode(codec, errors="replace").removeprefix("\ufeff")
-    parser = Protego.parse(text)
+    parser = Protego.parse(_own_groups(text, token))
     delay = parser.crawl_delay(token)
     if delay is None:
         rate = parser.request_rate(token)

@@ -31,7 +31,7 @@ Sitemap: https://a.test/news.xml
         (UA, "sieve-crawler"),
         ("Sieve-Crawler", "Sieve-Crawler"),
         ("  mybot_2 extra", "mybot_2"),
-        ("Mozilla/5.0 (compatible; Foo/1.0)", "Mozilla"),
+        ("Mozilla/5.0 (compatible; Foo/1.0)", "Foo"),  # the convention: tests/test_robots_rfc.py
     ],
 )
 def test_product_token(user_agent: str, token: str) -> None:

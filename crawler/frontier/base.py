@@ -25,7 +25,9 @@ Politeness (decided before anything is handed out, never after)
      page and again when its policy expires; pages are held until ``set_robots()``; disallowed
      pages (and every page of a host whose robots.txt stayed unreachable) come back as REFUSED
      entries, at once, without a slot or a delay. ``refusal(entry)`` says why, as the result's
-     error (``kind: message``: ``robots: ...``).
+     error (``kind: message``: ``robots: ...``). A disallowed URL whose key drops session or
+     tracking parameters is handed out without them when robots.txt allows that
+     (``RobotsPolicy.fetchable``: ``Disallow: /*sid=``).
  12. Circuit breaker: the ``max_host_failures``-th failure in a row held against a host
      (``crawler.hosts.Politeness``; 0: never) puts it down: its queued pages, a retry asked for
      in that ``done()``, and every page put for it later come back as REFUSED entries at once;

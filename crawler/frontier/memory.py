@@ -123,7 +123,11 @@ class Frontier(Handout):
         if size >= self._max_queued_per_host:
             self._dropped[1] += 1
             return False
-        if host.down is not None or (host.policy is not None and not host.policy.allowed(url)):
+        policy = host.policy
+        fetch = url if policy is None or host.down is not None else policy.fetchable(url, entry.key)
+        if fetch is not None and fetch != url:  # the page without its session id
+            entry = replace(entry, url=fetch)
+        if host.down is not None or fetch is None:
             self._refusals.append(entry)  # refused at once: no slot, no delay
         else:
             head, context = self._packer.pack(entry, host.prefix)
@@ -318,9 +322,13 @@ class Frontier(Handout):
             return None
         entry = Packer.unpack(head, context, host.prefix, EntryKind.PAGE, priority)
         self._queued -= 1
-        if policy is not None and not policy.allowed(entry.url):
-            self._refused += 1
-            return replace(entry, kind=EntryKind.REFUSED)
+        if policy is not None:
+            fetch = policy.fetchable(entry.url, entry.key)
+            if fetch is None:
+                self._refused += 1
+                return replace(entry, kind=EntryKind.REFUSED)
+            if fetch != entry.url:  # the page without its session id
+                entry = replace(entry, url=fetch)
         self._handed_out += 1
         return self._start(host, entry, now)
 
@@ -366,4 +374,5 @@ class Frontier(Handout):
             if policy.temporary:
                 logger.warning("robots.txt of %s unreachable %d times: refusing its pages",
                                host.key, host.robots_failures)  # fmt: skip
-            sweep(host, self._refusals)
+            for entry in reversed(sweep(host, self._refusals)):  # without their session ids
+                self._push_front(host, entry)

@@ -218,9 +218,14 @@ class RedisFrontier(RedisQueues):
                 self._robots_asked[host] = lease
             else:
                 entry = entry_of(host, member, -float(score))
-                if version and not (await self._policy(host, version)).allowed(entry.url):
-                    entry = replace(entry, kind=EntryKind.REFUSED)
-                    refused.append(lease)
+                if version:
+                    policy = await self._policy(host, version)
+                    fetch = policy.fetchable(entry.url, entry.key)
+                    if fetch is None:
+                        entry = replace(entry, kind=EntryKind.REFUSED)
+                        refused.append(lease)
+                    elif fetch != entry.url:  # the page without its session id
+                        entry = replace(entry, url=fetch)
             self._flying[id(entry)] = (entry, lease)
             entries.append(entry)
         if refused:  # their slots and delays back, their leases kept (slot-less) until done()

@@ -9,6 +9,7 @@ them out at once as REFUSED entries and names the reason in the result's error (
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 from typing import Final
 
 from crawler.entries import Entry, EntryKind, Packer
@@ -33,16 +34,27 @@ def refusal(host: Host | None) -> str:
     return "robots: disallowed by robots.txt"
 
 
-def sweep(host: Host, refusals: deque[Entry]) -> None:
+def sweep(host: Host, refusals: deque[Entry]) -> list[Entry]:
     """Move the queued pages of ``host`` its new policy disallows (all of them, once the host is
-    down) to ``refusals`` (handed out at once)."""
+    down) to ``refusals`` (handed out at once). Returns, in queue order, those taken out that may
+    be fetched without their session or tracking parameters (``RobotsPolicy.fetchable``), with
+    that URL: the caller queues them again."""
     policy = host.policy
     if (policy is None and host.down is None) or not host.queue.size:
-        return
-    allowed = _nothing if host.down is not None or policy is None else policy.allowed
+        return []
+    if host.down is not None:
+        policy = None
+    allowed = _nothing if policy is None else policy.allowed
     prefix = host.prefix
+    again: list[Entry] = []
     for head, context, priority in host.queue.remove_disallowed(allowed, prefix):
-        refusals.append(Packer.unpack(head, context, prefix, EntryKind.PAGE, priority))
+        entry = Packer.unpack(head, context, prefix, EntryKind.PAGE, priority)
+        fetch = None if policy is None else policy.fetchable(entry.url, entry.key)
+        if fetch is None:
+            refusals.append(entry)
+        else:
+            again.append(replace(entry, url=fetch))
+    return again
 
 
 def _nothing(url: str) -> bool:
