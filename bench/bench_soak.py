@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.nginx import free_port
@@ -47,6 +48,7 @@ from bench.soak_site import host_name
 
 if TYPE_CHECKING:
     from crawler.config import Config
+    from crawler.state import CrawlState
 
 SAMPLES = 20
 
@@ -56,9 +58,9 @@ def rss_mb() -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def soak_config(port: int, hosts: int, features: Sequence[str], state: str) -> Config:
-    """The crawl's settings (see the module docstring), with `features` turned on: "state"
-    (a state directory, `state`), "dedup" (content dedup), "focus" (a focused crawl)."""
+def soak_config(hosts: int, features: Sequence[str]) -> Config:
+    """The crawl's settings (see the module docstring), with `features` turned on: "dedup"
+    (content dedup), "focus" (a focused crawl); "state" is passed to the Crawler."""
     from crawler.config import Config
 
     config = (
@@ -68,8 +70,6 @@ def soak_config(port: int, hosts: int, features: Sequence[str], state: str) -> C
         .override("fetch", resolve={host_name(h): "127.0.0.1" for h in range(hosts)})
         .override("scope", allowed_domains=["soak.test"])
     )
-    if "state" in features:
-        config = config.override("state", dir=state)
     if "dedup" in features:
         config = config.override("dedup", enabled=True)
     if "focus" in features:
@@ -77,13 +77,15 @@ def soak_config(port: int, hosts: int, features: Sequence[str], state: str) -> C
     return config
 
 
-async def _crawl(config: Config, seeds: list[str], expected: int) -> dict[str, Any]:
+async def _crawl(
+    config: Config, seeds: list[str], expected: int, state: CrawlState | None
+) -> dict[str, Any]:
     from crawler.engine import Crawler
 
     every = max(1, expected // SAMPLES)
     samples: list[dict[str, Any]] = []
     results = ok = 0
-    async with Crawler(config) as crawler:
+    async with Crawler(config, state=state) as crawler:
         started = last_t = time.perf_counter()
         last_n = 0
         async for result in crawler.crawl(seeds):
@@ -122,9 +124,14 @@ def run_child(port: int, hosts: int, pages: int, features: Sequence[str]) -> dic
 
     baseline = rss_mb()
     seeds = [f"http://{host_name(h)}:{port}/p/0" for h in range(hosts)]
-    with tempfile.TemporaryDirectory(prefix="soak-state-") as state:
-        config = soak_config(port, hosts, features, state)
-        out = asyncio.run(_crawl(config, seeds, hosts * pages * 11 // 10))  # pages and 404s
+    config = soak_config(hosts, features)
+    with tempfile.TemporaryDirectory(prefix="soak-state-") as directory:
+        from crawler.components import settings
+        from crawler.state import CrawlState
+
+        state = CrawlState.open(directory, settings(config)) if "state" in features else None
+        out = asyncio.run(_crawl(config, seeds, hosts * pages * 11 // 10, state))  # and 404s
+        out["state_mb"] = sum(f.stat().st_size for f in Path(directory).iterdir()) / 2**20
     out["baseline_mb"] = baseline
     return out
 
@@ -185,6 +192,8 @@ def report(data: dict[str, Any], hosts: int, pages: int, features: Sequence[str]
         f"{data['rss_after_mb']:.0f} MB; Sieve {data['sieve_bytes'] / 2**20:.1f} MiB; "
         f"hosts known {data['hosts_known']}"
     )
+    if data["state_mb"]:
+        print(f"state directory: {data['state_mb']:.1f} MiB")
     if data["content_index"]:
         index = data["content_index"]
         print(f"content index: {index['pages']:,} pages, {index['bytes'] / 2**20:.1f} MiB")

@@ -6,6 +6,7 @@ which argument.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from crawler.config import Config
@@ -28,7 +29,10 @@ __all__ = [
     "make_sieve",
     "make_urls",
     "settings",
+    "warn_unused_outputs",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 def make_sieve(config: Config) -> Sieve:
@@ -159,3 +163,20 @@ def settings(config: Config, *, scored: bool = False) -> dict[str, object]:
     if not (scored or config.focus.keywords):
         out["crawl.max_pages"] = config.crawl.max_pages
     return out
+
+
+def warn_unused_outputs(config: Config, *, state: bool, recorder: bool) -> None:
+    """The `crawl` command opens the state directory and the WARC file the config names and
+    hands them to the Crawler; a program that builds a Crawler from the same config gets
+    neither unless it does the same (`state`, `recorder`: whether it did): say so rather than
+    keep nothing silently."""
+    if config.state.dir and not state:
+        logger.warning(
+            "[state] dir = %r is not used: a Crawler keeps a state only when given one "
+            "(Crawler(config, state=CrawlState.open(dir, settings(config))))", config.state.dir,
+        )  # fmt: skip
+    if config.output.warc and not recorder:
+        logger.warning(
+            "[output] warc = %r is not used: a Crawler writes WARC only through a recorder "
+            "(Crawler(config, recorder=WarcOutput(path).write))", config.output.warc,
+        )  # fmt: skip

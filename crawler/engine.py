@@ -36,6 +36,7 @@ from crawler.components import (
     make_sieve,
     make_urls,
     settings,
+    warn_unused_outputs,
 )
 from crawler.config import Config
 from crawler.errors import ConfigError, OutputError, ScoreError, SeedError, SharedStateError
@@ -101,6 +102,7 @@ class Crawler:
         self._clock = clock
         self._recorder = recorder
         self.state = state
+        warn_unused_outputs(config, state=state is not None, recorder=recorder is not None)
         self.sieve = make_sieve(config)
         self.dedup = Dedup(self.sieve)
         self.urls = make_urls(config)

@@ -285,3 +285,32 @@ async def test_young_gc_threshold_is_raised_during_the_crawl_only(site: FixtureS
             during.add(gc.get_threshold())
     assert during == {(max(before[0], YOUNG_THRESHOLD), *before[1:])}
     assert gc.get_threshold() == before
+
+
+async def test_a_library_crawl_says_when_it_keeps_no_state_or_warc(
+    site: FixtureSite, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # config.toml's [state] dir and [output] warc are opened by the crawl command; a program
+    # that builds a Crawler from the same config and passes neither is told it keeps nothing
+    from crawler.components import settings
+    from crawler.state import CrawlState
+
+    config = (
+        site_config(site)
+        .override("state", dir=str(tmp_path / "state"))
+        .override("output", warc=str(tmp_path / "out.warc.gz"))
+    )
+    with caplog.at_level("WARNING", logger="crawler.components"):
+        async with Crawler(config) as crawler:
+            assert [r async for r in crawler.crawl([site.url("site-a.test", "/")])]
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("[state] dir" in m and "CrawlState.open" in m for m in messages)
+    assert any("[output] warc" in m and "recorder=" in m for m in messages)
+    assert not (tmp_path / "state").exists() and not (tmp_path / "out.warc.gz").exists()
+
+    caplog.clear()
+    state = CrawlState.open(str(tmp_path / "state"), settings(config))
+    with caplog.at_level("WARNING", logger="crawler.components"):
+        async with Crawler(config, state=state, recorder=lambda response: None) as crawler:
+            assert [r async for r in crawler.crawl([site.url("site-a.test", "/")])]
+    assert not caplog.records
