@@ -81,10 +81,10 @@ class Focus:
         assert frontier is not None  # a shared crawl (crawler.cluster) is not focused
         changed = 0
         for url, key, priority in rescorer.rescore(RESCORE_SIZE):
-            was = frontier.queued_priority(url, key)
+            was = frontier.set_priority(url, key, priority)
             if was is None:
                 rescorer.forget(url)
-            elif priority != was and frontier.reprioritize(url, key, priority, lower=True):
+            elif priority != was:
                 changed += 1
                 if state is not None and priority > was:
                     state.reprioritized(key, priority)

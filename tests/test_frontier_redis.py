@@ -268,6 +268,15 @@ async def test_reprioritize_lower_sets_either_way_and_counts_raises_only(
     assert (await f.stats()).raised == 1  # the lowering is not a raise
 
 
+async def test_set_priority_returns_the_priority_it_had(clients: list[Redis], clock: Clock) -> None:
+    f = await frontier(clients[0], clock)
+    urls = [f"http://a.test/{i}" for i in range(2)]
+    await f.put_many([page(urls[0], 3), page(urls[1], 2)])
+    assert await f.set_priority(urls[0], urls[0], 1.0) == 3.0  # lowered
+    assert await f.set_priority("http://a.test/none", "http://a.test/none", 1.0) is None
+    assert [(e.url, e.priority) for e in await f.pending()] == [(urls[1], 2.0), (urls[0], 1.0)]
+
+
 async def test_racing_put_many_queues_each_key_once_with_the_sieves_bits(
     clients: list[Redis], clock: Clock, server: RedisServer
 ) -> None:

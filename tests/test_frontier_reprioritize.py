@@ -78,6 +78,29 @@ def test_never_lowered_and_a_no_op_for_entries_not_queued() -> None:
     assert [(e.url, e.priority) for e in got] == [(url(1), 0.6), (url(0), 0.3), (url(2), 0.1)]
 
 
+def test_set_priority_returns_what_it_had_and_sets_either_way() -> None:
+    async def main() -> tuple[list[Entry], int]:
+        frontier = Frontier(respect_robots=False)
+        for i, p in enumerate([0.3, 0.6, 0.1]):
+            frontier.put(page(url(i), p))
+        assert frontier.set_priority(url(1), url(1), 0.05) == 0.6  # lowered
+        assert frontier.set_priority(url(2), url(2), 0.1) == 0.1  # equal: no change
+        assert frontier.set_priority(url(2), url(2), 0.7) == 0.1  # raised: now the best
+        assert frontier.set_priority(url("unknown"), url("unknown"), 5.0) is None
+        assert frontier.set_priority("http://other.test/x", "http://other.test/x", 5.0) is None
+        with pytest.raises(ValueError, match="must be a number"):
+            frontier.set_priority(url(0), url(0), float("nan"))
+        first = await frontier.get()
+        assert first is not None
+        assert frontier.set_priority(first.url, first.key, 9.0) is None  # in flight
+        frontier.done(first)
+        return [first, *await drain(frontier)], frontier.stats.raised
+
+    got, raised = simulate(main)
+    assert [(e.url, e.priority) for e in got] == [(url(2), 0.7), (url(0), 0.3), (url(1), 0.05)]
+    assert raised == 1  # the lowering is not a raise
+
+
 def test_a_crawl_without_priorities_tracks_nothing_until_asked() -> None:
     frontier = Frontier(respect_robots=False)
     for i in range(5):

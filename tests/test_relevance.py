@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import pytest
 
@@ -220,6 +221,20 @@ def test_learner_ranks_urls_like_relevant_pages_higher() -> None:
     )
     assert good > other > bad
     assert learner.observed == 20
+
+
+def test_learner_expected_many_equals_expected_one_by_one() -> None:
+    # one re-scoring round computes each feature's lift once: the same numbers, bit for bit
+    rng = random.Random(11)
+    learner = LinkLearner()
+    urls = [f"http://t/d{rng.randrange(8)}/w{rng.randrange(30)}-x{i}.html" for i in range(400)]
+    for url in urls[:300]:
+        learner.expect(url, anchor=[f"a{rng.randrange(12)}"])
+    for url in urls[:200]:
+        learner.observe(url, rng.random() ** 3)
+    asked = [*urls[200:300], *urls[300:], "http://t/never"]
+    assert learner.expected_many(asked) == [learner.expected(u) for u in asked]
+    assert learner.expected_many(urls[300:]) == [None] * 100  # never scored: no features
 
 
 def test_learner_learns_only_from_urls_it_was_asked_about() -> None:

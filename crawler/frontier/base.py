@@ -53,7 +53,9 @@ Re-prioritizing (a better link to a queued URL; the Redis backend: one Lua scrip
      entry's priority to ``priority`` and returns True; it never lowers a priority (False, no
      change, when ``priority`` is not higher) and is a no-op (False) for entries not queued.
      ``reprioritize(..., lower=True)`` sets the priority whether higher or lower (False when
-     equal): a focused crawl re-scores its queued URLs as its scorer learns. The changed entry
+     equal): a focused crawl re-scores its queued URLs as its scorer learns;
+     ``set_priority(url, key, priority)`` is that call returning the priority the entry had
+     (None when not queued), one lookup instead of two. The changed entry
      goes after its host's queued entries of equal or higher priority (as if put now), is
      handed out once, counts once in ``len()``, ``pending()`` and the bounds, and keeps its
      other fields; a host whose best entry was lowered ranks among ready hosts by its new best.
@@ -118,6 +120,11 @@ class FrontierBackend(Protocol):
 
     async def get(self) -> Entry | None:
         """The next entry that may be fetched now (rules 2, 4, 5), or None (rule 8)."""
+        ...
+
+    def set_priority(self, url: str, key: str, priority: float) -> float | None:
+        """Set a queued entry's priority, higher or lower; the priority it had, None when none
+        is queued (rule 10)."""
         ...
 
     def done(self, entry: Entry, outcome: Outcome | None = None, *, retry: bool = False) -> None:

@@ -146,6 +146,14 @@ class RedisQueues:
         args = [self.prefix, host_key(url), key, repr(-float(priority)), "1" if lower else ""]
         return bool(await self._run("raise", args))
 
+    async def set_priority(self, url: str, key: str, priority: float) -> float | None:
+        """``reprioritize(url, key, priority, lower=True)`` that returns the priority the entry
+        had, None when no such entry is queued (rule 10)."""
+        was = await self.queued_priority(url, key)
+        if was is not None:
+            await self.reprioritize(url, key, priority, lower=True)
+        return was
+
     # -- state ----------------------------------------------------------------------------------
     async def robots(self, key: str) -> tuple[int | None, bytes] | None:
         """The stored robots.txt answer (status, body) of a host, None if none was stored."""

@@ -96,15 +96,38 @@ class LinkLearner:
         feats = self._pending.get(hash(url))
         return None if feats is None else self._expected(feats)
 
+    def expected_many(self, urls: Iterable[str]) -> list[float | None]:
+        """`expected` of each URL, each feature's lift computed once for all of them (a
+        re-scoring round asks about thousands of URLs sharing directories and words)."""
+        mean, stats, pending = self.mean, self._stats, self._pending
+        lifts: dict[int, float] = {}
+        out: list[float | None] = []
+        for url in urls:
+            feats = pending.get(hash(url))
+            if feats is None:
+                out.append(None)
+                continue
+            lift = 0.0
+            for f in feats:
+                value = lifts.get(f)
+                if value is None:
+                    value = lifts[f] = self._lift(stats.get(f), mean)
+                lift += value
+            out.append(min(1.0, mean * math.exp(min(lift, 50.0))))
+        return out
+
+    @staticmethod
+    def _lift(seen: list[float] | None, mean: float) -> float:
+        """A feature's log-lift (0.0 until it has MIN_SUPPORT pages)."""
+        if seen is None or seen[0] < MIN_SUPPORT:
+            return 0.0
+        rate = (seen[1] + SMOOTHING * mean) / (seen[0] + SMOOTHING)
+        return math.log(max(rate, 1e-3) / mean)
+
     def _expected(self, feats: tuple[int, ...]) -> float:
-        mean = self.mean
-        lift = 0.0
-        stats = self._stats
+        mean, stats, lift = self.mean, self._stats, 0.0
         for f in feats:
-            seen = stats.get(f)
-            if seen is not None and seen[0] >= MIN_SUPPORT:
-                rate = (seen[1] + SMOOTHING * mean) / (seen[0] + SMOOTHING)
-                lift += math.log(max(rate, 1e-3) / mean)
+            lift += self._lift(stats.get(f), mean)
         return min(1.0, mean * math.exp(min(lift, 50.0)))
 
     def observe(self, url: str, relevance: float) -> None:

@@ -238,8 +238,10 @@ class TopicScorer:
         over them (see :mod:`crawler.relevance.evidence`): their priorities with what the crawl
         has learned since their links were scored. The caller re-prioritizes the ones still
         queued and passes the others to `forget`."""
-        expected, priority = self._learner.expected, self._priority
-        return [(u, k, priority(f, expected(u))) for u, k, f in self._evidence.batch(size)]
+        batch = self._evidence.batch(size)
+        expected = self._learner.expected_many([u for u, _, _ in batch])
+        priority = self._priority
+        return [(u, k, priority(f, e)) for (u, k, f), e in zip(batch, expected, strict=True)]
 
     def forget(self, url: str) -> None:
         """Stop rescoring a URL (no longer queued: in flight, refused, or dropped)."""
