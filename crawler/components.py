@@ -106,6 +106,7 @@ def make_frontier(
         max_host_failures=p.max_host_failures,
         respect_robots=p.respect_robots,
         robots_ttl=p.robots_ttl,
+        robots_max_attempts=p.robots_attempts,
         max_queued=config.crawl.max_queued,
         max_queued_per_host=config.crawl.max_queued_per_host,
         clock=clock,

@@ -37,7 +37,7 @@ _CRAWL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 _POSITIVE = {
     "concurrency", "per_host_concurrency", "capacity", "growth", "warc_max_size", "max_queued",
-    "max_queued_per_host",
+    "max_queued_per_host", "robots_attempts",
 }  # fmt: skip
 _AT_MOST = {
     "concurrency": 10_000,  # one task each: a million took 1.5 GB and 30 s before any fetch

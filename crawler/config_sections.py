@@ -68,6 +68,7 @@ class PolitenessConfig:
     adaptive: bool = False
     respect_robots: bool = True
     robots_ttl: float = 86400.0
+    robots_attempts: int = 6
     backoff_base: float = 1.0
     backoff_max: float = 300.0
     max_retry_after: float = 600.0

@@ -237,7 +237,7 @@ ROBOTS_EXPECTED: dict[str, dict[str, Any]] = {
     "to-other-host": {"/": 200, "/private/x": 200, "/public": 200},  # the other host's 401
     "latin1": {"/": 200, "/private/x": "robots", "/public": 200},
     "utf16": {"/": 200, "/private/x": "robots", "/public": 200},  # was: allowed everything
-    # no usable answer: nothing fetched for now, the pages refused after 3 attempts
+    # no usable answer: nothing fetched for now, the pages refused after ATTEMPTS tries
     "s999": {"/": "robots"},  # was 3 "internal" records of robots.txt and an unclear refusal
     "s099": {"/": "robots"},
     "br": {"/": "robots"},
@@ -251,6 +251,9 @@ ROBOTS_REASONS = {
     "retry-after": "HTTP 503",
     "silent": "timeout: ",
 }
+
+
+ATTEMPTS = 3  # tries of a robots.txt that does not answer (the default's window: test_frontier)
 
 
 async def test_robots_txt_faults(
@@ -269,7 +272,8 @@ async def test_robots_txt_faults(
     warc = WarcOutput(tmp_path / "robots.warc.gz")
     try:
         _, results = await crawl(server, seeds, warc=warc, fetch={"total_timeout": 1.0},
-                                 crawl={"concurrency": 9})  # fmt: skip
+                                 crawl={"concurrency": 9},
+                                 politeness={"robots_attempts": ATTEMPTS})  # fmt: skip
     finally:
         warc.close()
     got = {name: _host_results(server, name, results) for name in ROBOTS}
@@ -277,10 +281,10 @@ async def test_robots_txt_faults(
     for name, reason in ROBOTS_REASONS.items():
         error = results[server.url("/", robots_host(name))].error or ""
         assert error.startswith(f"robots: robots.txt unreachable ({reason}"), error
-        assert server.requests[(robots_host(name), "/robots.txt")] == 3
+        assert server.requests[(robots_host(name), "/robots.txt")] == ATTEMPTS
     # a 503's Retry-After goes with its policy (Politeness.robots waits for it, capped)
-    assert waits[f"http://{robots_host('retry-after')}:{server.port}"] == [120.0] * 3
-    assert waits[f"http://{robots_host('s999')}:{server.port}"] == [None] * 3
+    assert waits[f"http://{robots_host('retry-after')}:{server.port}"] == [120.0] * ATTEMPTS
+    assert waits[f"http://{robots_host('s999')}:{server.port}"] == [None] * ATTEMPTS
 
 
 # -- connection faults -------------------------------------------------------------------------

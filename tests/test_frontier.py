@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from crawler.config import Config
 from crawler.frontier import (
     Entry,
     EntryKind,
@@ -403,6 +404,23 @@ def test_unreachable_robots_retried_then_pages_refused() -> None:
     assert 4.0 <= robots_starts[2] - robots_starts[1] <= 8.0
     assert frontier.stats.refused_robots == 4  # other.test's page too
     assert frontier.stats.deferred_robots == 0
+
+
+def test_a_robots_txt_down_for_a_few_seconds_loses_no_page_by_default() -> None:
+    # a server restarting answers 503 for a while: with the defaults robots.txt is tried 6
+    # times over 15-31 s, so a host that answers by the 6th try keeps its pages
+    p = Config().politeness
+    frontier = Frontier(
+        robots_max_attempts=p.robots_attempts, backoff_base=p.backoff_base, rng=random.Random(3)
+    )
+    fill(frontier, hosts=1, per_host=3)
+    answers = iter([policy_from_response(503, None, "bot")] * 5 + [ALLOW_ALL])
+    log = simulate(lambda: crawl(frontier, workers=2, fetch=0.0, robots=lambda e: next(answers)))
+    kinds = [e.kind for _, _, e in log]
+    assert kinds == [EntryKind.ROBOTS] * 6 + [EntryKind.PAGE] * 3
+    starts = [s for s, _, e in log if e.kind is EntryKind.ROBOTS]
+    assert 15.5 <= starts[-1] - starts[0] <= 31.0  # 1 + 2 + 4 + 8 + 16 s, each x 0.5-1
+    assert frontier.stats.refused_robots == 0
 
 
 def test_robots_held_pages_and_done_without_set_robots() -> None:

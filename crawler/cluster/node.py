@@ -150,6 +150,7 @@ class ClusterNode:
             lease_ttl=c.lease_ttl or LEASE_TTL, clock=clock,
             host_rule=host_rule, respect_robots=p.respect_robots, robots_ttl=p.robots_ttl,
             max_host_failures=p.max_host_failures, user_agent=config.crawl.user_agent,
+            robots_max_attempts=p.robots_attempts,
             turn=2.5 * POLL_INTERVAL, exact=self.exact,
         )  # fmt: skip
         self.owner = self.frontier.owner

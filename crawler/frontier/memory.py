@@ -66,7 +66,7 @@ class Frontier(Handout):
         max_retry_after: float = 600.0,
         respect_robots: bool = True,
         robots_ttl: float = 86400.0,
-        robots_max_attempts: int = 3,
+        robots_max_attempts: int = 6,
         max_host_failures: int = 10,
         clock: Callable[[], float] | None = None,
         rng: random.Random | None = None,

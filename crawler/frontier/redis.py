@@ -144,7 +144,7 @@ class RedisFrontier(RedisQueues):
         owner: str | None = None,
         respect_robots: bool = False,
         robots_ttl: float = 86400.0,
-        robots_max_attempts: int = 3,
+        robots_max_attempts: int = 6,
         max_host_failures: int = 10,
         user_agent: str = "sieve-crawler",
     ) -> None:
