@@ -36,7 +36,16 @@ import time
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from bench.focus_sites import BUDGET, SITE, SITES, SiteSpec, relevant_pages, simulate, site_pages
+from bench.focus_sites import (
+    BUDGET,
+    SITE,
+    SITES,
+    UNSEEN_SITES,
+    SiteSpec,
+    relevant_pages,
+    simulate,
+    site_pages,
+)
 from bench.nginx import Nginx
 from crawler import focus
 from crawler.config import Config
@@ -168,7 +177,7 @@ def table(
           "| ceiling | BFS recall | focus recall | focus wall |")  # fmt: skip
     print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     ratios: list[tuple[str, float]] = []
-    for spec in SITES:
+    for spec in (*SITES, *UNSEEN_SITES) if only else SITES:  # the unseen sites when named only
         if only and spec.name not in only:
             continue
         root = spec.ensure()
@@ -202,7 +211,7 @@ def main(argv: list[str]) -> int:
     if "--no-rescore" in argv:
         focus.RESCORE_EVERY = 0
     only = frozenset(argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--site")
-    if unknown := only - {spec.name for spec in SITES}:
+    if unknown := only - {spec.name for spec in (*SITES, *UNSEEN_SITES)}:
         print(f"unknown site(s): {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
     budget = 40 if QUICK else BUDGET
