@@ -26,13 +26,13 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from bench.corpus import ensure_docs, ensure_postgres_docs, ensure_sqlite_docs
+from bench.corpus import ensure_docs, ensure_postgres_docs, ensure_sqlite_docs, ensure_unseen_docs
 from crawler.focus import RESCORE_EVERY, RESCORE_SIZE
 from crawler.relevance import TopicScorer
 from crawler.scoring import Link, PageText
@@ -92,6 +92,28 @@ SITES = (
         ensure_postgres_docs,
         (),
         ("replication standby", "vacuum", "foreign key", "trigger function", "partition"),
+    ),
+)
+# An independent judge's held-out sites (topics written down before any crawl of them): run
+# only when named (--site NAME), never by default.
+UNSEEN_SITES = (
+    SiteSpec(
+        "git-doc",
+        partial(ensure_unseen_docs, "git-doc"),
+        (),
+        ("merge conflict", "submodule", "refspec"),
+    ),
+    SiteSpec(
+        "python-django-doc",
+        partial(ensure_unseen_docs, "python-django-doc"),
+        (),
+        ("database migration", "template filter", "form validation"),
+    ),
+    SiteSpec(
+        "openjdk-17-doc",
+        partial(ensure_unseen_docs, "openjdk-17-doc"),
+        (),
+        ("thread pool", "character encoding", "stream collector"),
     ),
 )
 
@@ -155,7 +177,7 @@ def parse_page(root: Path, rel: str) -> Page:
 @cache
 def site_pages(name: str) -> dict[str, Page]:
     """Every file of a site that some page links to, and every HTML page, parsed once."""
-    spec = next(s for s in SITES if s.name == name)
+    spec = next(s for s in (*SITES, *UNSEEN_SITES) if s.name == name)
     root = spec.ensure()
     pages = {p.relative_to(root).as_posix(): None for p in sorted(root.rglob("*.html"))}
     out: dict[str, Page] = {}

@@ -467,3 +467,38 @@ async def test_a_crawl_reads_text_and_feed_sitemaps() -> None:
         assert (results[site + sitemap].error, results[site + sitemap].links) == (None, 1)
     for page in ("/from-text", "/from-feed", "/from-xml"):
         assert results[site + page].status == 200  # was: three "sitemap: not a sitemap" errors
+
+
+async def test_a_page_repeating_its_links_past_the_cap_keeps_its_distinct_links(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """javadoc's index pages repeat their links (25,000 hrefs to 2,700 URLs): the cap of links
+    per page counted every href, and the URLs first linked after the 10,000th were never seen
+    from there (a third of them). It counts distinct links now, and a page over it is logged."""
+    repeated = "".join(f"<a href='/p{i % 3}#m{i}'>m</a>" for i in range(60))
+    pages = {"/": f"<html>{repeated}<a href='/late'>late</a></html>"}
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(
+            text=pages.get(request.path, "<html>leaf</html>"), content_type="text/html"
+        )
+
+    config = (
+        Config()
+        .override("politeness", delay=0.0, respect_robots=False)
+        .override("scope", max_links_per_page=10)
+    )
+    async with serve(handler) as port:
+        site = f"http://127.0.0.1:{port}"
+        async with asyncio.timeout(20), Crawler(config) as crawler:
+            results = {r.url: r async for r in crawler.crawl([f"{site}/"])}
+    assert results[f"{site}/late"].status == 200  # was: never found (the 61st href of 10)
+    assert results[f"{site}/"].links == 61
+    assert "distinct links" not in caplog.text
+    config = config.override("scope", max_links_per_page=2)
+    async with serve(handler) as port:
+        site = f"http://127.0.0.1:{port}"
+        async with asyncio.timeout(20), Crawler(config) as crawler:
+            results = {r.url: r async for r in crawler.crawl([f"{site}/"])}
+    assert sorted(results) == [f"{site}/", f"{site}/p0", f"{site}/p1"]
+    assert f"{site}/: 4 distinct links, the first 2 taken" in caplog.text

@@ -39,24 +39,34 @@ ALPHABET = (
 
 
 def random_text(rng: random.Random, n: int) -> str:
-    """Words of 1-30 characters (some longer than 16 bytes) between whitespace runs."""
+    """Words of 1-50 characters (some longer than 16 or 32 bytes) between whitespace runs."""
     out = []
     for _ in range(n):
         out.append(
-            "".join(rng.choices(ALPHABET[:62], k=rng.choice([1, 2, 3, 5, 8, 9, 16, 17, 30])))
+            "".join(
+                rng.choices(ALPHABET[:62], k=rng.choice([1, 2, 3, 5, 8, 9, 16, 17, 30, 32, 33, 50]))
+            )
         )
         out.append("".join(rng.choices(ALPHABET, k=rng.randint(1, 3))))
     return "".join(out)[rng.randint(0, 3) :]
 
 
 def reference_words(normalized: bytes) -> list[int]:
-    """The documented word hash, one word at a time: its length and first 16 bytes."""
+    """The documented word hash, one word at a time: its length and first 16 bytes, plus for a
+    longer word each further 16 bytes (the last ending the word) mixed with their place."""
     out = []
     for w in re.split(rb"[\x00-\x20]+", normalized):
         if not w or re.search(rb"[0-9]", w):
             continue
         head, tail = int.from_bytes(w[:8], "little"), int.from_bytes(w[8:16], "little")
         v = (((head * K1) & MASK) ^ len(w)) + tail * K2
+        for place in range(1, (len(w) - 1) // 16 + 1):
+            at = min(16 * place, len(w) - 16)
+            low, high = (
+                int.from_bytes(w[at : at + 8], "little"),
+                int.from_bytes(w[at + 8 : at + 16], "little"),
+            )
+            v += splitmix(((((low * K2) & MASK) ^ high) + place) & MASK)
         v &= MASK
         out.append(v ^ (v >> 32))
     return out
@@ -83,6 +93,22 @@ def test_word_hashes_are_the_documented_hash_of_each_word() -> None:
     a, b = word_hashes(b"alpha"), word_hashes(b"  zz\talpha\n")
     assert a.tolist() == b[1:].tolist()
     assert word_hashes(b"2026-11-22 v1 x9 12:00").size == 0  # every word has a digit
+
+
+def test_long_words_that_share_their_start_and_length_are_distinct_words() -> None:
+    """Version 2 hashed a word from its length and first 16 bytes: javadoc's qualified names
+    (java.util.concurrent.atomic.AtomicInteger, ...AtomicBoolean) were one word, and 479 of
+    openjdk-17-doc's "Uses of Class X: No usage of X" pages near duplicates of each other."""
+    names = [b"java.util.concurrent.atomic.atomic" + n for n in (b"integer", b"boolean")]
+    names += [b"javax.management.openmbean.invalidkeyexception"]
+    names += [b"javax.management.remote.rmi.rmiserverimpl_stub"]  # same length and start
+    names += [b"javax.swing.plaf.basic.basicscrollpaneui.hsbchangelistener"]  # and end
+    names += [b"javax.swing.plaf.basic.basicscrollpaneui.vsbchangelistener"]
+    assert len(set(word_hashes(b" ".join(names)).tolist())) == 6
+    pages = [f"Uses of Class {n}\nNo usage of {n}" for n in ("java.nio.charset.UnsupportedCharset"
+             "Exception", "java.nio.charset.IllegalCharsetNameException")]  # fmt: skip
+    a, b = (fingerprint(page) for page in pages)
+    assert bin(a.simhash ^ b.simhash).count("1") > 3  # was 0: a near duplicate
 
 
 def test_shingles_and_simhash_match_a_reference() -> None:

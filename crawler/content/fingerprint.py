@@ -18,8 +18,9 @@ the same words.
 
 Cost (`python -m bench dedup` measures it): everything after the UTF-8 encoding is a fixed,
 small number of numpy calls per page, none per word. A word is hashed from its length and
-its first 16 bytes (one unaligned gather: all of a word up to 16 bytes; two longer words that
-agree on those and on their length are one feature, a harmless collision), a shingle from
+its first 16 bytes (one unaligned gather: all of a word up to 16 bytes), plus, when it is
+longer, a mixed hash of each further 16 bytes and their place (a second gather, of the long
+words' chunks only; the last chunk is the word's last 16 bytes), a shingle from
 three word hashes, the distinct shingles come from one sort, and
 the 64 per-bit counts from one pass that sums 16-bit lanes (four bit positions per 64-bit
 lane word, 16 shifts). Full Unicode normalization (NFKC) and case folding are left out: a
@@ -29,7 +30,11 @@ the hashing.
 `VERSION` numbers the fingerprint function: simhashes and content hashes are kept in the crawl
 state, and a state whose index was computed by another version cannot be compared against
 (`crawler.state` refuses it). Version 1 (before 2026-11-22) normalized with NFKC, hashed words
-from their first, middle and last 8 bytes and shingles with extra mixing rounds.
+from their first, middle and last 8 bytes and shingles with extra mixing rounds. Version 2
+(2026-11-22) hashed a word from its length and first 16 bytes only: API documentation is full
+of long words alike there (javadoc's qualified names: java.util.concurrent.atomic.AtomicInteger,
+...AtomicBoolean), and 479 of openjdk-17-doc's 10,138 pages were flagged near duplicates of
+pages they are not (its short "Uses of Class X: No usage of X" pages).
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ __all__ += ["normalize", "shingle_hashes", "simhash64", "word_hashes"]
 
 U64 = npt.NDArray[np.uint64]
 
-VERSION = 2
+VERSION = 3
 """The fingerprint function's version, kept with the index in the crawl state."""
 SHINGLE = 3
 """Words per feature."""
@@ -124,6 +129,18 @@ def _word_hashes(buf: npt.NDArray[np.uint8], word: npt.NDArray[np.bool_]) -> U64
     head ^= length.astype(np.uint64)
     tail *= _K2
     head += tail
+    long = np.flatnonzero(length > 16)
+    if long.size:  # the rest of each longer word, 16 bytes at a time (the last chunk ends it)
+        more = (length[long] - 1) // 16  # chunks after the first: 1 for 17-32 bytes, ...
+        first = np.cumsum(more) - more  # where each long word's chunks begin
+        word_of = np.repeat(np.arange(long.size), more)
+        place = np.arange(word_of.size) - first[word_of] + 1  # chunk 1, 2, ... of its word
+        at = np.minimum(starts[long][word_of] + 16 * place, ends[long][word_of] - 16)
+        chunks = windows[at].view("<u8")
+        extra = chunks[0::2] * _K2
+        extra ^= chunks[1::2]
+        extra += place.astype(np.uint64)
+        head[long] += np.add.reduceat(_mix(extra), first)
     head ^= head >> _S32
     digits = np.flatnonzero(buf[:n] - _ZERO_DIGIT < 10)
     if digits.size:  # leave out the words with a digit
