@@ -12,9 +12,13 @@ the same words.
   when more of the page's distinct shingles have bit i set than not. Each distinct shingle
   counts once (a set, like the Jaccard similarity it estimates): counted per occurrence, the
   phrases an index page repeats hundreds of times ("(in module ...") made distinct index pages
-  look alike. Words with a digit (dates, times, counters, session ids: what changes between
-  copies of a page) are left out. A few changed shingles among thousands move few bits; the
-  share of changed shingles sets the distance (see README "Content dedup").
+  look alike. Words with a digit (numbers, dates, times, counters, hexadecimal session ids and
+  hashes: what changes between copies of a page) are left out, unless two letters past "f"
+  follow each other in them: names with digits stay (`Visitor14`, `utf8`, `sqlite3_open_v2`;
+  version 3 left them out too, and 126 of openjdk-17-doc's "Uses of Class ...Visitor14"
+  pages were near duplicates of one another), ISO times do not (`2026-11-23T06:59:12Z`). A
+  few changed shingles among thousands move few bits; the share of changed shingles sets the
+  distance (see README "Content dedup").
 
 Cost (`python -m bench dedup` measures it): everything after the UTF-8 encoding is a fixed,
 small number of numpy calls per page, none per word. A word is hashed from its length and
@@ -34,7 +38,8 @@ from their first, middle and last 8 bytes and shingles with extra mixing rounds.
 (2026-11-22) hashed a word from its length and first 16 bytes only: API documentation is full
 of long words alike there (javadoc's qualified names: java.util.concurrent.atomic.AtomicInteger,
 ...AtomicBoolean), and 479 of openjdk-17-doc's 10,138 pages were flagged near duplicates of
-pages they are not (its short "Uses of Class X: No usage of X" pages).
+pages they are not (its short "Uses of Class X: No usage of X" pages). Version 3 (2026-11-23)
+left out every word with a digit, names too.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ __all__ += ["normalize", "shingle_hashes", "simhash64", "word_hashes"]
 
 U64 = npt.NDArray[np.uint64]
 
-VERSION = 3
+VERSION = 4
 """The fingerprint function's version, kept with the index in the crawl state."""
 SHINGLE = 3
 """Words per feature."""
@@ -63,6 +68,10 @@ _S27, _S30, _S31, _S32 = np.uint64(27), np.uint64(30), np.uint64(31), np.uint64(
 _HEAD = np.array([(1 << (8 * min(i, 8))) - 1 for i in range(17)], dtype=np.uint64)
 _TAIL = np.array([(1 << (8 * max(i - 8, 0))) - 1 for i in range(17)], dtype=np.uint64)
 _ZERO_DIGIT = np.uint8(ord("0"))
+# a word with a digit is a name ("Visitor14", "utf8"), not a number, date, time or hexadecimal
+# id, when two of these follow each other in it: ASCII letters past "f" (lowercased already)
+_NAME_LETTER = np.zeros(256, dtype=np.uint8)
+_NAME_LETTER[ord("g") : ord("z") + 1] = 1
 _LANE_SHIFTS = np.arange(16, dtype=np.uint64)[:, None]
 _LANE_BITS = np.uint64(0x0001_0001_0001_0001)
 _LANE_MAX = 0xFFFF  # features summed per pass: a 16-bit lane cannot overflow
@@ -143,9 +152,21 @@ def _word_hashes(buf: npt.NDArray[np.uint8], word: npt.NDArray[np.bool_]) -> U64
         head[long] += np.add.reduceat(_mix(extra), first)
     head ^= head >> _S32
     digits = np.flatnonzero(buf[:n] - _ZERO_DIGIT < 10)
-    if digits.size:  # leave out the words with a digit
+    if digits.size:  # leave out the words with a digit, unless they are names (see above)
+        flags = np.zeros(head.size, dtype=bool)
+        flags[np.searchsorted(ends, digits, side="right")] = True
+        numeric = np.flatnonzero(flags)  # the words with a digit
+        size = length[numeric]
+        first = np.cumsum(size) - size  # where each word's bytes begin among all of them
+        word_of = np.repeat(np.arange(numeric.size), size)
+        at = starts[numeric][word_of] + np.arange(word_of.size) - first[word_of]
+        letter = _NAME_LETTER[buf[at]]
+        pair = np.zeros(letter.size, dtype=np.uint8)  # two name letters in a row, in one word
+        np.bitwise_and(letter[:-1], letter[1:], out=pair[:-1])
+        pair[first[1:] - 1] = 0  # the last byte of a word and the first of the next
+        named = np.add.reduceat(pair, first) > 0  # "Visitor14", "utf8", not "2026-11-23T06:59Z"
         keep = np.ones(head.size, dtype=bool)
-        keep[np.searchsorted(ends, digits, side="right")] = False
+        keep[numeric[~named]] = False
         return head[keep]
     return head
 
