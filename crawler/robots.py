@@ -57,8 +57,8 @@ DEFAULT_MAX_BYTES: Final = 512_000  # 500 KiB, the minimum RFC 9309 asks a crawl
 _TOKEN_RE: Final = re.compile(r"[A-Za-z0-9_.\-]+")
 # "Mozilla/5.0 (compatible; Googlebot/2.1; ...)", "(KHTML, like Gecko; compatible; bingbot/2.0"
 _COMPATIBLE_RE: Final = re.compile(r"[(;]\s*compatible\s*;\s*([A-Za-z0-9_.\-]+)", re.IGNORECASE)
-# a User-agent line as protego reads one (its spellings of the field; a colon or a blank after it)
-_AGENT_LINE: Final = re.compile(r"\s*(user[- ]?agent)(?:\s*:|\s)(.*)", re.IGNORECASE | re.DOTALL)
+# the spellings of the User-agent field protego reads
+_AGENT_FIELDS: Final = frozenset({"user-agent", "useragent", "user agent"})
 
 
 def product_token(user_agent: str) -> str:
@@ -88,10 +88,7 @@ def _own_groups(text: str, token: str) -> str:
     ours = token.lower()
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        match = _AGENT_LINE.match(line.partition("#")[0])
-        if match is None:
-            continue
-        value = match.group(2).strip()
+        value = _agent_value(line)
         if not value:
             continue  # no agent (it still ends the group before it, as protego reads it)
         if value == "*" or (value[0] == "*" and value[1].isspace()):  # "* (all robots)": Google
@@ -99,8 +96,26 @@ def _own_groups(text: str, token: str) -> str:
         else:
             found = _TOKEN_RE.match(value)
             name = token if found is not None and found.group().lower() == ours else "~" + value
-        lines[i] = f"{match.group(1)}: {name}"
+        lines[i] = f"User-agent: {name}"
     return "\n".join(lines)
+
+
+def _agent_value(line: str) -> str | None:
+    """The value of a User-agent line read as protego reads a line (a field before a colon;
+    else, when the colon is part of the value, the field in the first words), None for any
+    other line: "User-agent foo: bar" is a field "User-agent foo", no User-agent line."""
+    line = line.partition("#")[0].strip()
+    field, colon, value = line.partition(":")
+    if colon:
+        if field.strip().lower() in _AGENT_FIELDS:
+            return value.strip()
+        if not value or value[0].isspace():
+            return None  # an unknown field
+    words = line.split()
+    for count in (1, 2):  # "User-agent foo", "User agent foo"
+        if " ".join(words[:count]).lower() in _AGENT_FIELDS:
+            return " ".join(words[count:])
+    return None
 
 
 class RobotsPolicy:

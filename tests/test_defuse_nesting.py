@@ -57,6 +57,10 @@ BENIGN = [
         + b'<path d="M1 2L3 4"/><polygon points="1,2 3,4" /><text x=1>SELECT</text>\n' * 1500
         + b"</svg>",
     ),
+    (
+        "an SVG with unquoted values",  # "y=2 />": the "/" follows a value, it is not one
+        b"<svg>" + b"<rect x=1 y=2 />\n<circle r=2\n/><path d=M0 />\n" * 1500 + b"</svg>",
+    ),
     ("XHTML style", b"<div>" + b'<p>line<br/><img src="i.png" alt=""/></p>\n' * 1500 + b"</div>"),
     ("options without </option>", b"<select>" + b"<option value=x>country\n" * 3000),
 ]
@@ -91,6 +95,7 @@ HOSTILE = [
     ("a '/' that ends an unquoted value", b"<svg>" + b"<g x=y/>" * 3000),
     ("a quoted '/>'", b"<svg>" + b'<g x="/>">' * 3000),
     ("a '/' that is an unquoted value", b"<svg>" + b"<g x= />" * 3000),
+    ("a '/' that is an unquoted value after blanks", b"<svg>" + b"<g x= \n\t/>" * 3000),
     ("tables in list items", b"<li><table><td>" * 1000),
     ("paragraphs in tables", b"<p><table><td>" * 1000),
     ("formatting elements", b"<b><i><u>" * 1500),

@@ -277,6 +277,26 @@ async def test_set_priority_returns_the_priority_it_had(clients: list[Redis], cl
     assert [(e.url, e.priority) for e in await f.pending()] == [(urls[1], 2.0), (urls[0], 1.0)]
 
 
+async def test_set_priority_reads_and_sets_in_one_step(
+    clients: list[Redis], clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # another node claims the entry just before the change: it is no longer queued, so
+    # set_priority says None (it said 3.0, the priority read in a step of its own before)
+    f, other = await frontier(clients[0], clock), await frontier(clients[1], clock)
+    url = "http://a.test/0"
+    await f.put_many([page(url, 3)])
+    run = RedisFrontier._run
+
+    async def claimed_first(self: RedisFrontier, name: str, args: list[Any]) -> Any:
+        if self is f and name == "raise":
+            assert await claim_one(other) is not None
+        return await run(self, name, args)
+
+    monkeypatch.setattr(RedisFrontier, "_run", claimed_first)
+    assert await f.set_priority(url, url, 1.0) is None
+    assert await f.pending() == []
+
+
 async def test_racing_put_many_queues_each_key_once_with_the_sieves_bits(
     clients: list[Redis], clock: Clock, server: RedisServer
 ) -> None:

@@ -74,6 +74,28 @@ def test_a_group_naming_another_token_is_not_ours(line: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "line",
+    [
+        "User-agent sieve-crawler: yes",  # an unknown field "User-agent sieve-crawler"
+        "User-agent sieve-crawler:",
+        "User-agentsieve-crawler",
+        "Usr-agent: sieve-crawler",
+        "User  agent: sieve-crawler",
+        "X User-agent: sieve-crawler",
+    ],
+)
+def test_a_line_the_parser_does_not_read_as_user_agent_names_no_group(line: str) -> None:
+    # its rules belong to no group (they are ignored): the * group applies, as it would
+    # without the line (a renamed line made them our group's: Allow: / let everything through)
+    policy = policy_from_response(200, f"{line}\nAllow: /\n\n{OTHERS}".encode(), UA)
+    assert not policy.allowed("http://a.test/star")
+    # the same with a group of ours before it: its rules stay ours, the line adds none
+    body = f"User-agent: sieve-crawler\nDisallow: /ours\n{line}\nAllow: /\n\n{OTHERS}"
+    policy = policy_from_response(200, body.encode(), UA)
+    assert not policy.allowed("http://a.test/ours") and policy.allowed("http://a.test/star")
+
+
+@pytest.mark.parametrize(
     ("user_agent", "token"),
     [
         ("Mozilla/5.0 (compatible; acmebot/1.0; +https://acme.example/bot)", "acmebot"),

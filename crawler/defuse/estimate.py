@@ -272,8 +272,26 @@ def _self_closing(
     between = counted[close_at] - counted[lt_at[candidates]]
     odd = (between | (between >> _FIELD_BITS)) & 1  # an odd number of '"' or of "'"
     # the "/" ends an unquoted value unless a quote or whitespace comes before it, and after
-    # "=" and whitespace it starts one ("a= />"): then the last mark before ">" is that "="
-    after_value = ends_value[buf[where[close_at] - 2]] & (kind[close_at - 1] != _EQUALS)
+    # "=" and whitespace only it is one ("a= />", not "a=b />"): the last mark before ">" is "="
+    gt = where[close_at]
+    after_value = ends_value[buf[gt - 2]]
+    eq = np.flatnonzero(after_value & (kind[close_at - 1] == _EQUALS))
+    if eq.size:
+        lo, hi = where[close_at[eq] - 1] + 1, gt[eq] - 1  # the bytes between "=" and "/"
+        after_value[eq[_blank(buf, lo, hi, ends_value)]] = False
     ok = (odd == 0) & (after_value | (between >> 2 * _FIELD_BITS == 0))
     closed[candidates[~ok]] = False
     return closed
+
+
+def _blank(
+    buf: npt.NDArray[Any], lo: npt.NDArray[Any], hi: npt.NDArray[Any], blank: npt.NDArray[Any]
+) -> npt.NDArray[Any]:
+    """Per range: whether the bytes from `lo` to `hi` (excluded, at least one) are all `blank`."""
+    import numpy as np
+
+    size = hi - lo
+    first = np.cumsum(size) - size  # where each range's bytes begin among all of them
+    at = np.arange(int(size.sum())) - np.repeat(first - lo, size)
+    filled: npt.NDArray[Any] = np.logical_or.reduceat(~blank[buf[at]], first)
+    return ~filled

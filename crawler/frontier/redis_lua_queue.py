@@ -266,23 +266,27 @@ return head
 """
 )
 
-# ARGV: prefix, host, key, new score (-priority), lower ('1': lowering allowed too). 1 when
-# changed (the entry goes after its new equals), 0 otherwise (rule 10).
+# ARGV: prefix, host, key, new score (-priority), lower ('1': lowering allowed too), was ('1':
+# return the old score, nil when none is queued: set_priority). 1 when changed (the entry goes
+# after its new equals), 0 otherwise (rule 10).
 REPRIORITIZE: Final = (
     COMMON
     + r"""
 local host, key, score, lower = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5] == '1'
+local was = ARGV[6] == '1'
 local member = redis.call('HGET', P .. 'qk:' .. host, key)
-if not member then return 0 end
+if not member then return (not was) and 0 or nil end
 local q = P .. 'q:' .. host
-local old = tonumber(redis.call('ZSCORE', q, member))
-if old == nil or score == old or (score > old and not lower) then return 0 end
+local raw = redis.call('ZSCORE', q, member)
+local old = tonumber(raw)
+if old == nil then return (not was) and 0 or nil end
+if score == old or (score > old and not lower) then return was and raw or 0 end
 redis.call('ZREM', q, member)
 local m = '1' .. string.format('%015d', redis.call('INCR', P .. 'seq')) .. string.sub(member, 17)
 redis.call('ZADD', q, ARGV[4], m)
 redis.call('HSET', P .. 'qk:' .. host, key, m)
 if score < old then redis.call('HINCRBY', P .. 'stats', 'raised', 1) end
 redis.call('HSET', P .. 'stats', 'scored', 1)
-return 1
+return was and raw or 1
 """
 )

@@ -148,11 +148,12 @@ class RedisQueues:
 
     async def set_priority(self, url: str, key: str, priority: float) -> float | None:
         """``reprioritize(url, key, priority, lower=True)`` that returns the priority the entry
-        had, None when no such entry is queued (rule 10)."""
-        was = await self.queued_priority(url, key)
-        if was is not None:
-            await self.reprioritize(url, key, priority, lower=True)
-        return was
+        had, None when no such entry is queued (rule 10); one script, as it reads and sets."""
+        if priority != priority:
+            raise ValueError(f"priority must be a number, got {priority!r} for {url!r}")
+        args = [self.prefix, host_key(url), key, repr(-float(priority)), "1", "1"]
+        was = await self._run("raise", args)
+        return None if was is None else -float(was)
 
     # -- state ----------------------------------------------------------------------------------
     async def robots(self, key: str) -> tuple[int | None, bytes] | None:
