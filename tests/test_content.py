@@ -224,6 +224,17 @@ def test_content_index_exact_near_and_self() -> None:
     assert index.url(1) == "http://b.test/2"
 
 
+def test_pages_with_no_word_to_fingerprint_are_no_near_duplicates() -> None:
+    # a page of numbers and dates only keeps no word: simhash 0 for all such pages, which says
+    # nothing of their likeness; only their exact content hashes are compared
+    one, two = fingerprint("2026-11-23 12:00 4,096 17.5"), fingerprint("1999-01-01 3 1.2.3")
+    assert one.simhash == two.simhash == 0 and one.content_hash != two.content_hash
+    index = ContentIndex(3)
+    assert index.check("http://a.test/1", one) == (None, None)
+    assert index.check("http://a.test/2", two) == (None, None)
+    assert index.check("http://a.test/3", one) == ("http://a.test/1", None)  # exact still
+
+
 def test_content_index_bytes_per_page_are_bounded() -> None:
     index = ContentIndex(3)
     empty = index.nbytes

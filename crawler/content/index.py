@@ -179,19 +179,24 @@ class ContentIndex:
     def check(self, url: str, fp: Fingerprint) -> Match:
         """Classify the page fetched from `url` against the pages before it, and add it if its
         content is new. A page is never a duplicate of itself (a page fetched again after a
-        crash finds its own earlier record: it is neither a duplicate nor added twice)."""
+        crash finds its own earlier record: it is neither a duplicate nor added twice). A page
+        with no word to fingerprint (simhash 0: no text, or only numbers and dates) has no near
+        duplicate: the simhashes of two such pages say nothing of their likeness."""
         doc = self.find_exact(fp.content_hash)
         if doc is not None:
             first = self.url(doc)
             if first != url:
                 return Match(first, None)
-            near = self.near.query(fp.simhash)  # itself, or an earlier page
+            near = self._near(fp.simhash)  # itself, or an earlier page
             return Match(None, None if near is None or near >= doc else self.url(near))
-        near = self.near.query(fp.simhash)
+        near = self._near(fp.simhash)
         self._add(fp, url)
         if self.store is not None:
             self.store(fp.simhash, fp.content_hash, url)
         return Match(None, None if near is None else self.url(near))
+
+    def _near(self, simhash: int) -> int | None:
+        return self.near.query(simhash) if simhash else None
 
     def load(self, rows: Iterable[tuple[int, bytes, str]]) -> int:
         """Add saved (simhash, content hash, URL) rows, oldest first; returns how many."""
