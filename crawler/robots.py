@@ -55,6 +55,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_BYTES: Final = 512_000  # 500 KiB, the minimum RFC 9309 asks a crawler to parse
 
 _TOKEN_RE: Final = re.compile(r"[A-Za-z0-9_.\-]+")
+_AFTER_TOKEN: Final = ("", "/", " ", "\t", ";", "(")  # what may follow a product token
 # "Mozilla/5.0 (compatible; Googlebot/2.1; ...)", "(KHTML, like Gecko; compatible; bingbot/2.0"
 _COMPATIBLE_RE: Final = re.compile(r"[(;]\s*compatible\s*;\s*([A-Za-z0-9_.\-]+)", re.IGNORECASE)
 # the spellings of the User-agent field protego reads
@@ -66,14 +67,21 @@ def product_token(user_agent: str) -> str:
     against (RFC 9309 2.2.1): its first token, ``"sieve-crawler/0.1 (+https://x)"`` ->
     ``"sieve-crawler"``; in the browser-style convention of the big crawlers,
     ``"Mozilla/5.0 (compatible; Googlebot/2.1; +http://...)"``, the name after ``compatible;``
-    (``Googlebot``; a browser's own string keeps ``Mozilla``). Raises ValueError when the
-    string does not start with a token."""
-    match = _TOKEN_RE.match(user_agent.strip())
+    (``Googlebot``; a browser's own string keeps ``Mozilla``, Internet Explorer's ``compatible;
+    MSIE 9.0`` too). Raises ValueError when the string does not start with a token (letters,
+    digits, "-", "_", "."), or the token runs into another character (``bötbot/1.0``)."""
+    stripped = user_agent.strip()
+    match = _TOKEN_RE.match(stripped)
     if match is None:
         raise ValueError(f"user agent {user_agent!r} does not start with a product token")
+    if stripped[match.end() : match.end() + 1] not in _AFTER_TOKEN:
+        raise ValueError(
+            f"user agent {user_agent!r}: its name {stripped.split('/')[0].split()[0]!r} holds a "
+            "character a product token cannot (letters, digits, '-', '_' and '.' only)"
+        )
     if match.group().lower() == "mozilla":
         compatible = _COMPATIBLE_RE.search(user_agent)
-        if compatible is not None:
+        if compatible is not None and compatible.group(1).lower() != "msie":
             return compatible.group(1)
     return match.group()
 

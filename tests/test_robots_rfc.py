@@ -107,6 +107,7 @@ def test_a_line_the_parser_does_not_read_as_user_agent_names_no_group(line: str)
         ),
         ("Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0", "Mozilla"),
         ("acmebot/1.0 (compatible; Other/2.0)", "acmebot"),
+        ("Mozilla/5.0 (compatible; MSIE 9.0; Windows NT 6.1; Trident/5.0)", "Mozilla"),  # a browser
     ],
 )
 def test_a_browser_style_user_agent_names_its_crawler_after_compatible(
@@ -120,9 +121,12 @@ def test_a_browser_style_user_agent_names_its_crawler_after_compatible(
     assert not policy_from_response(200, body, user_agent).allowed("http://a.test/x")
 
 
-@pytest.mark.parametrize("user_agent", ["", "(bad) agent", "/1.0", "bot/1\nX-Evil: 1", "bot\x00"])
+@pytest.mark.parametrize(
+    "user_agent", ["", "(bad) agent", "/1.0", "bot/1\nX-Evil: 1", "bot\x00", "bötbot/1.0", "a,b/1"]
+)
 def test_a_user_agent_without_a_product_token_is_a_config_error(user_agent: str) -> None:
-    # was: a ValueError traceback from the crawl (exit 1), or a header that cannot be sent
+    # was: a ValueError traceback from the crawl (exit 1), or a header that cannot be sent; a
+    # name with other characters was cut to its first ones ("bötbot": "b", matching "User-agent: b")
     with pytest.raises(ConfigError, match=r"\[crawl\] user_agent: "):
         Config().override("crawl", user_agent=user_agent)
     Config().override("crawl", user_agent="mybot")  # a bare token is enough
