@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from crawler.state import CrawlState
 
 SAMPLES = 20
+CHILD_TIMEOUT = 120.0  # seconds the crawl may take, plus one per MIN_RATE pages
+MIN_RATE = 50.0
 
 
 def rss_mb() -> float:
@@ -156,25 +158,19 @@ def measure(hosts: int, pages: int, features: Sequence[str]) -> dict[str, Any]:
     )
     try:
         _wait_for(port, site)
+        args = [str(port), str(hosts), str(pages), "--with", ",".join(features)]
         child = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "bench.bench_soak",
-                "--child",
-                str(port),
-                str(hosts),
-                str(pages),
-                "--with",
-                ",".join(features),
-            ],
-            check=True,
+            [sys.executable, "-m", "bench.bench_soak", "--child", *args],
             capture_output=True,
             text=True,
+            timeout=CHILD_TIMEOUT + hosts * pages / MIN_RATE,
         )
     finally:
         site.terminate()
         site.wait(10)
+    if child.returncode != 0 or not child.stdout.strip():
+        sys.stderr.write(child.stderr)
+        raise SystemExit(f"the soak crawl failed (exit status {child.returncode})")
     data: dict[str, Any] = json.loads(child.stdout.splitlines()[-1])
     return data
 
