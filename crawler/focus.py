@@ -19,7 +19,7 @@ from crawler.entries import Entry
 from crawler.errors import ScoreError
 from crawler.links import Page
 from crawler.results import CrawlStats
-from crawler.scoring import PageText, Rescorer, ScoreFn, Scorer
+from crawler.scoring import FollowsRedirects, PageText, Rescorer, ScoreFn, Scorer
 
 __all__ = ["Focus"]
 
@@ -71,6 +71,11 @@ class Focus:
             if self._rated % RESCORE_EVERY == 0:
                 self.rescore(self.rescorer, admission)
         return relevance, new
+
+    def moved(self, url: str, target: str) -> None:
+        """A fetched URL redirected to `target` (see `FollowsRedirects`)."""
+        if self.rescorer is not None and isinstance(self.rescorer, FollowsRedirects):
+            self.rescorer.moved(url, target)
 
     def rescore(self, rescorer: Rescorer, admission: Admission) -> int:
         """Re-prioritize a slice of the queued URLs with what the scorer has learned since

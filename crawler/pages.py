@@ -178,6 +178,8 @@ class PageHandler:
 
     async def _redirect(self, entry: Entry, response: Response, location: str) -> CrawlResult:
         target, new, error = await self.admission.redirect(entry, location)
+        if self.focus is not None and target is not None:
+            self.focus.moved(entry.url, target)  # the link's features, learned from the target
         return CrawlResult(
             **_base_result(entry, response),
             location=target or location,

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Link", "PageText", "Rescorer", "ScoreFn", "Scorer"]
+__all__ = ["FollowsRedirects", "Link", "PageText", "Rescorer", "ScoreFn", "Scorer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,4 +69,14 @@ class Rescorer(Protocol):
 
     def forget(self, url: str) -> None:
         """Stop rescoring a URL (it is no longer queued)."""
+        ...
+
+
+@runtime_checkable
+class FollowsRedirects(Protocol):
+    """A scorer that learns from the pages behind the links it scored (the built-in one)."""
+
+    def moved(self, url: str, target: str) -> None:
+        """The URL a link was scored for redirected to `target`: learn from `target`'s page
+        as from the page behind that link."""
         ...

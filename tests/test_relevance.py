@@ -237,6 +237,19 @@ def test_learner_expected_many_equals_expected_one_by_one() -> None:
     assert learner.expected_many(urls[300:]) == [None] * 100  # never scored: no features
 
 
+def test_learner_learns_from_the_page_a_scored_url_redirected_to() -> None:
+    learner = LinkLearner()
+    learner.expect("http://t/good/old.html")
+    learner.expect("http://t/other/kept.html")
+    learner.moved("http://t/good/old.html", "http://t/good/new/")
+    learner.moved("http://t/never-scored", "http://t/other/kept.html")  # keeps its own features
+    learner.observe("http://t/good/old.html", 1.0)  # no longer waiting under its old URL
+    assert learner.observed == 0
+    learner.observe("http://t/good/new/", 1.0)
+    learner.observe("http://t/other/kept.html", 0.0)
+    assert learner.observed == 2
+
+
 def test_learner_learns_only_from_urls_it_was_asked_about() -> None:
     learner = LinkLearner()
     learner.observe("http://t/never-scored.html", 1.0)

@@ -281,3 +281,24 @@ async def test_a_focused_crawl_rescores_its_queue_as_it_learns(
     assert [u.split("/")[3] for u in urls[1:11]] == ["misc", "wal"] * 5  # the tie, in order
     assert calls and calls[0] > 0  # the first round (10 pages rated) moved queued URLs
     assert [u.split("/")[3] for u in urls[11:21]] == ["wal"] * 10  # then /wal/ first
+
+
+async def test_a_focused_crawl_learns_from_the_pages_its_links_redirect_to() -> None:
+    # /old/N redirect to /new/N: the learner rates the features of each /old/N link by the
+    # page it leads to (was: never, the page's URL was not the one scored)
+    async def handler(request: web.Request) -> web.StreamResponse:
+        path = request.path
+        if path == "/robots.txt":
+            return web.Response(status=404)
+        if path.startswith("/old/"):
+            raise web.HTTPMovedPermanently("/new/" + path[5:])
+        body = "".join(f'<a href="/old/{i}">page {i}</a>' for i in range(4)) if path == "/" else ""
+        text = "<p>write-ahead log " * 3 + FILLER
+        return web.Response(text=f"<title>t</title>{body}{text}", content_type="text/html")
+
+    config = Config().override("politeness", delay=0.0).override("focus", keywords=("wal",))
+    async with serve(handler) as port, Crawler(config) as crawler:
+        results = [r async for r in crawler.crawl([f"http://127.0.0.1:{port}/"])]
+    assert sorted(r.status for r in results) == [200] * 5 + [301] * 4
+    assert crawler.focus is not None and isinstance(crawler.focus.scorer, TopicScorer)
+    assert crawler.focus.scorer._learner.observed == 4  # the four /new/ pages

@@ -130,6 +130,15 @@ class LinkLearner:
             lift += self._lift(stats.get(f), mean)
         return min(1.0, mean * math.exp(min(lift, 50.0)))
 
+    def moved(self, url: str, target: str) -> None:
+        """`url` redirected to `target`: the features remembered for `url` wait for `target`'s
+        page (unless a link to `target` was scored itself)."""
+        feats = self._pending.pop(hash(url), None)
+        key = hash(target)
+        if feats is not None and key not in self._pending:
+            _forget_oldest(self._pending, self.memory)
+            self._pending[key] = feats
+
     def observe(self, url: str, relevance: float) -> None:
         """Learn from a rated page (a no-op unless some link to `url` was scored)."""
         feats = self._pending.pop(hash(url), None)

@@ -243,6 +243,10 @@ class TopicScorer:
         priority = self._priority
         return [(u, k, priority(f, e)) for (u, k, f), e in zip(batch, expected, strict=True)]
 
+    def moved(self, url: str, target: str) -> None:
+        """A link's URL redirected to `target`: the learner rates its features by `target`."""
+        self._learner.moved(url, target)
+
     def forget(self, url: str) -> None:
         """Stop rescoring a URL (no longer queued: in flight, refused, or dropped)."""
         self._evidence.pop(url)
