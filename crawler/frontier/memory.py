@@ -169,43 +169,35 @@ class Frontier(Handout):
         """Raise the priority of the queued entry whose key is ``key`` to ``priority`` (with
         ``lower``, lower it too); False (a no-op) when no such entry is queued or its priority
         is not lower (with ``lower``: is equal) (rule 10)."""
-        if priority != priority:
-            raise ValueError(f"priority must be a number, got {priority!r} for {url!r}")
-        host = self._hosts.get(host_key(url))
-        if host is None or not host.queue.size:
-            return False
-        if not self._schedule.scored:
-            self._score()
-        found = marks(host.prefix, key)
-        was = host.queue.priority(found) if lower else None
-        if not host.queue.raise_(found, priority, lower=lower):
-            return False
-        if was is None or priority > was:
-            self._raised += 1
-        if host.in_heap and priority > host.filed_best:  # a better URL for a ready host
-            self._schedule.raised(host, priority)
-        return True
+        return self._change(url, key, priority, lower)[0]
 
     def set_priority(self, url: str, key: str, priority: float) -> float | None:
         """``reprioritize(url, key, priority, lower=True)`` that returns the priority the entry
         had (None when no such entry is queued: nothing done), in one lookup instead of that
         and ``queued_priority`` (a focused crawl re-scores thousands of queued URLs) (rule 10)."""
+        return self._change(url, key, priority, True)[1]
+
+    def _change(
+        self, url: str, key: str, priority: float, lower: bool
+    ) -> tuple[bool, float | None]:
+        """(changed, the priority the entry had: looked up only with ``lower``, None when no
+        such entry is queued) of `reprioritize`."""
         if priority != priority:
             raise ValueError(f"priority must be a number, got {priority!r} for {url!r}")
         host = self._hosts.get(host_key(url))
         if host is None or not host.queue.size:
-            return None
+            return False, None
         if not self._schedule.scored:
             self._score()
         found = marks(host.prefix, key)
-        was = host.queue.priority(found)
-        if was is None or not host.queue.raise_(found, priority, lower=True):
-            return was
-        if priority > was:
+        was = host.queue.priority(found) if lower else None
+        if not host.queue.raise_(found, priority, lower=lower):
+            return False, was
+        if was is None or priority > was:
             self._raised += 1
-            if host.in_heap and priority > host.filed_best:  # a better URL for a ready host
-                self._schedule.raised(host, priority)
-        return was
+        if host.in_heap and priority > host.filed_best:  # a better URL for a ready host
+            self._schedule.raised(host, priority)
+        return True, was
 
     def done(self, entry: Entry, outcome: Outcome | None = None, *, retry: bool = False) -> None:
         """Release the slot of an entry handed out by ``get()``; exactly once per PAGE/ROBOTS
