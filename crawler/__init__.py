@@ -18,17 +18,23 @@ if TYPE_CHECKING:  # the names below, imported when first used (see __getattr__)
     from crawler.errors import (
         BlockedAddress,
         BodyTooLarge,
+        CertificateError,
         ConfigError,
         ConnectError,
+        ConnectionReset,
         CrawlerError,
         DecodingError,
         DNSError,
         FetchError,
         FetchTimeout,
+        OutputError,
         ProtocolError,
         ScoreError,
         SeedError,
         SharedStateError,
+        StateError,
+        TooSlow,
+        Truncated,
     )
     from crawler.frontier import Entry, EntryKind, Frontier, Outcome
     from crawler.results import CrawlResult, CrawlStats
@@ -41,8 +47,9 @@ if TYPE_CHECKING:  # the names below, imported when first used (see __getattr__)
 # this package first: importing every module here would cost each run of the command the
 # start-up of what it may not use (numpy, rich, warcio...), so a name's module is imported on
 # first access instead (PEP 562).
-_ERRORS = """BlockedAddress BodyTooLarge ConfigError ConnectError CrawlerError DecodingError
-    DNSError FetchError FetchTimeout ProtocolError ScoreError SeedError SharedStateError"""
+_ERRORS = """BlockedAddress BodyTooLarge CertificateError ConfigError ConnectError ConnectionReset
+    CrawlerError DecodingError DNSError FetchError FetchTimeout OutputError ProtocolError ScoreError
+    SeedError SharedStateError StateError TooSlow Truncated"""
 _LAZY = {
     **dict.fromkeys(("Config", "load_config"), "crawler.config"),
     "Crawler": "crawler.engine",
@@ -75,9 +82,11 @@ __all__ = [
     "BlockedAddress",
     "BloomStage",
     "BodyTooLarge",
+    "CertificateError",
     "Config",
     "ConfigError",
     "ConnectError",
+    "ConnectionReset",
     "CrawlResult",
     "CrawlStats",
     "Crawler",
@@ -91,6 +100,7 @@ __all__ = [
     "Frontier",
     "Link",
     "Outcome",
+    "OutputError",
     "PageText",
     "ProtocolError",
     "RobotsPolicy",
@@ -101,6 +111,9 @@ __all__ = [
     "SharedStateError",
     "Sieve",
     "SieveFormatError",
+    "StateError",
+    "TooSlow",
+    "Truncated",
     "UrlNormalizer",
     "__version__",
     "canonicalize",

@@ -9,6 +9,8 @@
     │                          started with other settings (the crawl ends with it)
     ├── OutputError            an output (JSON Lines, WARC) could not be written, e.g. a full
     │                          disk (names the output; the crawl ends with it)
+    ├── StateError             the state directory (``--state``) cannot be used: corrupt,
+    │                          foreign, locked by another crawl, or from an incompatible one
     └── FetchError             one fetch failed; `kind` is the short name used in results
         ├── DNSError           "dns"          the host name did not resolve
         ├── ConnectError       "connect"      refused, unreachable, connect timeout, TLS failure
@@ -54,6 +56,7 @@ __all__ = [
     "ScoreError",
     "SeedError",
     "SharedStateError",
+    "StateError",
     "TooSlow",
     "Truncated",
     "failure_class",
@@ -97,6 +100,10 @@ class OutputError(CrawlerError):
     """An output of the crawl (JSON Lines, WARC) could not be written (a full disk, a closed
     file): the crawl ends with it, naming the output; the OSError is its ``__cause__``. With a
     crawl state, the URL whose record could not be written stays pending for the resume."""
+
+
+class StateError(CrawlerError):
+    """The state directory cannot be used: corrupt, foreign, or from an incompatible crawl."""
 
 
 class FetchError(CrawlerError):

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from crawler.errors import CrawlerError
+from crawler.errors import StateError
 
 __all__ = [
     "FILENAME",
@@ -66,10 +66,6 @@ _CONTENT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS content (id INTEGER PRIMARY KEY, simhash INTEGER NOT NULL,
                                     hash BLOB NOT NULL, url TEXT NOT NULL);
 """
-
-
-class StateError(CrawlerError):
-    """The state directory cannot be used: corrupt, foreign, or from an incompatible crawl."""
 
 
 def connect(path: Path, settings: dict[str, Any], existed: bool) -> sqlite3.Connection:

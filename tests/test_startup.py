@@ -61,6 +61,22 @@ def test_every_public_name_resolves_to_its_module_object() -> None:
     assert set(crawler.__all__) <= set(dir(crawler))
 
 
+def test_every_crawler_error_is_public() -> None:
+    """A library user catches what `crawl()` raises from the package itself: every
+    CrawlerError subclass (StateError, OutputError... were only in their modules)."""
+    import crawler.cli  # every module a crawl loads, so that each subclass is defined
+    import crawler.errors
+
+    def subclasses(cls: type) -> set[type]:
+        return {cls}.union(*(subclasses(sub) for sub in cls.__subclasses__()))
+
+    errors = {c.__name__ for c in subclasses(crawler.errors.CrawlerError)} - {"_Slow"}
+    assert errors >= {"StateError", "OutputError", "TooSlow", "CertificateError"}
+    assert errors <= set(crawler.__all__)
+    for name in errors:
+        assert issubclass(getattr(crawler, name), crawler.CrawlerError), name
+
+
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'Crawlr'"):
         crawler.Crawlr  # noqa: B018
