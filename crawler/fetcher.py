@@ -37,6 +37,7 @@ from aiohttp.abc import AbstractResolver
 from yarl import URL
 
 from crawler.bodies import Decoder, read_capped
+from crawler.cookies import CrawlCookieJar
 from crawler.errors import BodyTooLarge, DecodingError, TooSlow
 from crawler.fetchwatch import CURRENT, Pacer, WatchedRequest
 from crawler.guard import AddressGuard, GuardedResolver, parse_address
@@ -198,7 +199,7 @@ class Fetcher:
         self._session = aiohttp.ClientSession(
             connector=connector,
             timeout=self._timeout,
-            cookie_jar=aiohttp.CookieJar() if self._cookies else aiohttp.DummyCookieJar(),
+            cookie_jar=CrawlCookieJar() if self._cookies else aiohttp.DummyCookieJar(),
             headers={
                 "User-Agent": self.user_agent,
                 "Accept": ACCEPT,
