@@ -313,6 +313,10 @@ class Fetcher:
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
             if watch.expired():
                 raise self._too_slow(waiting) from exc
+            if isinstance(exc, aiohttp.ClientResponseError):
+                # its request_info holds the request's headers (credentials), and a proxy's
+                # error its URL with the password: not chained, so no traceback shows them
+                raise translate_error(exc, waiting=waiting) from None
             raise translate_error(exc, waiting=waiting) from exc
         finally:
             self._pacer.finish(watch)
