@@ -256,11 +256,12 @@ class Fetcher:
             if self._guarded is not None:
                 await self._check_literal(target)
             host, port = target.raw_host or "", target.port or 0  # as host_key spells it
-            verify = self.rules.tls_verify(host, port)
+            scheme = target.scheme
+            verify = self.rules.tls_verify(host, port, scheme)
             async with self._session.get(
                 target,
                 allow_redirects=False,
-                headers=_merged(self.rules.headers(host, port), conditional),
+                headers=_merged(self.rules.headers(host, port, scheme), conditional),
                 proxy=self._proxy_for(host),
                 ssl=True if verify is None else self._ssl_rules[verify],
             ) as resp:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import ipaddress
 import re
 import ssl
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Final
 from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined]  # no stub
 
 import aiohttp
+import idna
 from yarl import URL
 
 from crawler.hosts import HostRule
@@ -143,27 +145,37 @@ def redact(
 
 
 class HostMatch:
-    """One ``match`` value: a host glob and an optional port."""
+    """One ``match`` value: ``http://`` or ``https://`` if given, a host glob, a port if given."""
 
-    __slots__ = ("_glob", "_literal", "port", "text")
+    __slots__ = ("_glob", "_literal", "port", "scheme", "text")
 
     def __init__(self, text: str) -> None:
         """Raises ValueError (without echoing secrets: a match holds none) on a bad pattern."""
         self.text = text
-        host, port = _split_port(text.strip())
+        scheme, sep, rest = text.strip().rpartition("://")
+        self.scheme = scheme.lower() if sep else ""
+        if sep and self.scheme not in ("http", "https"):
+            raise ValueError(f"{text!r}: the scheme may only be http:// or https://")
+        host, port = _split_port(rest)
         if not host:
             raise ValueError(f"{text!r} has no host")
         self.port = port
         self._literal = host.startswith("[")
         if self._literal:
-            if not host.endswith("]") or len(host) < 3:
-                raise ValueError(f"{text!r}: an IPv6 address is written [address]")
-            host = host[1:-1]
-        self._glob = host.lower().rstrip(".")
+            try:
+                address = ipaddress.IPv6Address(host[1:-1] if host.endswith("]") else "")
+            except ValueError:
+                raise ValueError(f"{text!r}: an IPv6 address is written [address]") from None
+            self._glob = address.compressed  # as URLs carry it: [0:0::1] is [::1]
+        else:
+            self._glob = _ascii_glob(text, host.lower().rstrip("."))
 
-    def matches(self, host: str, port: int) -> bool:
-        """Does `host` (a name or address, lower-case, no brackets) on `port` match?"""
+    def matches(self, host: str, port: int, scheme: str = "") -> bool:
+        """Does `host` (a name or address, lower-case, no brackets) on `port` match? A match
+        naming a scheme matches only that `scheme` ("": unknown, no match)."""
         if self.port is not None and port != self.port:
+            return False
+        if self.scheme and scheme != self.scheme:
             return False
         if self._literal:
             return host == self._glob
@@ -171,6 +183,31 @@ class HostMatch:
 
     def __repr__(self) -> str:
         return f"<HostMatch {self.text!r}>"
+
+
+# What a host glob may hold once in ASCII: a host name's characters and fnmatch's * ? [ ] !
+_HOST_GLOB = re.compile(r"[a-z0-9\-._*?\[\]!]+")
+
+
+def _ascii_glob(text: str, glob: str) -> str:
+    """`glob` with its internationalized labels in their ASCII (``xn--``) form, as URLs carry
+    them; ValueError if it holds what no host name does (a path, a blank, userinfo)."""
+    if not glob.isascii():
+        labels = []
+        for label in glob.split("."):
+            try:
+                labels.append(label if label.isascii() else idna.encode(label, uts46=True).decode())
+            except idna.IDNAError:
+                raise ValueError(
+                    f"{text!r}: {label!r} is not a host name label (write it in its xn-- form)"
+                ) from None
+        glob = ".".join(labels)
+    if not _HOST_GLOB.fullmatch(glob):
+        raise ValueError(
+            f"{text!r}: a host glob holds letters, digits, '-', '.', '_' and * ? [ ] ! only "
+            "(optionally http:// or https:// before it and :port after it)"
+        )
+    return glob
 
 
 def _split_port(text: str) -> tuple[str, int | None]:
@@ -209,32 +246,32 @@ class HostRules:
         self.secret = frozenset(names | ALWAYS_SECRET)
         self.find = functools.lru_cache(maxsize=_CACHE_SIZE)(self._find)
 
-    def _find(self, host: str, port: int) -> int | None:
+    def _find(self, host: str, port: int, scheme: str = "") -> int | None:
         host = host.lower().rstrip(".")
         for i, m in enumerate(self._matches):
-            if m.matches(host, port):
+            if m.matches(host, port, scheme):
                 return i
         return None
 
-    def rule(self, host: str, port: int) -> HostConfig | None:
-        """The first rule matching `host` on `port`, or None."""
+    def rule(self, host: str, port: int, scheme: str = "") -> HostConfig | None:
+        """The first rule matching `host` on `port` by `scheme` (http, https), or None."""
         if not self.rules:
             return None
-        i = self.find(host, port)
+        i = self.find(host, port, scheme)
         return None if i is None else self.rules[i]
 
-    def headers(self, host: str, port: int) -> dict[str, str] | None:
+    def headers(self, host: str, port: int, scheme: str = "") -> dict[str, str] | None:
         """Headers the matching rule adds to a request (Authorization from ``auth`` included)."""
         if not self.rules:
             return None
-        i = self.find(host, port)
+        i = self.find(host, port, scheme)
         return None if i is None else self._headers[i]
 
-    def tls_verify(self, host: str, port: int) -> bool | None:
+    def tls_verify(self, host: str, port: int, scheme: str = "") -> bool | None:
         """Whether the matching rule verifies TLS certificates (None: no rule says)."""
         if not self.rules:
             return None
-        i = self.find(host, port)
+        i = self.find(host, port, scheme)
         return None if i is None else self.rules[i].tls_verify
 
     def host_rule(self, key: str) -> HostRule | None:
@@ -242,9 +279,9 @@ class HostRules:
         `crawler.hosts.host_key`): the first matching rule's delay and per_host_concurrency."""
         if not self.rules:
             return None
-        rest = key.partition("://")[2]
+        scheme, _, rest = key.partition("://")
         host, _, port = rest.rpartition(":")
-        rule = self.rule(host.removeprefix("[").removesuffix("]"), int(port))
+        rule = self.rule(host.removeprefix("[").removesuffix("]"), int(port), scheme)
         if rule is None or (rule.delay is None and rule.per_host_concurrency is None):
             return None
         return HostRule(delay=rule.delay, per_host_concurrency=rule.per_host_concurrency)

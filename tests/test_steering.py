@@ -80,6 +80,14 @@ def test_documented_hosts_example_loads(tmp_path: Path) -> None:
         ("[[hosts]]\nmatch = 'a:99999'\n", "#1 match: 'a:99999' has an invalid port"),
         ("[[hosts]]\nmatch = ''\n", "#1 match: '' has no host"),
         ("[[hosts]]\nmatch = '[::1'\n", "an IPv6 address is written [address]"),
+        ("[[hosts]]\nmatch = '[zz]'\n", "an IPv6 address is written [address]"),
+        ("[[hosts]]\nmatch = 'example.org/docs'\n", "a host glob holds letters, digits"),
+        ("[[hosts]]\nmatch = 'alice@example.org'\n", "a host glob holds letters, digits"),
+        ("[[hosts]]\nmatch = 'a .test'\n", "a host glob holds letters, digits"),
+        ("[[hosts]]\nmatch = '::1'\n", "a host glob holds letters, digits"),
+        ("[[hosts]]\nmatch = 'ftp://example.org'\n", "scheme may only be http:// or https://"),
+        ("[[hosts]]\nmatch = 'https://'\n", "has no host"),
+        ("[[hosts]]\nmatch = 'b*ücher.test'\n", "(write it in its xn-- form)"),
         ("[[hosts]]\nmatch = 'a'\nauth = ['alice']\n", "auth: must be [user, password]"),
         ("[[hosts]]\nmatch = 'a'\nauth = ['a:b', 'pw-secret']\n", "auth: must be [user, "),
         ("[[hosts]]\nmatch = 'a'\nauth = 'alice:pw-secret'\n", "auth: expected a list of str"),
@@ -128,10 +136,29 @@ def test_bad_steering_config_names_file_and_key(tmp_path: Path, text: str, needl
         ("[::1]", "::1", 80, True),
         ("[::1]:8080", "::1", 80, False),
         ("[::1]:8080", "::1", 8080, True),
+        ("[0:0::1]", "::1", 80, True),  # as URLs carry it
+        ("bücher.test", "xn--bcher-kva.test", 80, True),  # as URLs carry it
+        ("*.BÜCHER.test:8080", "a.xn--bcher-kva.test", 8080, True),
+        ("*.xn--bcher-kva.test", "a.xn--bcher-kva.test", 80, True),
     ],
 )
 def test_host_match(pattern: str, host: str, port: int, expected: bool) -> None:
     assert HostMatch(pattern).matches(host, port) is expected
+
+
+def test_a_match_naming_a_scheme_matches_that_scheme_only() -> None:
+    rules = HostRules(
+        [
+            HostConfig(match="HTTPS://a.test", headers={"X-Which": "https"}),
+            HostConfig(match="http://*.test:8080", headers={"X-Which": "http-8080"}),
+        ]
+    )
+    assert rules.headers("a.test", 443, "https") == {"X-Which": "https"}
+    assert rules.headers("a.test", 80, "http") is None  # a downgrade gets nothing
+    assert rules.headers("a.test", 8080, "http") == {"X-Which": "http-8080"}
+    assert rules.headers("a.test", 8080, "https") == {"X-Which": "https"}
+    assert rules.headers("a.test", 443) is None  # scheme unknown: no scheme rule matches
+    assert rules.host_rule("http://a.test:80") is None
 
 
 def test_first_matching_rule_wins_and_is_cached() -> None:
