@@ -69,22 +69,44 @@ _RESERVED: Final = {
     "content-length": "the fetcher frames its own requests",
     "transfer-encoding": "the fetcher frames its own requests",
     "connection": "the connection pool manages connections",
+    "keep-alive": "the connection pool manages connections",
+    "te": "the connection pool manages connections",
+    "trailer": "the connection pool manages connections",
+    "upgrade": "the connection pool manages connections",
+    "proxy-connection": "the connection pool manages connections",
+    "proxy-authorization": "give the proxy's user:password in [fetch] proxy (a header would go "
+    "to every host the proxy is not used for)",
     "user-agent": "set [crawl] user_agent (robots.txt is matched against it)",
     "accept-encoding": "the fetcher decodes only the encodings it asks for",
 }
+# Credentials in [fetch] headers would go to every host, a redirect's target too.
+_NOT_EVERYWHERE: Final = frozenset({"authorization", "cookie"})
 _CACHE_SIZE: Final = 4096
 
 
-def check_headers(headers: Mapping[str, str]) -> str | None:
-    """Why these configured headers cannot be sent (None: they can). Never quotes a value."""
+def check_headers(headers: Mapping[str, str], *, everywhere: bool = False) -> str | None:
+    """Why these configured headers cannot be sent (None: they can); `everywhere`: they are
+    ``[fetch] headers``, sent to every host. Never quotes a value."""
+    names: set[str] = set()
     for name, value in headers.items():
         if not _TOKEN.fullmatch(name):
             return f"{name!r} is not a valid header name"
-        reason = _RESERVED.get(name.lower())
+        lower = name.lower()
+        if lower in names:
+            return f"{name!r} is given twice (header names are case-insensitive)"
+        names.add(lower)
+        reason = _RESERVED.get(lower)
         if reason is not None:
             return f"{name!r} cannot be set: {reason}"
+        if everywhere and lower in _NOT_EVERYWHERE:
+            return (
+                f"{name!r} would be sent to every host: give it in a [[hosts]] rule for the "
+                'hosts it is for (match = "*" if it is really for all)'
+            )
         if _BAD_VALUE.search(value):
             return f"the value of {name!r} contains a control character"
+        if not value.isascii():
+            return f"the value of {name!r} is not ASCII (RFC 9110: encode it, e.g. percent-encode)"
     return None
 
 
