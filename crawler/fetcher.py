@@ -42,8 +42,9 @@ from crawler.errors import BodyTooLarge, DecodingError, TooSlow
 from crawler.fetchwatch import CURRENT, Pacer, WatchedRequest
 from crawler.guard import AddressGuard, GuardedResolver, parse_address
 from crawler.headers import content_coding, content_type, header_text
+from crawler.noproxy import NoProxy
 from crawler.resolver import OverrideResolver
-from crawler.steering import HostRules, redact, tls_context, uses_proxy
+from crawler.steering import HostRules, redact, tls_context
 from crawler.translate import translate_error
 
 __all__ = ["Fetcher", "Response"]
@@ -105,9 +106,9 @@ class Fetcher:
         "_guarded",
         "_headers",
         "_literals_ok",
+        "_no_proxy",
         "_pacer",
         "_proxy",
-        "_proxy_hosts",
         "_resolver",
         "_secret",
         "_session",
@@ -175,7 +176,7 @@ class Fetcher:
         self._secret = self.rules.secret | {name.lower() for name in self._headers}
         # aiohttp turns the proxy URL's user:password into Proxy-Authorization
         self._proxy = URL(proxy) if proxy else None
-        self._proxy_hosts: dict[str, bool] = {}
+        self._no_proxy = NoProxy.from_environment()  # read once, when the fetcher is made
         # TLS: the connector's setting (True: aiohttp's default context), and the per-request
         # one for hosts whose rule says otherwise; a rule turning verification back on, or a
         # CA file, needs a verifying context of its own
@@ -262,7 +263,7 @@ class Fetcher:
                 target,
                 allow_redirects=False,
                 headers=_merged(self.rules.headers(host, port, scheme), conditional),
-                proxy=self._proxy_for(host),
+                proxy=self._proxy_for(host, port),
                 ssl=True if verify is None else self._ssl_rules[verify],
             ) as resp:
                 waiting = False
@@ -328,16 +329,11 @@ class Fetcher:
         floor = f"less than {self.min_rate:g} bytes/s over {self.min_rate_window:g} s"
         return TooSlow(f"{floor} ({phase})", waiting=waiting)
 
-    def _proxy_for(self, host: str) -> URL | None:
-        """The proxy for `host`: none when NO_PROXY lists it (decided once per host)."""
-        if self._proxy is None:
+    def _proxy_for(self, host: str, port: int) -> URL | None:
+        """The proxy for `host` on `port`: none when NO_PROXY lists it."""
+        if self._proxy is None or self._no_proxy.bypass(host, port):
             return None
-        use = self._proxy_hosts.get(host)
-        if use is None:
-            if len(self._proxy_hosts) >= _PROXY_MEMO:
-                self._proxy_hosts.clear()
-            use = self._proxy_hosts[host] = uses_proxy(host)
-        return self._proxy if use else None
+        return self._proxy
 
     async def _check_literal(self, target: URL) -> None:
         """Check an IP-literal host (aiohttp connects to those without calling the resolver)."""

@@ -15,8 +15,7 @@ Proxy-Authorization and Cookie are *secret*: request headers kept for the WARC a
 ``[redacted]`` instead, and the config's repr never shows them.
 
 Proxy: ``[fetch] proxy`` is used for every request except to hosts the ``NO_PROXY`` (or
-``no_proxy``) environment variable lists, decided by the standard library
-(:func:`urllib.request.proxy_bypass_environment`).
+``no_proxy``) environment variable lists (`crawler.noproxy`).
 
 TLS: certificates are verified against the system's CA store, plus the certificates of
 ``[fetch] ca_file`` if given (an internal CA); ``[fetch] tls_verify = false`` turns verification
@@ -32,7 +31,6 @@ import re
 import ssl
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
-from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined]  # no stub
 
 import aiohttp
 import idna
@@ -52,7 +50,6 @@ __all__ = [
     "check_proxy",
     "redact",
     "tls_context",
-    "uses_proxy",
 ]
 
 REDACTED: Final = "[redacted]"
@@ -152,11 +149,6 @@ def tls_context(ca_file: str = "") -> ssl.SSLContext:
     if ca_file:
         context.load_verify_locations(cafile=ca_file)
     return context
-
-
-def uses_proxy(host: str) -> bool:
-    """False when the NO_PROXY/no_proxy environment variable lists `host`."""
-    return not proxy_bypass_environment(host)
 
 
 def redact(

@@ -12,7 +12,8 @@ from crawler.config import config_from_mapping, load_config
 from crawler.config_sections import HostConfig
 from crawler.errors import ConfigError
 from crawler.hosts import HostRule
-from crawler.steering import REDACTED, HostMatch, HostRules, redact, uses_proxy
+from crawler.noproxy import NoProxy
+from crawler.steering import REDACTED, HostMatch, HostRules, redact
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -213,9 +214,45 @@ def test_secret_names_and_redaction() -> None:
 def test_no_proxy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("no_proxy", raising=False)
     monkeypatch.setenv("NO_PROXY", "direct.test,.internal.test")
-    assert uses_proxy("far.test")
-    assert not uses_proxy("direct.test")
-    assert not uses_proxy("a.internal.test")
+    no_proxy = NoProxy.from_environment()
+    assert not no_proxy.bypass("far.test", 80)
+    assert no_proxy.bypass("direct.test", 80)
+    assert no_proxy.bypass("a.internal.test", 443)
+    monkeypatch.setenv("no_proxy", "other.test")  # the lower-case variable first, as curl
+    assert NoProxy.from_environment().text == "other.test"
+
+
+@pytest.mark.parametrize(
+    ("no_proxy", "host", "port", "bypass"),
+    [
+        ("a.test", "a.test", 80, True),
+        ("a.test", "x.a.test", 80, True),
+        ("a.test", "xa.test", 80, False),
+        (".test", "a.test", 80, True),
+        ("*.test", "a.test", 80, True),
+        ("A.TEST", "a.test", 80, True),
+        ("a.test", "a.test.", 80, True),  # a trailing dot is the same host
+        ("a.test.", "a.test", 80, True),
+        ("a.test:8080", "a.test", 8080, True),  # with a port: that port only
+        ("a.test:8080", "a.test", 80, False),
+        (" b.test , a.test ", "a.test", 80, True),
+        ("b.test a.test", "a.test", 80, True),
+        ("*", "anything.example", 1, True),
+        ("b.test,*", "anything.example", 1, True),
+        ("127.0.0.1", "127.0.0.1", 80, True),
+        ("127.0.0.1", "127.0.0.2", 80, False),
+        ("127.0.0.0/8", "127.9.9.9", 80, True),  # networks (CIDR)
+        ("10.0.0.0/8", "127.0.0.1", 80, False),
+        ("10.0.0.0/8", "ten.test", 80, False),  # names are not resolved for this
+        ("::1", "::1", 80, True),
+        ("[::1]", "::1", 80, True),
+        ("[::1]:8080", "::1", 80, False),
+        ("fd00::/8", "fd12::1", 80, True),
+        ("", "a.test", 80, False),
+    ],
+)
+def test_no_proxy_entries(no_proxy: str, host: str, port: int, bypass: bool) -> None:
+    assert NoProxy(no_proxy).bypass(host, port) is bypass
 
 
 def test_defaults_steer_nothing() -> None:
