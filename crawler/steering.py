@@ -49,6 +49,7 @@ __all__ = [
     "check_headers",
     "check_proxy",
     "redact",
+    "shadowed",
     "tls_context",
 ]
 
@@ -195,8 +196,39 @@ class HostMatch:
             return host == self._glob
         return fnmatch.fnmatchcase(host, self._glob)
 
+    def covers(self, other: HostMatch) -> bool:
+        """Does this match take every request `other` would (so that `other`, after it, is never
+        used)? Only decided for an `other` without glob characters (else False)."""
+        if other._literal != self._literal and self._literal:
+            return False
+        if not other._literal and any(c in other._glob for c in "*?["):
+            return False
+        port_ok = self.port is None or self.port == other.port
+        scheme_ok = not self.scheme or self.scheme == other.scheme
+        host_ok = (
+            self._glob == other._glob
+            if self._literal
+            else fnmatch.fnmatchcase(other._glob, self._glob)
+        )
+        return port_ok and scheme_ok and host_ok
+
     def __repr__(self) -> str:
         return f"<HostMatch {self.text!r}>"
+
+
+def shadowed(matches: Sequence[str]) -> str | None:
+    """Why a rule among these ``match`` values is never used (an earlier one takes all its
+    requests: the first match wins), or None."""
+    built = [HostMatch(m) for m in matches]
+    for j, later in enumerate(built):
+        for i, earlier in enumerate(built[:j]):
+            if earlier.covers(later):
+                return (
+                    f"#{j + 1} (match = {later.text!r}) is never used: #{i + 1} "
+                    f"(match = {earlier.text!r}) matches all its hosts first (the first "
+                    "matching rule wins: put the narrower rule first)"
+                )
+    return None
 
 
 # What a host glob may hold once in ASCII: a host name's characters and fnmatch's * ? [ ] !

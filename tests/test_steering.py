@@ -115,6 +115,12 @@ def test_documented_hosts_example_loads(tmp_path: Path) -> None:
         ("[fetch]\nproxy = 'http://u:pw-secret@h:70000'\n", "[fetch] proxy: not a valid URL"),
         ("[fetch]\nproxy = 'http://'\n", "[fetch] proxy: "),
         ("hosts = { match = 'a' }\n", "hosts must be an array of tables"),
+        (
+            "[[hosts]]\nmatch = '*.example.org'\n[[hosts]]\nmatch = 'API.example.org:8443'\n",
+            "[[hosts]] #2 (match = 'API.example.org:8443') is never used: #1 (match = '*.exam",
+        ),
+        ("[[hosts]]\nmatch = 'a'\n[[hosts]]\nmatch = 'https://a.'\n", "#2 (match = 'https://a."),
+        ("[[hosts]]\nmatch = '*'\n[[hosts]]\nmatch = '[::1]'\n", "#1 (match = '*') matches all"),
     ],
 )
 def test_bad_steering_config_names_file_and_key(tmp_path: Path, text: str, needle: str) -> None:
@@ -167,6 +173,21 @@ def test_a_match_naming_a_scheme_matches_that_scheme_only() -> None:
     assert rules.headers("a.test", 8080, "https") == {"X-Which": "https"}
     assert rules.headers("a.test", 443) is None  # scheme unknown: no scheme rule matches
     assert rules.host_rule("http://a.test:80") is None
+
+
+@pytest.mark.parametrize(
+    "matches",
+    [
+        ["a.test:8080", "a.test"],  # the later one still has the other ports
+        ["https://a.test", "a.test"],  # and plain HTTP
+        ["*.a.test", "a.test"],
+        ["*.test", "*.a.test"],  # a glob after a glob: not decided, allowed
+        ["[::1]:80", "[::1]"],
+    ],
+)
+def test_rules_that_each_get_requests_load(tmp_path: Path, matches: list[str]) -> None:
+    text = "".join(f"[[hosts]]\nmatch = '{m}'\n" for m in matches)
+    assert [r.match for r in load_config(_write(tmp_path, text)).hosts] == matches
 
 
 def test_first_matching_rule_wins_and_is_cached() -> None:
