@@ -109,6 +109,7 @@ class Fetcher:
         "_no_proxy",
         "_pacer",
         "_proxy",
+        "_proxy_auth",
         "_resolver",
         "_secret",
         "_session",
@@ -174,8 +175,14 @@ class Fetcher:
         self._cookies = cookies
         self.rules = rules or HostRules(())
         self._secret = self.rules.secret | {name.lower() for name in self._headers}
-        # aiohttp turns the proxy URL's user:password into Proxy-Authorization
+        # the proxy URL's user:password become Proxy-Authorization, in UTF-8 (aiohttp's own
+        # Latin-1 failed on a "€" with an error telling it) and kept out of the URL
         self._proxy = URL(proxy) if proxy else None
+        self._proxy_auth: dict[str, str] | None = None
+        if self._proxy is not None and (self._proxy.user or self._proxy.password):
+            user, password = self._proxy.user or "", self._proxy.password or ""
+            self._proxy_auth = {"Proxy-Authorization": aiohttp.encode_basic_auth(user, password)}
+            self._proxy = self._proxy.with_user(None)
         self._no_proxy = NoProxy.from_environment()  # read once, when the fetcher is made
         # TLS: the connector's setting (True: aiohttp's default context), and the per-request
         # one for hosts whose rule says otherwise; a rule turning verification back on, or a
@@ -259,11 +266,19 @@ class Fetcher:
             host, port = target.raw_host or "", target.port or 0  # as host_key spells it
             scheme = target.scheme
             verify = self.rules.tls_verify(host, port, scheme)
+            headers = _merged(self.rules.headers(host, port, scheme), conditional)
+            proxy, tunnel = self._proxy_for(host, port), None
+            if proxy is not None and self._proxy_auth is not None:  # CONNECT's, or the request's
+                if scheme == "https":
+                    tunnel = self._proxy_auth
+                else:
+                    headers = {**(headers or {}), **self._proxy_auth}
             async with self._session.get(
                 target,
                 allow_redirects=False,
-                headers=_merged(self.rules.headers(host, port, scheme), conditional),
-                proxy=self._proxy_for(host, port),
+                headers=headers,
+                proxy=proxy,
+                proxy_headers=tunnel,
                 ssl=True if verify is None else self._ssl_rules[verify],
             ) as resp:
                 waiting = False

@@ -155,3 +155,17 @@ async def test_the_ssrf_guard_checks_ip_literal_targets_before_the_proxy(proxy: 
             with pytest.raises(BlockedAddress):
                 await f.fetch(target)
     assert proxy.seen == []  # refused before any packet went to the proxy
+
+
+async def test_a_proxy_password_beyond_latin1_is_sent_as_utf8(proxy: Proxy) -> None:
+    # aiohttp encodes a proxy URL's credentials in Latin-1: a "€" failed every URL with a
+    # UnicodeEncodeError whose text (the result's error) told the character and its position
+    proxy.refuse = 407
+    async with Fetcher(user_agent="t/1", proxy=f"http://pu:p€ss@127.0.0.1:{proxy.port}") as f:
+        with pytest.raises(ConnectError) as caught:
+            await f.fetch("https://far.test/")
+    assert "position" not in str(caught.value) and "€" not in str(caught.value)
+    ((_, headers),) = proxy.seen
+    assert headers["Proxy-Authorization"] == "Basic " + base64.b64encode(
+        "pu:p€ss".encode()
+    ).decode()
