@@ -166,6 +166,5 @@ async def test_a_proxy_password_beyond_latin1_is_sent_as_utf8(proxy: Proxy) -> N
             await f.fetch("https://far.test/")
     assert "position" not in str(caught.value) and "€" not in str(caught.value)
     ((_, headers),) = proxy.seen
-    assert headers["Proxy-Authorization"] == "Basic " + base64.b64encode(
-        "pu:p€ss".encode()
-    ).decode()
+    token = base64.b64encode("pu:p€ss".encode()).decode()
+    assert headers["Proxy-Authorization"] == f"Basic {token}"
