@@ -35,6 +35,7 @@ from crawler.config_sections import (
     UrlsConfig,
 )
 from crawler.errors import ConfigError
+from crawler.steering import shadowed
 
 __all__ = ["Config", "config_from_mapping", "load_config"]
 
@@ -114,6 +115,9 @@ def _build_hosts(rules: Any, where: str) -> tuple[HostConfig, ...]:
         if "match" not in table:
             raise ConfigError(f"{here}: missing key 'match' (a host glob, e.g. '*.example.org')")
         out.append(_build(HostConfig, table, here))
+    problem = shadowed([rule.match for rule in out])
+    if problem is not None:
+        raise ConfigError(f"{where}: [[hosts]] {problem}")
     return tuple(out)
 
 

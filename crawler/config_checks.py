@@ -144,7 +144,7 @@ def _check_user_agent(user_agent: str, where: str) -> None:
 
 
 def _check_steering(obj: FetchConfig | HostConfig, where: str) -> None:
-    problem = check_headers(obj.headers)
+    problem = check_headers(obj.headers, everywhere=isinstance(obj, FetchConfig))
     if problem is not None:
         raise ConfigError(f"{where} headers: {problem}")
     if isinstance(obj, FetchConfig):

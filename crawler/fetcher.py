@@ -37,12 +37,14 @@ from aiohttp.abc import AbstractResolver
 from yarl import URL
 
 from crawler.bodies import Decoder, read_capped
+from crawler.cookies import CrawlCookieJar
 from crawler.errors import BodyTooLarge, DecodingError, TooSlow
 from crawler.fetchwatch import CURRENT, Pacer, WatchedRequest
 from crawler.guard import AddressGuard, GuardedResolver, parse_address
 from crawler.headers import content_coding, content_type, header_text
+from crawler.noproxy import NoProxy
 from crawler.resolver import OverrideResolver
-from crawler.steering import HostRules, redact, tls_context, uses_proxy
+from crawler.steering import HostRules, redact, tls_context
 from crawler.translate import translate_error
 
 __all__ = ["Fetcher", "Response"]
@@ -104,9 +106,10 @@ class Fetcher:
         "_guarded",
         "_headers",
         "_literals_ok",
+        "_no_proxy",
         "_pacer",
         "_proxy",
-        "_proxy_hosts",
+        "_proxy_auth",
         "_resolver",
         "_secret",
         "_session",
@@ -172,9 +175,15 @@ class Fetcher:
         self._cookies = cookies
         self.rules = rules or HostRules(())
         self._secret = self.rules.secret | {name.lower() for name in self._headers}
-        # aiohttp turns the proxy URL's user:password into Proxy-Authorization
+        # the proxy URL's user:password become Proxy-Authorization, in UTF-8 (aiohttp's own
+        # Latin-1 failed on a "€" with an error telling it) and kept out of the URL
         self._proxy = URL(proxy) if proxy else None
-        self._proxy_hosts: dict[str, bool] = {}
+        self._proxy_auth: dict[str, str] | None = None
+        if self._proxy is not None and (self._proxy.user or self._proxy.password):
+            user, password = self._proxy.user or "", self._proxy.password or ""
+            self._proxy_auth = {"Proxy-Authorization": aiohttp.encode_basic_auth(user, password)}
+            self._proxy = self._proxy.with_user(None)
+        self._no_proxy = NoProxy.from_environment()  # read once, when the fetcher is made
         # TLS: the connector's setting (True: aiohttp's default context), and the per-request
         # one for hosts whose rule says otherwise; a rule turning verification back on, or a
         # CA file, needs a verifying context of its own
@@ -198,7 +207,7 @@ class Fetcher:
         self._session = aiohttp.ClientSession(
             connector=connector,
             timeout=self._timeout,
-            cookie_jar=aiohttp.CookieJar() if self._cookies else aiohttp.DummyCookieJar(),
+            cookie_jar=CrawlCookieJar() if self._cookies else aiohttp.DummyCookieJar(),
             headers={
                 "User-Agent": self.user_agent,
                 "Accept": ACCEPT,
@@ -255,12 +264,21 @@ class Fetcher:
             if self._guarded is not None:
                 await self._check_literal(target)
             host, port = target.raw_host or "", target.port or 0  # as host_key spells it
-            verify = self.rules.tls_verify(host, port)
+            scheme = target.scheme
+            verify = self.rules.tls_verify(host, port, scheme)
+            headers = _merged(self.rules.headers(host, port, scheme), conditional)
+            proxy, tunnel = self._proxy_for(host, port), None
+            if proxy is not None and self._proxy_auth is not None:  # CONNECT's, or the request's
+                if scheme == "https":
+                    tunnel = self._proxy_auth
+                else:
+                    headers = {**(headers or {}), **self._proxy_auth}
             async with self._session.get(
                 target,
                 allow_redirects=False,
-                headers=_merged(self.rules.headers(host, port), conditional),
-                proxy=self._proxy_for(host),
+                headers=headers,
+                proxy=proxy,
+                proxy_headers=tunnel,
                 ssl=True if verify is None else self._ssl_rules[verify],
             ) as resp:
                 waiting = False
@@ -312,6 +330,10 @@ class Fetcher:
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
             if watch.expired():
                 raise self._too_slow(waiting) from exc
+            if isinstance(exc, aiohttp.ClientResponseError):
+                # its request_info holds the request's headers (credentials), and a proxy's
+                # error its URL with the password: not chained, so no traceback shows them
+                raise translate_error(exc, waiting=waiting) from None
             raise translate_error(exc, waiting=waiting) from exc
         finally:
             self._pacer.finish(watch)
@@ -322,16 +344,11 @@ class Fetcher:
         floor = f"less than {self.min_rate:g} bytes/s over {self.min_rate_window:g} s"
         return TooSlow(f"{floor} ({phase})", waiting=waiting)
 
-    def _proxy_for(self, host: str) -> URL | None:
-        """The proxy for `host`: none when NO_PROXY lists it (decided once per host)."""
-        if self._proxy is None:
+    def _proxy_for(self, host: str, port: int) -> URL | None:
+        """The proxy for `host` on `port`: none when NO_PROXY lists it."""
+        if self._proxy is None or self._no_proxy.bypass(host, port):
             return None
-        use = self._proxy_hosts.get(host)
-        if use is None:
-            if len(self._proxy_hosts) >= _PROXY_MEMO:
-                self._proxy_hosts.clear()
-            use = self._proxy_hosts[host] = uses_proxy(host)
-        return self._proxy if use else None
+        return self._proxy
 
     async def _check_literal(self, target: URL) -> None:
         """Check an IP-literal host (aiohttp connects to those without calling the resolver)."""

@@ -326,7 +326,7 @@ class Politeness:
             host.failures = 0
             host.suspects = 0
         if self.adaptive and outcome.latency is not None:
-            target = (host.delay + outcome.latency / self.concurrency) / 2.0
+            target = (host.delay + outcome.latency / host.concurrency) / 2.0  # its rule's
             if status is None or status >= 500 or status == 429:
                 target = max(target, host.delay)  # errors never speed us up
             host.delay = min(max(target, host.base_delay), max(self.max_delay, host.base_delay))

@@ -15,8 +15,7 @@ Proxy-Authorization and Cookie are *secret*: request headers kept for the WARC a
 ``[redacted]`` instead, and the config's repr never shows them.
 
 Proxy: ``[fetch] proxy`` is used for every request except to hosts the ``NO_PROXY`` (or
-``no_proxy``) environment variable lists, decided by the standard library
-(:func:`urllib.request.proxy_bypass_environment`).
+``no_proxy``) environment variable lists (`crawler.noproxy`).
 
 TLS: certificates are verified against the system's CA store, plus the certificates of
 ``[fetch] ca_file`` if given (an internal CA); ``[fetch] tls_verify = false`` turns verification
@@ -27,13 +26,14 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import ipaddress
 import re
 import ssl
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
-from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined]  # no stub
 
 import aiohttp
+import idna
 from yarl import URL
 
 from crawler.hosts import HostRule
@@ -49,8 +49,8 @@ __all__ = [
     "check_headers",
     "check_proxy",
     "redact",
+    "shadowed",
     "tls_context",
-    "uses_proxy",
 ]
 
 REDACTED: Final = "[redacted]"
@@ -67,22 +67,44 @@ _RESERVED: Final = {
     "content-length": "the fetcher frames its own requests",
     "transfer-encoding": "the fetcher frames its own requests",
     "connection": "the connection pool manages connections",
+    "keep-alive": "the connection pool manages connections",
+    "te": "the connection pool manages connections",
+    "trailer": "the connection pool manages connections",
+    "upgrade": "the connection pool manages connections",
+    "proxy-connection": "the connection pool manages connections",
+    "proxy-authorization": "give the proxy's user:password in [fetch] proxy (a header would go "
+    "to every host the proxy is not used for)",
     "user-agent": "set [crawl] user_agent (robots.txt is matched against it)",
     "accept-encoding": "the fetcher decodes only the encodings it asks for",
 }
+# Credentials in [fetch] headers would go to every host, a redirect's target too.
+_NOT_EVERYWHERE: Final = frozenset({"authorization", "cookie"})
 _CACHE_SIZE: Final = 4096
 
 
-def check_headers(headers: Mapping[str, str]) -> str | None:
-    """Why these configured headers cannot be sent (None: they can). Never quotes a value."""
+def check_headers(headers: Mapping[str, str], *, everywhere: bool = False) -> str | None:
+    """Why these configured headers cannot be sent (None: they can); `everywhere`: they are
+    ``[fetch] headers``, sent to every host. Never quotes a value."""
+    names: set[str] = set()
     for name, value in headers.items():
         if not _TOKEN.fullmatch(name):
             return f"{name!r} is not a valid header name"
-        reason = _RESERVED.get(name.lower())
+        lower = name.lower()
+        if lower in names:
+            return f"{name!r} is given twice (header names are case-insensitive)"
+        names.add(lower)
+        reason = _RESERVED.get(lower)
         if reason is not None:
             return f"{name!r} cannot be set: {reason}"
+        if everywhere and lower in _NOT_EVERYWHERE:
+            return (
+                f"{name!r} would be sent to every host: give it in a [[hosts]] rule for the "
+                'hosts it is for (match = "*" if it is really for all)'
+            )
         if _BAD_VALUE.search(value):
             return f"the value of {name!r} contains a control character"
+        if not value.isascii():
+            return f"the value of {name!r} is not ASCII (RFC 9110: encode it, e.g. percent-encode)"
     return None
 
 
@@ -130,11 +152,6 @@ def tls_context(ca_file: str = "") -> ssl.SSLContext:
     return context
 
 
-def uses_proxy(host: str) -> bool:
-    """False when the NO_PROXY/no_proxy environment variable lists `host`."""
-    return not proxy_bypass_environment(host)
-
-
 def redact(
     headers: Iterable[tuple[str, str]], secret: frozenset[str]
 ) -> tuple[tuple[str, str], ...]:
@@ -143,34 +160,100 @@ def redact(
 
 
 class HostMatch:
-    """One ``match`` value: a host glob and an optional port."""
+    """One ``match`` value: ``http://`` or ``https://`` if given, a host glob, a port if given."""
 
-    __slots__ = ("_glob", "_literal", "port", "text")
+    __slots__ = ("_glob", "_literal", "port", "scheme", "text")
 
     def __init__(self, text: str) -> None:
         """Raises ValueError (without echoing secrets: a match holds none) on a bad pattern."""
         self.text = text
-        host, port = _split_port(text.strip())
+        scheme, sep, rest = text.strip().rpartition("://")
+        self.scheme = scheme.lower() if sep else ""
+        if sep and self.scheme not in ("http", "https"):
+            raise ValueError(f"{text!r}: the scheme may only be http:// or https://")
+        host, port = _split_port(rest)
         if not host:
             raise ValueError(f"{text!r} has no host")
         self.port = port
         self._literal = host.startswith("[")
         if self._literal:
-            if not host.endswith("]") or len(host) < 3:
-                raise ValueError(f"{text!r}: an IPv6 address is written [address]")
-            host = host[1:-1]
-        self._glob = host.lower().rstrip(".")
+            try:
+                address = ipaddress.IPv6Address(host[1:-1] if host.endswith("]") else "")
+            except ValueError:
+                raise ValueError(f"{text!r}: an IPv6 address is written [address]") from None
+            self._glob = address.compressed  # as URLs carry it: [0:0::1] is [::1]
+        else:
+            self._glob = _ascii_glob(text, host.lower().rstrip("."))
 
-    def matches(self, host: str, port: int) -> bool:
-        """Does `host` (a name or address, lower-case, no brackets) on `port` match?"""
+    def matches(self, host: str, port: int, scheme: str = "") -> bool:
+        """Does `host` (a name or address, lower-case, no brackets) on `port` match? A match
+        naming a scheme matches only that `scheme` ("": unknown, no match)."""
         if self.port is not None and port != self.port:
+            return False
+        if self.scheme and scheme != self.scheme:
             return False
         if self._literal:
             return host == self._glob
         return fnmatch.fnmatchcase(host, self._glob)
 
+    def covers(self, other: HostMatch) -> bool:
+        """Does this match take every request `other` would (so that `other`, after it, is never
+        used)? Only decided for an `other` without glob characters (else False)."""
+        if other._literal != self._literal and self._literal:
+            return False
+        if not other._literal and any(c in other._glob for c in "*?["):
+            return False
+        port_ok = self.port is None or self.port == other.port
+        scheme_ok = not self.scheme or self.scheme == other.scheme
+        host_ok = (
+            self._glob == other._glob
+            if self._literal
+            else fnmatch.fnmatchcase(other._glob, self._glob)
+        )
+        return port_ok and scheme_ok and host_ok
+
     def __repr__(self) -> str:
         return f"<HostMatch {self.text!r}>"
+
+
+def shadowed(matches: Sequence[str]) -> str | None:
+    """Why a rule among these ``match`` values is never used (an earlier one takes all its
+    requests: the first match wins), or None."""
+    built = [HostMatch(m) for m in matches]
+    for j, later in enumerate(built):
+        for i, earlier in enumerate(built[:j]):
+            if earlier.covers(later):
+                return (
+                    f"#{j + 1} (match = {later.text!r}) is never used: #{i + 1} "
+                    f"(match = {earlier.text!r}) matches all its hosts first (the first "
+                    "matching rule wins: put the narrower rule first)"
+                )
+    return None
+
+
+# What a host glob may hold once in ASCII: a host name's characters and fnmatch's * ? [ ] !
+_HOST_GLOB = re.compile(r"[a-z0-9\-._*?\[\]!]+")
+
+
+def _ascii_glob(text: str, glob: str) -> str:
+    """`glob` with its internationalized labels in their ASCII (``xn--``) form, as URLs carry
+    them; ValueError if it holds what no host name does (a path, a blank, userinfo)."""
+    if not glob.isascii():
+        labels = []
+        for label in glob.split("."):
+            try:
+                labels.append(label if label.isascii() else idna.encode(label, uts46=True).decode())
+            except idna.IDNAError:
+                raise ValueError(
+                    f"{text!r}: {label!r} is not a host name label (write it in its xn-- form)"
+                ) from None
+        glob = ".".join(labels)
+    if not _HOST_GLOB.fullmatch(glob):
+        raise ValueError(
+            f"{text!r}: a host glob holds letters, digits, '-', '.', '_' and * ? [ ] ! only "
+            "(optionally http:// or https:// before it and :port after it)"
+        )
+    return glob
 
 
 def _split_port(text: str) -> tuple[str, int | None]:
@@ -209,32 +292,32 @@ class HostRules:
         self.secret = frozenset(names | ALWAYS_SECRET)
         self.find = functools.lru_cache(maxsize=_CACHE_SIZE)(self._find)
 
-    def _find(self, host: str, port: int) -> int | None:
+    def _find(self, host: str, port: int, scheme: str = "") -> int | None:
         host = host.lower().rstrip(".")
         for i, m in enumerate(self._matches):
-            if m.matches(host, port):
+            if m.matches(host, port, scheme):
                 return i
         return None
 
-    def rule(self, host: str, port: int) -> HostConfig | None:
-        """The first rule matching `host` on `port`, or None."""
+    def rule(self, host: str, port: int, scheme: str = "") -> HostConfig | None:
+        """The first rule matching `host` on `port` by `scheme` (http, https), or None."""
         if not self.rules:
             return None
-        i = self.find(host, port)
+        i = self.find(host, port, scheme)
         return None if i is None else self.rules[i]
 
-    def headers(self, host: str, port: int) -> dict[str, str] | None:
+    def headers(self, host: str, port: int, scheme: str = "") -> dict[str, str] | None:
         """Headers the matching rule adds to a request (Authorization from ``auth`` included)."""
         if not self.rules:
             return None
-        i = self.find(host, port)
+        i = self.find(host, port, scheme)
         return None if i is None else self._headers[i]
 
-    def tls_verify(self, host: str, port: int) -> bool | None:
+    def tls_verify(self, host: str, port: int, scheme: str = "") -> bool | None:
         """Whether the matching rule verifies TLS certificates (None: no rule says)."""
         if not self.rules:
             return None
-        i = self.find(host, port)
+        i = self.find(host, port, scheme)
         return None if i is None else self.rules[i].tls_verify
 
     def host_rule(self, key: str) -> HostRule | None:
@@ -242,9 +325,9 @@ class HostRules:
         `crawler.hosts.host_key`): the first matching rule's delay and per_host_concurrency."""
         if not self.rules:
             return None
-        rest = key.partition("://")[2]
+        scheme, _, rest = key.partition("://")
         host, _, port = rest.rpartition(":")
-        rule = self.rule(host.removeprefix("[").removesuffix("]"), int(port))
+        rule = self.rule(host.removeprefix("[").removesuffix("]"), int(port), scheme)
         if rule is None or (rule.delay is None and rule.per_host_concurrency is None):
             return None
         return HostRule(delay=rule.delay, per_host_concurrency=rule.per_host_concurrency)

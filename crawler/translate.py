@@ -69,6 +69,14 @@ def translate_error(exc: BaseException, *, waiting: bool = True) -> FetchError:
         return CertificateError(
             f"TLS: certificate verify failed for {exc.host}:{exc.port}: {why}{hint}"
         )
+    if isinstance(exc, aiohttp.ClientProxyConnectionError):
+        why = os.strerror(exc.errno) if exc.errno else exc.strerror or str(exc)
+        return ConnectError(f"cannot connect to the proxy {exc.host}:{exc.port}: {why}")
+    if isinstance(exc, aiohttp.ClientHttpProxyError):  # its str() holds the proxy's password
+        target = exc.request_info.url
+        return ConnectError(
+            f"the proxy answered {exc.status} {exc.message} to CONNECT {target.host}:{target.port}"
+        )
     if isinstance(exc, aiohttp.ClientSSLError):
         return ConnectError(f"TLS: {exc}")
     if isinstance(exc, aiohttp.ClientConnectorError):

@@ -6,6 +6,7 @@ import pytest
 
 from crawler.components import make_frontier
 from crawler.config import Config
+from crawler.entries import Entry, Outcome
 from crawler.frontier import EntryKind, Frontier, HostRule
 from tests.test_frontier import crawl, fill, min_gap, robots_body, simulate, starts_by_host
 
@@ -93,3 +94,38 @@ def test_no_rule_keeps_the_globals_and_make_frontier_passes_the_hook() -> None:
 def test_host_rule_rejects_bad_values(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="must be"):
         HostRule(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_429_retry_after_holds_a_host_whose_rule_has_no_delay() -> None:
+    # the rule's delay 0 is a floor on the spacing, not a licence to ignore a 429's Retry-After
+    frontier = Frontier(delay=2.0, respect_robots=False, host_rule=lambda key: HostRule(0.0))
+    fill(frontier, hosts=1, per_host=3)
+
+    def respond(entry: Entry, start: float) -> tuple[Outcome, bool]:
+        if entry.url.endswith("/p0") and entry.retries == 0:
+            return Outcome(status=429, retry_after="7", latency=0.1), True
+        return Outcome(status=200, latency=0.1), False
+
+    log = simulate(lambda: crawl(frontier, workers=2, fetch=0.1, respond=respond))
+    starts = [s for s, _, _ in log]
+    assert starts[0] == 0.0 and all(s >= 7.0 for s in starts[1:])  # nothing before Retry-After
+    assert len(log) == 4  # p0 twice
+
+
+def test_adaptive_delay_uses_the_rules_concurrency() -> None:
+    # AutoThrottle's target is latency / concurrency: the host's own, from its rule
+    def host_rule(key: str) -> HostRule | None:
+        return HostRule(delay=0.0, per_host_concurrency=4) if "h0" in key else None
+
+    frontier = Frontier(
+        delay=0.0, adaptive=True, max_delay=60.0, respect_robots=False, host_rule=host_rule
+    )
+    fill(frontier, hosts=2, per_host=2)
+
+    def respond(entry: Entry, start: float) -> tuple[Outcome, bool]:
+        return Outcome(status=200, latency=8.0), False
+
+    starts = starts_by_host(
+        simulate(lambda: crawl(frontier, workers=1, fetch=0.0, respond=respond))
+    )
+    assert starts == {"http://h0.test:80": [0.0, 1.0], "http://h1.test:80": [0.0, 4.0]}

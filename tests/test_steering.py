@@ -12,7 +12,8 @@ from crawler.config import config_from_mapping, load_config
 from crawler.config_sections import HostConfig
 from crawler.errors import ConfigError
 from crawler.hosts import HostRule
-from crawler.steering import REDACTED, HostMatch, HostRules, redact, uses_proxy
+from crawler.noproxy import NoProxy
+from crawler.steering import REDACTED, HostMatch, HostRules, redact
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,6 +81,14 @@ def test_documented_hosts_example_loads(tmp_path: Path) -> None:
         ("[[hosts]]\nmatch = 'a:99999'\n", "#1 match: 'a:99999' has an invalid port"),
         ("[[hosts]]\nmatch = ''\n", "#1 match: '' has no host"),
         ("[[hosts]]\nmatch = '[::1'\n", "an IPv6 address is written [address]"),
+        ("[[hosts]]\nmatch = '[zz]'\n", "an IPv6 address is written [address]"),
+        ("[[hosts]]\nmatch = 'example.org/docs'\n", "a host glob holds letters, digits"),
+        ("[[hosts]]\nmatch = 'alice@example.org'\n", "a host glob holds letters, digits"),
+        ("[[hosts]]\nmatch = 'a .test'\n", "a host glob holds letters, digits"),
+        ("[[hosts]]\nmatch = '::1'\n", "a host glob holds letters, digits"),
+        ("[[hosts]]\nmatch = 'ftp://example.org'\n", "scheme may only be http:// or https://"),
+        ("[[hosts]]\nmatch = 'https://'\n", "has no host"),
+        ("[[hosts]]\nmatch = 'b*ücher.test'\n", "(write it in its xn-- form)"),
         ("[[hosts]]\nmatch = 'a'\nauth = ['alice']\n", "auth: must be [user, password]"),
         ("[[hosts]]\nmatch = 'a'\nauth = ['a:b', 'pw-secret']\n", "auth: must be [user, "),
         ("[[hosts]]\nmatch = 'a'\nauth = 'alice:pw-secret'\n", "auth: expected a list of str"),
@@ -91,6 +100,13 @@ def test_documented_hosts_example_loads(tmp_path: Path) -> None:
         ("[fetch]\nheaders = { 'Content-Length' = '1' }\n", "'Content-Length' cannot be set"),
         ("[fetch]\nheaders = { 'user-agent' = 'x' }\n", "[crawl] user_agent"),
         ("[fetch]\nheaders = { 'X Key' = 'v' }\n", "'X Key' is not a valid header name"),
+        ("[fetch]\nheaders = { Authorization = 'Bearer key-secret' }\n", "sent to every host"),
+        ("[fetch]\nheaders = { cookie = 'sid=key-secret' }\n", "sent to every host: give it"),
+        ("[[hosts]]\nmatch = 'a'\nheaders = { Proxy-Authorization = 'x' }\n", "[fetch] proxy"),
+        ("[fetch]\nheaders = { Upgrade = 'h2c' }\n", "'Upgrade' cannot be set"),
+        ("[fetch]\nheaders = { TE = 'trailers' }\n", "'TE' cannot be set"),
+        ("[fetch]\nheaders = { X-A = 'key-secret', x-a = 'b' }\n", "'x-a' is given twice"),
+        ("[fetch]\nheaders = { X = 'key-secret-é' }\n", "the value of 'X' is not ASCII"),
         ('[fetch]\nheaders = { X = "key-secret\\r\\nY: z" }\n', "contains a control character"),
         ("[fetch]\nheaders = { X = 5, Y = 'key-secret' }\n", "expected a table of strings, got"),
         ("[fetch]\ncookies = 'yes'\n", "[fetch] cookies: expected bool"),
@@ -99,6 +115,12 @@ def test_documented_hosts_example_loads(tmp_path: Path) -> None:
         ("[fetch]\nproxy = 'http://u:pw-secret@h:70000'\n", "[fetch] proxy: not a valid URL"),
         ("[fetch]\nproxy = 'http://'\n", "[fetch] proxy: "),
         ("hosts = { match = 'a' }\n", "hosts must be an array of tables"),
+        (
+            "[[hosts]]\nmatch = '*.example.org'\n[[hosts]]\nmatch = 'API.example.org:8443'\n",
+            "[[hosts]] #2 (match = 'API.example.org:8443') is never used: #1 (match = '*.exam",
+        ),
+        ("[[hosts]]\nmatch = 'a'\n[[hosts]]\nmatch = 'https://a.'\n", "#2 (match = 'https://a."),
+        ("[[hosts]]\nmatch = '*'\n[[hosts]]\nmatch = '[::1]'\n", "#1 (match = '*') matches all"),
     ],
 )
 def test_bad_steering_config_names_file_and_key(tmp_path: Path, text: str, needle: str) -> None:
@@ -128,10 +150,44 @@ def test_bad_steering_config_names_file_and_key(tmp_path: Path, text: str, needl
         ("[::1]", "::1", 80, True),
         ("[::1]:8080", "::1", 80, False),
         ("[::1]:8080", "::1", 8080, True),
+        ("[0:0::1]", "::1", 80, True),  # as URLs carry it
+        ("bücher.test", "xn--bcher-kva.test", 80, True),  # as URLs carry it
+        ("*.BÜCHER.test:8080", "a.xn--bcher-kva.test", 8080, True),
+        ("*.xn--bcher-kva.test", "a.xn--bcher-kva.test", 80, True),
     ],
 )
 def test_host_match(pattern: str, host: str, port: int, expected: bool) -> None:
     assert HostMatch(pattern).matches(host, port) is expected
+
+
+def test_a_match_naming_a_scheme_matches_that_scheme_only() -> None:
+    rules = HostRules(
+        [
+            HostConfig(match="HTTPS://a.test", headers={"X-Which": "https"}),
+            HostConfig(match="http://*.test:8080", headers={"X-Which": "http-8080"}),
+        ]
+    )
+    assert rules.headers("a.test", 443, "https") == {"X-Which": "https"}
+    assert rules.headers("a.test", 80, "http") is None  # a downgrade gets nothing
+    assert rules.headers("a.test", 8080, "http") == {"X-Which": "http-8080"}
+    assert rules.headers("a.test", 8080, "https") == {"X-Which": "https"}
+    assert rules.headers("a.test", 443) is None  # scheme unknown: no scheme rule matches
+    assert rules.host_rule("http://a.test:80") is None
+
+
+@pytest.mark.parametrize(
+    "matches",
+    [
+        ["a.test:8080", "a.test"],  # the later one still has the other ports
+        ["https://a.test", "a.test"],  # and plain HTTP
+        ["*.a.test", "a.test"],
+        ["*.test", "*.a.test"],  # a glob after a glob: not decided, allowed
+        ["[::1]:80", "[::1]"],
+    ],
+)
+def test_rules_that_each_get_requests_load(tmp_path: Path, matches: list[str]) -> None:
+    text = "".join(f"[[hosts]]\nmatch = '{m}'\n" for m in matches)
+    assert [r.match for r in load_config(_write(tmp_path, text)).hosts] == matches
 
 
 def test_first_matching_rule_wins_and_is_cached() -> None:
@@ -179,9 +235,45 @@ def test_secret_names_and_redaction() -> None:
 def test_no_proxy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("no_proxy", raising=False)
     monkeypatch.setenv("NO_PROXY", "direct.test,.internal.test")
-    assert uses_proxy("far.test")
-    assert not uses_proxy("direct.test")
-    assert not uses_proxy("a.internal.test")
+    no_proxy = NoProxy.from_environment()
+    assert not no_proxy.bypass("far.test", 80)
+    assert no_proxy.bypass("direct.test", 80)
+    assert no_proxy.bypass("a.internal.test", 443)
+    monkeypatch.setenv("no_proxy", "other.test")  # the lower-case variable first, as curl
+    assert NoProxy.from_environment().text == "other.test"
+
+
+@pytest.mark.parametrize(
+    ("no_proxy", "host", "port", "bypass"),
+    [
+        ("a.test", "a.test", 80, True),
+        ("a.test", "x.a.test", 80, True),
+        ("a.test", "xa.test", 80, False),
+        (".test", "a.test", 80, True),
+        ("*.test", "a.test", 80, True),
+        ("A.TEST", "a.test", 80, True),
+        ("a.test", "a.test.", 80, True),  # a trailing dot is the same host
+        ("a.test.", "a.test", 80, True),
+        ("a.test:8080", "a.test", 8080, True),  # with a port: that port only
+        ("a.test:8080", "a.test", 80, False),
+        (" b.test , a.test ", "a.test", 80, True),
+        ("b.test a.test", "a.test", 80, True),
+        ("*", "anything.example", 1, True),
+        ("b.test,*", "anything.example", 1, True),
+        ("127.0.0.1", "127.0.0.1", 80, True),
+        ("127.0.0.1", "127.0.0.2", 80, False),
+        ("127.0.0.0/8", "127.9.9.9", 80, True),  # networks (CIDR)
+        ("10.0.0.0/8", "127.0.0.1", 80, False),
+        ("10.0.0.0/8", "ten.test", 80, False),  # names are not resolved for this
+        ("::1", "::1", 80, True),
+        ("[::1]", "::1", 80, True),
+        ("[::1]:8080", "::1", 80, False),
+        ("fd00::/8", "fd12::1", 80, True),
+        ("", "a.test", 80, False),
+    ],
+)
+def test_no_proxy_entries(no_proxy: str, host: str, port: int, bypass: bool) -> None:
+    assert NoProxy(no_proxy).bypass(host, port) is bypass
 
 
 def test_defaults_steer_nothing() -> None:

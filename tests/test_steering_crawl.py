@@ -113,7 +113,8 @@ headers = {{ "X-Api-Key" = "{API_KEY}" }}
     out, stats, warc = tmp_path / "out.jsonl", tmp_path / "stats.json", tmp_path / "c.warc.gz"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "crawler.cli", "--config", str(config), "-o", str(out),
-        "--stats", str(stats), "--warc", str(warc), "-vv", f"{sites.origin('a.test')}/",
+        "--stats", str(stats), "--warc", str(warc), "--state", str(tmp_path / "state"), "-vv",
+        f"{sites.origin('a.test')}/",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout=120)
@@ -135,9 +136,12 @@ headers = {{ "X-Api-Key" = "{API_KEY}" }}
     assert len(results) == len(a) + len(b) - 2  # every fetch but the two robots.txt
     written = out.read_text() + stats.read_text() + stdout.decode() + stderr.decode()
     archived = gzip.decompress(warc.read_bytes()).decode("latin-1")
+    state = [p.read_bytes() for p in (tmp_path / "state").rglob("*") if p.is_file()]
+    assert state  # the crawl kept a state directory
     for secret in SECRETS:
         assert secret not in written
         assert secret not in archived
+        assert not any(secret.encode() in blob for blob in state)
     requests = _warc_requests(warc)
     to_a = [h for url, h in requests if url.startswith(sites.origin("a.test"))]
     to_b = [h for url, h in requests if url.startswith(sites.origin("b.test"))]

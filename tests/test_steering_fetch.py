@@ -104,6 +104,21 @@ async def test_rule_with_a_port_matches_only_that_port(origin: tuple[int, Seen])
     assert "X-Api-Key" not in seen.headers("a.test")[0]
 
 
+async def test_a_rule_for_https_sends_nothing_over_http(origin: tuple[int, Seen]) -> None:
+    port, seen = origin
+    rules = HostRules(
+        [
+            HostConfig(match="https://a.test", auth=("alice", "pw")),
+            HostConfig(match=f"http://b.test:{port}", headers={"X-Api-Key": "k1"}),
+        ]
+    )
+    async with fetcher(rules=rules) as f:
+        await f.fetch(f"http://a.test:{port}/")  # a link or redirect down to plain HTTP
+        await f.fetch(f"http://b.test:{port}/")
+    assert "Authorization" not in seen.headers("a.test")[0]
+    assert seen.headers("b.test")[0]["X-Api-Key"] == "k1"
+
+
 async def test_cookie_jar_is_per_host_and_off_by_default(origin: tuple[int, Seen]) -> None:
     port, seen = origin
     async with fetcher(cookies=True) as f:
