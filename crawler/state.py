@@ -11,7 +11,7 @@ What is kept, and when:
   the priority column existed gets it, all 0, when it is opened.) A queued URL whose priority a
   better link raised (``reprioritized``) gets its row's priority updated, batched like the rows.
   With each completion the URL's validators are written: the ``ETag`` and ``Last-Modified`` of
-  a 2xx response (NULL for any other status; a 304 or a failure keeps those stored), which a
+  a 2xx response (NULL after a 404, a redirect...; a 304, a failure or a 5xx keeps them), which a
   recrawl sends back as ``If-None-Match`` / ``If-Modified-Since`` (columns added on open to a
   state written before them).
 - ``seen``: the 64-bit fingerprints of every key the Sieve took in: the exact confirmation tier

@@ -1,0 +1,113 @@
+"""Conditional recrawl against servers that get conditional requests wrong or fail during a
+recrawl: a 5xx keeps the stored validators, a 304 to a request without validators is not
+"unchanged", a 304's new validators are stored, a 412 is fetched again unconditionally."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from crawler.components import settings
+from crawler.config import Config
+from crawler.engine import Crawler
+from crawler.results import CrawlResult
+from crawler.state import CrawlState
+from tests.conftest import serve
+
+LM = "Sat, 01 Nov 2025 10:00:00 GMT"
+Sent = tuple[int, str, str | None, str | None]  # (generation, path, If-None-Match, IMS)
+Answer = Callable[[web.Request], web.StreamResponse]
+
+
+@dataclass
+class Server:
+    """/ links /a and /b; every page has ETag "<path>" and a Last-Modified. `answers` replaces
+    a page's response in one generation: (generation, path) -> handler."""
+
+    generation: int = 0
+    answers: dict[tuple[int, str], Answer] = field(default_factory=dict)
+    sent: list[Sent] = field(default_factory=list)
+    port: int = 0
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if request.path == "/robots.txt":
+            return web.Response(status=404)
+        inm = request.headers.get("If-None-Match")
+        ims = request.headers.get("If-Modified-Since")
+        self.sent.append((self.generation, request.path, inm, ims))
+        answer = self.answers.get((self.generation, request.path))
+        if answer is not None:
+            return answer(request)
+        etag = f'"{request.path}"'
+        headers = {"ETag": etag, "Last-Modified": LM}
+        if inm == etag:
+            return web.Response(status=304, headers=headers)
+        links = '<a href="/a">a</a><a href="/b">b</a>' if request.path == "/" else ""
+        return web.Response(text=f"<p>{request.path}</p>{links}", content_type="text/html",
+                            headers=headers)  # fmt: skip
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def requests(self, generation: int, path: str) -> list[tuple[str | None, str | None]]:
+        return [(inm, ims) for g, p, inm, ims in self.sent if (g, p) == (generation, path)]
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[Server]:
+    s = Server()
+    async with serve(s.handle) as port:
+        s.port = port
+        yield s
+
+
+def config(tmp: Path) -> Config:
+    c = Config().override("politeness", delay=0.0, backoff_base=0.01, backoff_max=0.02)
+    return c.override("fetch", retries=1).override("state", dir=str(tmp / "state"))
+
+
+async def generation(cfg: Config, server: Server, n: int) -> dict[str, CrawlResult]:
+    """Run generation `n` (0: the first crawl, else a recrawl) to its end; results by path."""
+    server.generation = n
+    state = CrawlState.open(cfg.state.dir, settings(cfg))
+    if n:
+        state.start_recrawl()
+    async with Crawler(cfg, state=state) as crawler:
+        results = [r async for r in crawler.crawl([server.url("/")])]
+    assert crawler.complete
+    return {r.url.removeprefix(server.url("")): r for r in results}
+
+
+def stored(cfg: Config, server: Server, path: str) -> tuple[str | None, str | None] | None:
+    state = CrawlState.open(cfg.state.dir, settings(cfg))
+    try:
+        return state.validators(server.url(path))
+    finally:
+        state.abandon()
+
+
+@pytest.mark.parametrize("status", [500, 503, 429])
+async def test_a_server_error_in_a_recrawl_keeps_the_validators(
+    server: Server, tmp_path: Path, status: int
+) -> None:
+    cfg = config(tmp_path)
+    await generation(cfg, server, 0)
+    server.answers[(1, "/a")] = lambda _: web.Response(status=status, text="down")
+    assert (await generation(cfg, server, 1))["/a"].status == status
+    assert stored(cfg, server, "/a") == ('"/a"', LM)  # the page did not change: the server failed
+    assert (await generation(cfg, server, 2))["/a"].unchanged
+    assert server.requests(2, "/a") == [('"/a"', LM)]  # still a conditional request
+
+
+async def test_a_page_gone_clears_the_validators(server: Server, tmp_path: Path) -> None:
+    cfg = config(tmp_path)
+    await generation(cfg, server, 0)
+    server.answers[(1, "/a")] = lambda _: web.Response(status=410, text="gone")
+    assert (await generation(cfg, server, 1))["/a"].status == 410
+    assert stored(cfg, server, "/a") is None
+    await generation(cfg, server, 2)
+    assert server.requests(2, "/a") == [(None, None)]
