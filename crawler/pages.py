@@ -116,6 +116,9 @@ class PageHandler:
             self.stats.retries += 1
             return outcome, True, None
         if response.status == 304:  # Not Modified: nothing to read, no links to follow
+            if not conditional:  # not an answer to anything asked: nothing to compare with
+                error = "protocol: 304 Not Modified to a request without validators"
+                return outcome, False, CrawlResult(**_base_result(entry, response), error=error)
             return outcome, False, CrawlResult(**_base_result(entry, response), unchanged=True)
         if response.location is not None:
             return outcome, False, await self._redirect(entry, response, response.location)

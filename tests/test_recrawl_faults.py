@@ -111,3 +111,16 @@ async def test_a_page_gone_clears_the_validators(server: Server, tmp_path: Path)
     assert stored(cfg, server, "/a") is None
     await generation(cfg, server, 2)
     assert server.requests(2, "/a") == [(None, None)]
+
+
+async def test_a_304_to_a_request_without_validators_is_not_unchanged(
+    server: Server, tmp_path: Path
+) -> None:
+    cfg = config(tmp_path)
+    server.answers[(0, "/a")] = lambda _: web.Response(status=304)  # nothing was asked
+    first = await generation(cfg, server, 0)
+    assert server.requests(0, "/a") == [(None, None)]
+    a = first["/a"]
+    assert a.status == 304 and not a.unchanged
+    assert a.error is not None and "without validators" in a.error
+    assert first["/b"].unchanged is False and first["/"].status == 200
