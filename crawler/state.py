@@ -78,6 +78,8 @@ log = logging.getLogger(__name__)
 
 # (ETag, Last-Modified) of a URL's last 2xx response, either may be None
 Validators = tuple[str | None, str | None]
+# a completion that keeps the stored validators, but for those it has (a 304's)
+_KEEP_VALIDATORS = "etag = COALESCE(?, etag), last_modified = COALESCE(?, last_modified)"
 
 
 class CrawlState:
@@ -283,21 +285,17 @@ class CrawlState:
 
     def completed(self, key: str, validators: Validators | None = None, keep: bool = True) -> None:
         """Mark a URL done and commit everything journaled so far. Its stored validators are
-        kept when `keep` (a 304, a failure), else replaced by `validators` (None: cleared)."""
+        replaced by `validators` (None: cleared); with `keep` (a 304, a failure) only by those
+        of them that are not None."""
         with self._writing():
             self._completed(key, validators, keep)
 
     def _completed(self, key: str, validators: Validators | None, keep: bool) -> None:
         self._write_rows()
         fp = fingerprint(key)
-        if keep:
-            self._db.execute("UPDATE urls SET done = 1 WHERE fp = ?", (fp,))
-        else:
-            etag, modified = validators or (None, None)
-            self._db.execute(
-                "UPDATE urls SET done = 1, etag = ?, last_modified = ? WHERE fp = ?",
-                (etag, modified, fp),
-            )
+        etag, modified = validators or (None, None)
+        new = _KEEP_VALIDATORS if keep else "etag = ?, last_modified = ?"
+        self._db.execute(f"UPDATE urls SET done = 1, {new} WHERE fp = ?", (etag, modified, fp))
         self.commit()
 
     def commit(self) -> None:

@@ -124,3 +124,19 @@ async def test_a_304_to_a_request_without_validators_is_not_unchanged(
     assert a.status == 304 and not a.unchanged
     assert a.error is not None and "without validators" in a.error
     assert first["/b"].unchanged is False and first["/"].status == 200
+
+
+async def test_a_304_with_new_validators_updates_the_stored_ones(
+    server: Server, tmp_path: Path
+) -> None:
+    cfg = config(tmp_path)
+    await generation(cfg, server, 0)
+    new = {"ETag": 'W/"a-2"', "Last-Modified": "Sun, 02 Nov 2025 10:00:00 GMT"}
+    server.answers[(1, "/a")] = lambda _: web.Response(status=304, headers=new)
+    server.answers[(1, "/b")] = lambda _: web.Response(status=304)  # none: the stored kept
+    again = await generation(cfg, server, 1)
+    assert again["/a"].unchanged and again["/b"].unchanged
+    assert stored(cfg, server, "/a") == (new["ETag"], new["Last-Modified"])  # RFC 9111 4.3.4
+    assert stored(cfg, server, "/b") == ('"/b"', LM)
+    await generation(cfg, server, 2)
+    assert server.requests(2, "/a") == [(new["ETag"], new["Last-Modified"])]
