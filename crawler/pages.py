@@ -97,6 +97,11 @@ class PageHandler:
         try:
             conditional = conditional_headers(self.state, entry.key) if self.recrawl else None
             response = await self.fetcher.fetch(entry.url, conditional=conditional)
+            if response.status == 412 and conditional:  # a GET's If-None-Match cannot fail
+                if self._recorder is not None:  # (RFC 9110 13.1.2): ask without it
+                    self._recorder(response)
+                conditional = None
+                response = await self.fetcher.fetch(entry.url)
         except FetchError as exc:
             outcome = Outcome(blame=exc.blame, attempt=entry.retries)
             if retries_left and exc.retry:

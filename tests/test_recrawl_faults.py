@@ -140,3 +140,24 @@ async def test_a_304_with_new_validators_updates_the_stored_ones(
     assert stored(cfg, server, "/b") == ('"/b"', LM)
     await generation(cfg, server, 2)
     assert server.requests(2, "/a") == [(new["ETag"], new["Last-Modified"])]
+
+
+async def test_a_412_to_a_conditional_get_is_fetched_again_unconditionally(
+    server: Server, tmp_path: Path
+) -> None:
+    cfg = config(tmp_path)
+    await generation(cfg, server, 0)
+
+    def refuse(request: web.Request) -> web.Response:  # a server that fails If-None-Match
+        if "If-None-Match" in request.headers:
+            return web.Response(status=412)
+        return web.Response(text='<a href="/c">c</a>', content_type="text/html",
+                            headers={"ETag": '"a-2"'})  # fmt: skip
+
+    server.answers[(1, "/a")] = refuse
+    again = await generation(cfg, server, 1)
+    assert server.requests(1, "/a") == [('"/a"', LM), (None, None)]
+    a = again["/a"]
+    assert (a.status, a.unchanged, a.links, a.new_links) == (200, False, 1, 1)
+    assert "/c" in again
+    assert stored(cfg, server, "/a") == ('"a-2"', None)
