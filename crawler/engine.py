@@ -290,7 +290,8 @@ class Crawler:
                     if self.cluster is not None:
                         self.cluster.work.consumed(item.key)
                     if state is not None:
-                        state.completed(item.key, *stored_validators(item))
+                        state.completed(item.key, *stored_validators(item),
+                                        stats=self.stats.as_dict())  # fmt: skip
                         if time.monotonic() >= checkpoint_at:
                             state.checkpoint(self.sieve, self.stats.as_dict())
                             checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval

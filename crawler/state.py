@@ -10,10 +10,8 @@ What is kept, and when:
   still pending, and only fetches that were in flight can be repeated. (A state written before
   the priority column existed gets it, all 0, when it is opened.) A queued URL whose priority a
   better link raised (``reprioritized``) gets its row's priority updated, batched like the rows.
-  With each completion the URL's validators are written: the ``ETag`` and ``Last-Modified`` of
-  a 2xx response (NULL after a 404, a redirect...; a 304, a failure or a 5xx keeps them), which a
-  recrawl sends back as ``If-None-Match`` / ``If-Modified-Since`` (columns added on open to a
-  state written before them).
+  Each completion writes the URL's validators (ETag, Last-Modified: what `crawler.recrawl`
+  keeps of its response) and the crawl's stats, so a crash loses neither.
 - ``seen``: the 64-bit fingerprints of every key the Sieve took in: the exact confirmation tier
   (`SeenStore`), consulted only when the Bloom filter says "seen".
 - ``sieve``: a periodic snapshot of the Sieve's bytes and the last ``urls`` row it covers.
@@ -24,7 +22,8 @@ What is kept, and when:
   Meta ``content_fingerprint`` is the fingerprint version of its rows: another version's index
   is refused (`StateError`), never compared against.
 - ``meta``: format version, the settings that must not change across a resume (scope, URL
-  rules, Sieve parameters, depth and page limits), the stats and the crawl's status.
+  rules, Sieve parameters, depth and page limits), the stats (as of the last completion) and
+  the crawl's status.
 
 A finished crawl can be visited again: `CrawlState.start_recrawl()` begins a new *generation*
 (meta ``generation``, 0 for the first crawl): every known URL is pending again, its validators
@@ -35,8 +34,8 @@ The database file (its schema, opening, checking and migrating it): `crawler.sta
 ``seen`` table's reader and writer: `crawler.seen.SeenStore`.
 
 A missing directory starts a new crawl. A directory with an unfinished crawl resumes it, unless
-a setting that matters changed: then `StateError` names the settings, and `--fresh` starts
-over explicitly. A corrupt or foreign file is a `StateError`, never a silent fresh start.
+a setting that matters changed (`StateError` names them; `--fresh` starts over explicitly). A
+corrupt or foreign file is a `StateError`, never a silent fresh start.
 
 One crawl at a time: an open state holds an exclusive lock on ``DIR/state.lock`` (`flock`,
 released when it is closed or the process dies, even by ``kill -9``); opening a state another
@@ -78,7 +77,6 @@ log = logging.getLogger(__name__)
 
 # (ETag, Last-Modified) of a URL's last 2xx response, either may be None
 Validators = tuple[str | None, str | None]
-# a completion that keeps the stored validators, but for those it has (a 304's)
 _KEEP_VALIDATORS = "etag = COALESCE(?, etag), last_modified = COALESCE(?, last_modified)"
 
 
@@ -283,19 +281,25 @@ class CrawlState:
                 "is kept: fix the cause (free some space) and run the same command to resume"
             ) from exc
 
-    def completed(self, key: str, validators: Validators | None = None, keep: bool = True) -> None:
-        """Mark a URL done and commit everything journaled so far. Its stored validators are
-        replaced by `validators` (None: cleared); with `keep` (a 304, a failure) only by those
-        of them that are not None."""
-        with self._writing():
-            self._completed(key, validators, keep)
-
-    def _completed(self, key: str, validators: Validators | None, keep: bool) -> None:
-        self._write_rows()
-        fp = fingerprint(key)
+    def completed(
+        self,
+        key: str,
+        validators: Validators | None = None,
+        keep: bool = True,
+        stats: dict[str, Any] | None = None,
+    ) -> None:
+        """Mark a URL done, its validators replaced (None: cleared; with `keep`, a 304 or a
+        failure: only by those not None), with the crawl's `stats` (this URL counted): commits
+        everything journaled so far."""
         etag, modified = validators or (None, None)
         new = _KEEP_VALIDATORS if keep else "etag = ?, last_modified = ?"
-        self._db.execute(f"UPDATE urls SET done = 1, {new} WHERE fp = ?", (etag, modified, fp))
+        with self._writing():
+            self._write_rows()
+            if stats is not None:
+                put_meta(self._db, stats=json.dumps(stats))
+            self._db.execute(
+                f"UPDATE urls SET done = 1, {new} WHERE fp = ?", (etag, modified, fingerprint(key))
+            )
         self.commit()
 
     def commit(self) -> None:
