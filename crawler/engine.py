@@ -194,6 +194,8 @@ class Crawler:
                 )
             if self.content is not None:
                 self.content.load(state.content())
+        if state is not None:
+            state.dedup(self.content is not None)
         if state is not None and self.content is not None:
             self.content.store = state.add_content
         store = (state.seen if state is not None else SeenStore()) if exact else None

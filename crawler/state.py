@@ -64,9 +64,11 @@ from crawler.statedb import (
     LOCKNAME,
     StateError,
     connect,
-    content_table,
+    content_rows,
     get_meta,
+    insert_content,
     lock_directory,
+    note_dedup,
     put_meta,
 )
 
@@ -221,15 +223,9 @@ class CrawlState:
             )
             while batch := rows.fetchmany(10_000):
                 for key, url, depth, parent, redirects, sitemap, priority in batch:
-                    yield Entry(
-                        url=url or key,
-                        key=key,
-                        depth=depth,
-                        parent=parent,
-                        redirects=redirects,
-                        sitemap=bool(sitemap),
-                        priority=float(priority),
-                    )
+                    yield Entry(url=url or key, key=key, depth=depth, parent=parent,
+                                redirects=redirects, sitemap=bool(sitemap),
+                                priority=float(priority))  # fmt: skip
 
     def seed_hosts(self, hosts: set[str]) -> set[str]:
         """The seed hosts of every run of this crawl (the default scope), these included."""
@@ -380,23 +376,17 @@ class CrawlState:
     def add_content(self, simhash: int, digest: bytes, url: str) -> None:
         """Journal a page that entered the content-dedup index (committed with the next
         completion or checkpoint)."""
-        signed = simhash - (1 << 64) if simhash >= 1 << 63 else simhash  # SQLite: signed 64-bit
-        sql = "INSERT INTO content (simhash, hash, url) VALUES (?, ?, ?)"
         with self._writing():
-            try:
-                self._db.execute(sql, (signed, digest, url))
-            except sqlite3.OperationalError:  # no such table yet (created on first use)
-                content_table(self._db, self.directory)
-                self._db.execute(sql, (signed, digest, url))
+            insert_content(self._db, self.directory, simhash, digest, url)
+
+    def dedup(self, enabled: bool) -> None:
+        """Note whether this run has content dedup on (see `crawler.statedb.note_dedup`)."""
+        note_dedup(self._db, self.directory, enabled)
 
     def content(self) -> Iterator[tuple[int, bytes, str]]:
         """Every journaled (simhash, content hash, URL), oldest first."""
         with self._reading("the content-dedup index"):
-            content_table(self._db, self.directory)
-            rows = self._db.execute("SELECT simhash, hash, url FROM content ORDER BY id")
-            while batch := rows.fetchmany(10_000):
-                for simhash, digest, url in batch:
-                    yield simhash & ((1 << 64) - 1), bytes(digest), str(url)
+            yield from content_rows(self._db, self.directory)
 
     def __repr__(self) -> str:
         return f"<CrawlState {str(self.directory)!r} resumed={self.resumed}>"

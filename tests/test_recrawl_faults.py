@@ -161,3 +161,40 @@ async def test_a_412_to_a_conditional_get_is_fetched_again_unconditionally(
     assert (a.status, a.unchanged, a.links, a.new_links) == (200, False, 1, 1)
     assert "/c" in again
     assert stored(cfg, server, "/a") == ('"a-2"', None)
+
+
+@pytest.mark.parametrize("dedup", [(False, True), (True, False, True)], ids=["off-on", "on-off-on"])
+async def test_dedup_turned_on_over_a_run_without_it_says_what_it_misses(
+    server: Server, tmp_path: Path, caplog: pytest.LogCaptureFixture, dedup: tuple[bool, ...]
+) -> None:
+    """The pages a run without dedup fetched are not in the index: a later run with it on
+    cannot find their duplicates (here /b repeats /a, answered 304), and says so. Before, it
+    said nothing."""
+    same = '<p>the same words on two pages of this site</p><a href="/">home</a>'
+    server.answers[(len(dedup) - 1, "/b")] = lambda _: web.Response(
+        text=same, content_type="text/html"
+    )
+    for n, on in enumerate(dedup):
+        if n < len(dedup) - 1:
+            server.answers[(n, "/a")] = lambda _: web.Response(
+                text=same, content_type="text/html", headers={"ETag": '"/a"'})  # fmt: skip
+        caplog.clear()
+        results = await generation(config(tmp_path).override("dedup", enabled=on), server, n)
+    assert results["/a"].unchanged
+    if dedup[0] is False:  # the index never had /a's text (with "on-off-on" it has, from run 0)
+        assert results["/b"].duplicate_of is None
+    assert "content dedup was off for part of this crawl" in caplog.text
+
+
+async def test_dedup_on_in_every_run_finds_duplicates_across_a_recrawl(
+    server: Server, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    same = '<p>the same words on two pages of this site</p><a href="/">home</a>'
+    server.answers[(0, "/a")] = lambda _: web.Response(
+        text=same, content_type="text/html", headers={"ETag": '"/a"'})  # fmt: skip
+    server.answers[(1, "/b")] = lambda _: web.Response(text=same, content_type="text/html")
+    cfg = config(tmp_path).override("dedup", enabled=True)
+    await generation(cfg, server, 0)
+    again = await generation(cfg, server, 1)
+    assert again["/a"].unchanged and again["/b"].duplicate_of == server.url("/a")
+    assert "content dedup was off" not in caplog.text
