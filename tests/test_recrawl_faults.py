@@ -4,6 +4,9 @@ recrawl: a 5xx keeps the stored validators, a 304 to a request without validator
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +14,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from crawler.cli_run import run
 from crawler.components import settings
 from crawler.config import Config
 from crawler.engine import Crawler
@@ -198,3 +202,36 @@ async def test_dedup_on_in_every_run_finds_duplicates_across_a_recrawl(
     again = await generation(cfg, server, 1)
     assert again["/a"].unchanged and again["/b"].duplicate_of == server.url("/a")
     assert "content dedup was off" not in caplog.text
+
+
+async def test_a_recrawl_killed_then_resumed_reports_every_url_once_and_counts_it_once(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = config(tmp_path).override("crawl", concurrency=1)
+    await generation(cfg, server, 0)
+    server.generation = 1
+    state = CrawlState.open(cfg.state.dir, settings(cfg))
+    state.start_recrawl()
+    first: list[str] = []
+    with monkeypatch.context() as patch:  # the process dies after its 2nd completion
+        patch.setattr(CrawlState, "close", lambda self, *_: self._release())
+        async with (
+            Crawler(cfg, state=state) as crawler,
+            contextlib.aclosing(crawler.crawl([server.url("/")])) as results,
+        ):
+            async for result in results:
+                if len(first) == 2:
+                    break
+                first.append(result.key)
+    out = io.StringIO()  # the same command: resumes the recrawl (no third generation)
+    assert (await run(cfg, [server.url("/")], out, quiet=True, recrawl=True)).status == 0
+    rest = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert sorted(first + [r["url"] for r in rest]) == sorted(server.url(p) for p in ("/", "/a", "/b"))
+    assert all(r["unchanged"] for r in rest)
+    state = CrawlState.open(cfg.state.dir, settings(cfg))
+    try:
+        saved = state.stats()
+        assert state.generation == 1 and state.previous_status == "finished"
+        assert saved is not None and (saved["pages"], saved["unchanged"]) == (3, 3)
+    finally:
+        state.abandon()
