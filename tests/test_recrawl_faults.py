@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from multidict import CIMultiDict
 
 from crawler.cli_run import run
 from crawler.components import settings
@@ -226,7 +227,8 @@ async def test_a_recrawl_killed_then_resumed_reports_every_url_once_and_counts_i
     out = io.StringIO()  # the same command: resumes the recrawl (no third generation)
     assert (await run(cfg, [server.url("/")], out, quiet=True, recrawl=True)).status == 0
     rest = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert sorted(first + [r["url"] for r in rest]) == sorted(server.url(p) for p in ("/", "/a", "/b"))
+    everything = sorted(server.url(p) for p in ("/", "/a", "/b"))
+    assert sorted(first + [r["url"] for r in rest]) == everything
     assert all(r["unchanged"] for r in rest)
     state = CrawlState.open(cfg.state.dir, settings(cfg))
     try:
@@ -235,3 +237,22 @@ async def test_a_recrawl_killed_then_resumed_reports_every_url_once_and_counts_i
         assert saved is not None and (saved["pages"], saved["unchanged"]) == (3, 3)
     finally:
         state.abandon()
+
+
+@pytest.mark.parametrize(
+    "etags",
+    [['W/"weak"'], ['"abc-gzip"'], ["no-quotes"], ['W/"first"', '"second"']],
+    ids=["weak", "mod_deflate", "unquoted", "several"],
+)
+async def test_validators_go_back_as_they_came(
+    server: Server, tmp_path: Path, etags: list[str]
+) -> None:
+    """What real servers send: a weak ETag, Apache mod_deflate's suffixed one, an invalid one
+    without quotes, several ETag headers (the first is kept)."""
+    headers = CIMultiDict([("ETag", etag) for etag in etags])
+    server.answers[(0, "/a")] = lambda _: web.Response(text="a", headers=headers)
+    cfg = config(tmp_path)
+    await generation(cfg, server, 0)
+    assert stored(cfg, server, "/a") == (etags[0], None)
+    await generation(cfg, server, 1)
+    assert server.requests(1, "/a") == [(etags[0], None)]
