@@ -194,8 +194,6 @@ class Crawler:
                 )
             if self.content is not None:
                 self.content.load(state.content())
-        if state is not None:
-            state.dedup(self.content is not None)
         if state is not None and self.content is not None:
             self.content.store = state.add_content
         store = (state.seen if state is not None else SeenStore()) if exact else None
@@ -246,6 +244,8 @@ class Crawler:
                 guard.allow_host(host)
         for entry in entries:
             await self.admission.seed(entry)
+        if state is not None and frontier is not None:  # (a run with nothing to fetch: no gap)
+            state.dedup(self.content is not None, fetching=len(frontier) > 0)
 
     async def crawl(self, seeds: Iterable[str]) -> AsyncIterator[CrawlResult]:
         """Crawl from `seeds`, yielding one result per fetched, failed or refused URL.

@@ -379,9 +379,9 @@ class CrawlState:
         with self._writing():
             insert_content(self._db, self.directory, simhash, digest, url)
 
-    def dedup(self, enabled: bool) -> None:
+    def dedup(self, enabled: bool, fetching: bool = True) -> None:
         """Note whether this run has content dedup on (see `crawler.statedb.note_dedup`)."""
-        note_dedup(self._db, self.directory, enabled)
+        note_dedup(self._db, self.directory, enabled, fetching)
 
     def content(self) -> Iterator[tuple[int, bytes, str]]:
         """Every journaled (simhash, content hash, URL), oldest first."""

@@ -151,11 +151,11 @@ def content_rows(db: sqlite3.Connection, directory: Path) -> Iterator[tuple[int,
             yield simhash & ((1 << 64) - 1), bytes(digest), str(url)
 
 
-def note_dedup(db: sqlite3.Connection, directory: Path, enabled: bool) -> None:
-    """Note whether this run has content dedup on: the pages a run without it fetches are not
-    in the index (meta ``content_gap``), which a later run with it on says (a warning: its
-    duplicates of those pages are not found)."""
-    if not enabled:
+def note_dedup(db: sqlite3.Connection, directory: Path, enabled: bool, fetching: bool) -> None:
+    """Note whether this run (`fetching` URLs, or with nothing to do) has content dedup on: the
+    pages a run without it fetches are not in the index (meta ``content_gap``), which a later
+    run with it on says (a warning: its duplicates of those pages are not found)."""
+    if not enabled and fetching:
         put_meta(db, content_gap="1")
     elif get_meta(db, "content_gap"):
         log.warning(

@@ -200,6 +200,10 @@ async def test_dedup_on_in_every_run_finds_duplicates_across_a_recrawl(
     server.answers[(1, "/b")] = lambda _: web.Response(text=same, content_type="text/html")
     cfg = config(tmp_path).override("dedup", enabled=True)
     await generation(cfg, server, 0)
+    off = config(tmp_path)  # the finished crawl run again without dedup: nothing fetched
+    state = CrawlState.open(off.state.dir, settings(off))
+    async with Crawler(off, state=state) as crawler:
+        assert [r async for r in crawler.crawl([server.url("/")])] == []
     again = await generation(cfg, server, 1)
     assert again["/a"].unchanged and again["/b"].duplicate_of == server.url("/a")
     assert "content dedup was off" not in caplog.text
