@@ -4,6 +4,7 @@ recrawl: a 5xx keeps the stored validators, a 304 to a request without validator
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
@@ -260,3 +261,50 @@ async def test_validators_go_back_as_they_came(
     assert stored(cfg, server, "/a") == (etags[0], None)
     await generation(cfg, server, 1)
     assert server.requests(1, "/a") == [(etags[0], None)]
+
+
+@contextlib.asynccontextmanager
+async def raw_server(body_after_304: bytes) -> AsyncIterator[tuple[int, list[str | None]]]:
+    """An HTTP/1.1 server (no framework to tidy its answers): / links /a; a conditional request
+    gets a 304 with `body_after_304` after it (a body a 304 cannot have, RFC 9110 15.4.5)."""
+    sent: list[str | None] = []  # the If-None-Match of each request for /a
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+                path = head[0].split()[1]
+                inm = next((h.split(":", 1)[1].strip() for h in head[1:]
+                            if h.lower().startswith("if-none-match:")), None)  # fmt: skip
+                sent.extend([inm] if path == "/a" else [])
+                body = b'<a href="/a">a</a>' if path in ("/", "/a") else b""
+                status = "404 Not Found" if path == "/robots.txt" else "200 OK"
+                if inm is not None:
+                    writer.write(b'HTTP/1.1 304 Not Modified\r\nETag: "x"\r\n'
+                                 b"Content-Length: %d\r\n\r\n" % len(body_after_304)
+                                 + body_after_304)  # fmt: skip
+                else:
+                    head = f'HTTP/1.1 {status}\r\nETag: "x"\r\nContent-Type: text/html\r\n'
+                    writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1], sent
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_304_with_a_body_is_fetched_again_unconditionally(tmp_path: Path) -> None:
+    """A body after a 304 breaks the connection's framing: aiohttp reads it as the next
+    response's status line (a protocol error). Before, the page failed in every recrawl (its
+    validators kept, the same 304 each time); now it is fetched again without them."""
+    async with raw_server(b"<html>not modified</html>") as (port, sent):
+        cfg = config(tmp_path)
+        server = Server(port=port)
+        assert (await generation(cfg, server, 0))["/a"].status == 200
+        a = (await generation(cfg, server, 1))["/a"]
+    assert sent == [None, '"x"', None]
+    assert (a.status, a.error, a.links) == (200, None, 1)
