@@ -155,8 +155,9 @@ def note_dedup(db: sqlite3.Connection, directory: Path, enabled: bool, fetching:
     """Note whether this run (`fetching` URLs, or with nothing to do) has content dedup on: the
     pages a run without it fetches are not in the index (meta ``content_gap``), which a later
     run with it on says (a warning: its duplicates of those pages are not found)."""
-    if not enabled and fetching:
-        put_meta(db, content_gap="1")
+    if not enabled:
+        if fetching:
+            put_meta(db, content_gap="1")
     elif get_meta(db, "content_gap"):
         log.warning(
             "%s: content dedup was off for part of this crawl: the pages fetched then are not "

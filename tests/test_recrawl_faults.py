@@ -190,6 +190,12 @@ async def test_dedup_turned_on_over_a_run_without_it_says_what_it_misses(
     if dedup[0] is False:  # the index never had /a's text (with "on-off-on" it has, from run 0)
         assert results["/b"].duplicate_of is None
     assert "content dedup was off for part of this crawl" in caplog.text
+    caplog.clear()  # the finished crawl run again without dedup: nothing to say
+    off = config(tmp_path)
+    state = CrawlState.open(off.state.dir, settings(off))
+    async with Crawler(off, state=state) as crawler:
+        assert [r async for r in crawler.crawl([server.url("/")])] == []
+    assert "content dedup was off" not in caplog.text
 
 
 async def test_dedup_on_in_every_run_finds_duplicates_across_a_recrawl(
@@ -205,6 +211,7 @@ async def test_dedup_on_in_every_run_finds_duplicates_across_a_recrawl(
     state = CrawlState.open(off.state.dir, settings(off))
     async with Crawler(off, state=state) as crawler:
         assert [r async for r in crawler.crawl([server.url("/")])] == []
+    assert "content dedup was off" not in caplog.text  # (and a run without it says nothing)
     again = await generation(cfg, server, 1)
     assert again["/a"].unchanged and again["/b"].duplicate_of == server.url("/a")
     assert "content dedup was off" not in caplog.text
