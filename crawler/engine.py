@@ -244,6 +244,8 @@ class Crawler:
                 guard.allow_host(host)
         for entry in entries:
             await self.admission.seed(entry)
+        if state is not None and frontier is not None:  # (a run with nothing to fetch: no gap)
+            state.dedup(self.content is not None, fetching=len(frontier) > 0)
 
     async def crawl(self, seeds: Iterable[str]) -> AsyncIterator[CrawlResult]:
         """Crawl from `seeds`, yielding one result per fetched, failed or refused URL.
@@ -290,7 +292,8 @@ class Crawler:
                     if self.cluster is not None:
                         self.cluster.work.consumed(item.key)
                     if state is not None:
-                        state.completed(item.key, *stored_validators(item))
+                        state.completed(item.key, *stored_validators(item),
+                                        stats=self.stats.as_dict())  # fmt: skip
                         if time.monotonic() >= checkpoint_at:
                             state.checkpoint(self.sieve, self.stats.as_dict())
                             checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval

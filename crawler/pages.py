@@ -12,13 +12,14 @@ in the URL's `CrawlResult` (`failed_result` for a URL that got no response); the
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from crawler.admission import Admission
 from crawler.config import Config
-from crawler.errors import FetchError, failure_class
+from crawler.errors import FetchError, ProtocolError, failure_class
 from crawler.fetcher import Fetcher, Response
 from crawler.focus import Focus
 from crawler.frontier import Entry, Frontier, Outcome, host_key
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from crawler.content import ContentIndex
 
 __all__ = ["ROBOTS_MAX_BYTES", "PageHandler", "failed_result"]
+
+log = logging.getLogger(__name__)
 
 ROBOTS_MAX_BYTES = 500 * 1024
 
@@ -94,9 +97,9 @@ class PageHandler:
         """Fetch one page; returns (outcome for the frontier, retry?, result or None if retried).
         What is retried and what backs off the host: `crawler.errors` (the README's table)."""
         retries_left = entry.retries < self.config.fetch.retries
+        conditional = conditional_headers(self.state, entry.key) if self.recrawl else None
         try:
-            conditional = conditional_headers(self.state, entry.key) if self.recrawl else None
-            response = await self.fetcher.fetch(entry.url, conditional=conditional)
+            response, conditional = await self._fetch(entry.url, conditional)
         except FetchError as exc:
             outcome = Outcome(blame=exc.blame, attempt=entry.retries)
             if retries_left and exc.retry:
@@ -116,12 +119,35 @@ class PageHandler:
             self.stats.retries += 1
             return outcome, True, None
         if response.status == 304:  # Not Modified: nothing to read, no links to follow
+            if not conditional:  # not an answer to anything asked: nothing to compare with
+                error = "protocol: 304 Not Modified to a request without validators"
+                return outcome, False, CrawlResult(**_base_result(entry, response), error=error)
             return outcome, False, CrawlResult(**_base_result(entry, response), unchanged=True)
         if response.location is not None:
             return outcome, False, await self._redirect(entry, response, response.location)
         if entry.sitemap and response.status < 300:
             return outcome, False, await self._sitemap(entry, response)
         return outcome, False, await self._page(entry, response)
+
+    async def _fetch(
+        self, url: str, conditional: dict[str, str] | None
+    ) -> tuple[Response, dict[str, str] | None]:
+        """Fetch `url` with a recrawl's `conditional` headers: (response, the headers it
+        answers). A conditional request answered by a 412 (a GET's If-None-Match cannot fail,
+        RFC 9110 13.1.2) or by a protocol error (a server that sends a body with its 304 breaks
+        the connection's framing) is made again without them."""
+        if not conditional:
+            return await self.fetcher.fetch(url), None
+        try:
+            response = await self.fetcher.fetch(url, conditional=conditional)
+        except ProtocolError as exc:
+            log.info("%s: %s answering a conditional request: asked again without it", url, exc)
+            return await self.fetcher.fetch(url), None
+        if response.status != 412:
+            return response, conditional
+        if self._recorder is not None:
+            self._recorder(response)
+        return await self.fetcher.fetch(url), None
 
     async def _page(self, entry: Entry, response: Response) -> CrawlResult:
         focus = self.focus

@@ -12,14 +12,21 @@ from crawler.state import CrawlState, Validators
 __all__ = ["conditional_headers", "stored_validators"]
 
 
+# statuses that say the server failed, not that the page changed: its validators are kept
+_TRANSIENT = frozenset({408, 429})
+
+
 def stored_validators(result: CrawlResult) -> tuple[Validators | None, bool]:
     """What the state keeps of a result's validators: (validators, keep the stored ones?).
-    A 2xx stores its ETag and Last-Modified, a 304 or a failure keeps the stored ones, any
-    other status clears them (a page gone or moved is fetched unconditionally next time)."""
+    A 2xx stores its ETag and Last-Modified; a 304 replaces those it carries and keeps the
+    others (RFC 9111 4.3.4: a 304's validators are the page's current ones); a failure (no
+    response), a 5xx, 408 or 429 keeps the stored ones (a server that failed once says nothing
+    of the page: the next recrawl is still conditional); any other status clears them (a page
+    gone or moved is fetched unconditionally next time)."""
     status = result.status
-    if status is None or status == 304:
+    if status is None or status >= 500 or status in _TRANSIENT:
         return None, True
-    if status >= 300:
+    if status >= 300 and status != 304:
         return None, False
     etag = modified = None
     for name, value in result.headers:
@@ -28,7 +35,7 @@ def stored_validators(result: CrawlResult) -> tuple[Validators | None, bool]:
             etag = value
         elif lname == "last-modified" and modified is None:
             modified = value
-    return (etag, modified), False
+    return (etag, modified), status == 304
 
 
 def conditional_headers(state: CrawlState | None, key: str) -> dict[str, str] | None:

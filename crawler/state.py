@@ -10,10 +10,8 @@ What is kept, and when:
   still pending, and only fetches that were in flight can be repeated. (A state written before
   the priority column existed gets it, all 0, when it is opened.) A queued URL whose priority a
   better link raised (``reprioritized``) gets its row's priority updated, batched like the rows.
-  With each completion the URL's validators are written: the ``ETag`` and ``Last-Modified`` of
-  a 2xx response (NULL for any other status; a 304 or a failure keeps those stored), which a
-  recrawl sends back as ``If-None-Match`` / ``If-Modified-Since`` (columns added on open to a
-  state written before them).
+  Each completion writes the URL's validators (ETag, Last-Modified: what `crawler.recrawl`
+  keeps of its response) and the crawl's stats, so a crash loses neither.
 - ``seen``: the 64-bit fingerprints of every key the Sieve took in: the exact confirmation tier
   (`SeenStore`), consulted only when the Bloom filter says "seen".
 - ``sieve``: a periodic snapshot of the Sieve's bytes and the last ``urls`` row it covers.
@@ -24,7 +22,8 @@ What is kept, and when:
   Meta ``content_fingerprint`` is the fingerprint version of its rows: another version's index
   is refused (`StateError`), never compared against.
 - ``meta``: format version, the settings that must not change across a resume (scope, URL
-  rules, Sieve parameters, depth and page limits), the stats and the crawl's status.
+  rules, Sieve parameters, depth and page limits), the stats (as of the last completion) and
+  the crawl's status.
 
 A finished crawl can be visited again: `CrawlState.start_recrawl()` begins a new *generation*
 (meta ``generation``, 0 for the first crawl): every known URL is pending again, its validators
@@ -35,8 +34,8 @@ The database file (its schema, opening, checking and migrating it): `crawler.sta
 ``seen`` table's reader and writer: `crawler.seen.SeenStore`.
 
 A missing directory starts a new crawl. A directory with an unfinished crawl resumes it, unless
-a setting that matters changed: then `StateError` names the settings, and `--fresh` starts
-over explicitly. A corrupt or foreign file is a `StateError`, never a silent fresh start.
+a setting that matters changed (`StateError` names them; `--fresh` starts over explicitly). A
+corrupt or foreign file is a `StateError`, never a silent fresh start.
 
 One crawl at a time: an open state holds an exclusive lock on ``DIR/state.lock`` (`flock`,
 released when it is closed or the process dies, even by ``kill -9``); opening a state another
@@ -65,9 +64,11 @@ from crawler.statedb import (
     LOCKNAME,
     StateError,
     connect,
-    content_table,
+    content_rows,
     get_meta,
+    insert_content,
     lock_directory,
+    note_dedup,
     put_meta,
 )
 
@@ -78,6 +79,7 @@ log = logging.getLogger(__name__)
 
 # (ETag, Last-Modified) of a URL's last 2xx response, either may be None
 Validators = tuple[str | None, str | None]
+_KEEP_VALIDATORS = "etag = COALESCE(?, etag), last_modified = COALESCE(?, last_modified)"
 
 
 class CrawlState:
@@ -221,15 +223,9 @@ class CrawlState:
             )
             while batch := rows.fetchmany(10_000):
                 for key, url, depth, parent, redirects, sitemap, priority in batch:
-                    yield Entry(
-                        url=url or key,
-                        key=key,
-                        depth=depth,
-                        parent=parent,
-                        redirects=redirects,
-                        sitemap=bool(sitemap),
-                        priority=float(priority),
-                    )
+                    yield Entry(url=url or key, key=key, depth=depth, parent=parent,
+                                redirects=redirects, sitemap=bool(sitemap),
+                                priority=float(priority))  # fmt: skip
 
     def seed_hosts(self, hosts: set[str]) -> set[str]:
         """The seed hosts of every run of this crawl (the default scope), these included."""
@@ -281,22 +277,24 @@ class CrawlState:
                 "is kept: fix the cause (free some space) and run the same command to resume"
             ) from exc
 
-    def completed(self, key: str, validators: Validators | None = None, keep: bool = True) -> None:
-        """Mark a URL done and commit everything journaled so far. Its stored validators are
-        kept when `keep` (a 304, a failure), else replaced by `validators` (None: cleared)."""
+    def completed(
+        self,
+        key: str,
+        validators: Validators | None = None,
+        keep: bool = True,
+        stats: dict[str, Any] | None = None,
+    ) -> None:
+        """Mark a URL done, its validators replaced (None: cleared; with `keep`, a 304 or a
+        failure: only by those not None), with the crawl's `stats` (this URL counted): commits
+        everything journaled so far."""
+        etag, modified = validators or (None, None)
+        new = _KEEP_VALIDATORS if keep else "etag = ?, last_modified = ?"
         with self._writing():
-            self._completed(key, validators, keep)
-
-    def _completed(self, key: str, validators: Validators | None, keep: bool) -> None:
-        self._write_rows()
-        fp = fingerprint(key)
-        if keep:
-            self._db.execute("UPDATE urls SET done = 1 WHERE fp = ?", (fp,))
-        else:
-            etag, modified = validators or (None, None)
+            self._write_rows()
+            if stats is not None:
+                put_meta(self._db, stats=json.dumps(stats))
             self._db.execute(
-                "UPDATE urls SET done = 1, etag = ?, last_modified = ? WHERE fp = ?",
-                (etag, modified, fp),
+                f"UPDATE urls SET done = 1, {new} WHERE fp = ?", (etag, modified, fingerprint(key))
             )
         self.commit()
 
@@ -378,23 +376,17 @@ class CrawlState:
     def add_content(self, simhash: int, digest: bytes, url: str) -> None:
         """Journal a page that entered the content-dedup index (committed with the next
         completion or checkpoint)."""
-        signed = simhash - (1 << 64) if simhash >= 1 << 63 else simhash  # SQLite: signed 64-bit
-        sql = "INSERT INTO content (simhash, hash, url) VALUES (?, ?, ?)"
         with self._writing():
-            try:
-                self._db.execute(sql, (signed, digest, url))
-            except sqlite3.OperationalError:  # no such table yet (created on first use)
-                content_table(self._db, self.directory)
-                self._db.execute(sql, (signed, digest, url))
+            insert_content(self._db, self.directory, simhash, digest, url)
+
+    def dedup(self, enabled: bool, fetching: bool = True) -> None:
+        """Note whether this run has content dedup on (see `crawler.statedb.note_dedup`)."""
+        note_dedup(self._db, self.directory, enabled, fetching)
 
     def content(self) -> Iterator[tuple[int, bytes, str]]:
         """Every journaled (simhash, content hash, URL), oldest first."""
         with self._reading("the content-dedup index"):
-            content_table(self._db, self.directory)
-            rows = self._db.execute("SELECT simhash, hash, url FROM content ORDER BY id")
-            while batch := rows.fetchmany(10_000):
-                for simhash, digest, url in batch:
-                    yield simhash & ((1 << 64) - 1), bytes(digest), str(url)
+            yield from content_rows(self._db, self.directory)
 
     def __repr__(self) -> str:
         return f"<CrawlState {str(self.directory)!r} resumed={self.resumed}>"

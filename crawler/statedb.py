@@ -5,8 +5,10 @@ journal), ``seen``, ``sieve`` and, created on first use, ``content``. `connect` 
 file with its schema and meta, or opens an existing one: checked to be a crawl state of this
 `FORMAT` started with the same settings, then brought up to date (additions only).
 `get_meta`/`put_meta` read and write ``meta``; `content_table` creates the content-dedup table
-and refuses rows of another fingerprint version. `lock_directory`: one crawl per state directory
-(an exclusive `flock` on ``DIR/state.lock``, our pid written in it).
+and refuses rows of another fingerprint version, `insert_content` / `content_rows` write and
+read it, `note_dedup` marks a run without dedup (its pages are not in the index).
+`lock_directory`: one crawl per state directory (an exclusive `flock` on ``DIR/state.lock``,
+our pid written in it).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import logging
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +31,12 @@ __all__ = [
     "LOCKNAME",
     "StateError",
     "connect",
+    "content_rows",
     "content_table",
     "get_meta",
+    "insert_content",
     "lock_directory",
+    "note_dedup",
     "put_meta",
 ]
 
@@ -117,6 +123,43 @@ def content_table(db: sqlite3.Connection, directory: Path) -> None:
             f"{version}, this crawler computes version {FINGERPRINT_VERSION}: resume with "
             "[dedup] enabled = false, or use --fresh to start over"
         )
+
+
+def insert_content(
+    db: sqlite3.Connection, directory: Path, simhash: int, digest: bytes, url: str
+) -> None:
+    """Add a page that entered the content-dedup index to its table (created on first use)."""
+    signed = simhash - (1 << 64) if simhash >= 1 << 63 else simhash  # SQLite: signed 64-bit
+    sql = "INSERT INTO content (simhash, hash, url) VALUES (?, ?, ?)"
+    try:
+        db.execute(sql, (signed, digest, url))
+    except sqlite3.OperationalError:  # no such table yet
+        content_table(db, directory)
+        db.execute(sql, (signed, digest, url))
+
+
+def content_rows(db: sqlite3.Connection, directory: Path) -> Iterator[tuple[int, bytes, str]]:
+    """Every (simhash, content hash, URL) of the content-dedup table, oldest first."""
+    content_table(db, directory)
+    rows = db.execute("SELECT simhash, hash, url FROM content ORDER BY id")
+    while batch := rows.fetchmany(10_000):
+        for simhash, digest, url in batch:
+            yield simhash & ((1 << 64) - 1), bytes(digest), str(url)
+
+
+def note_dedup(db: sqlite3.Connection, directory: Path, enabled: bool, fetching: bool) -> None:
+    """Note whether this run (`fetching` URLs, or with nothing to do) has content dedup on: the
+    pages a run without it fetches are not in the index (meta ``content_gap``), which a later
+    run with it on says (a warning: its duplicates of those pages are not found)."""
+    if not enabled:
+        if fetching:
+            put_meta(db, content_gap="1")
+    elif get_meta(db, "content_gap"):
+        log.warning(
+            "%s: content dedup was off for part of this crawl: the pages fetched then are not "
+            "in its index, so a page repeating one of them (or one answered 304 now) is not "
+            "found a duplicate; --fresh starts over with it on", directory,
+        )  # fmt: skip
 
 
 def put_meta(db: sqlite3.Connection, **values: str) -> None:

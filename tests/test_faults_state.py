@@ -3,6 +3,7 @@ and writes that fail (a full disk: SQLite's SQLITE_FULL, forced with `max_page_c
 
 from __future__ import annotations
 
+import contextlib
 import io
 import sqlite3
 import subprocess
@@ -15,11 +16,13 @@ from aiohttp import web
 from crawler.cli_run import run
 from crawler.components import settings
 from crawler.config import Config
+from crawler.engine import Crawler
 from crawler.entries import Entry
+from crawler.fixture import FixtureSite
 from crawler.sieve import Sieve
 from crawler.state import CrawlState
 from crawler.statedb import FILENAME, LOCKNAME, StateError
-from tests.conftest import serve
+from tests.conftest import serve, site_config
 
 SETTINGS = {"max_depth": 3}
 
@@ -180,3 +183,33 @@ def test_a_refused_state_leaves_no_database_open(tmp_path: Path, garbage: bool) 
             CrawlState.open(tmp_path, {"max_depth": 4} if not garbage else SETTINGS)
     assert _open_files(str(tmp_path / FILENAME)) == before  # nothing left open by the refusals
     assert _open_files(str(tmp_path / LOCKNAME)) == []
+
+
+async def test_a_crash_keeps_the_stats_of_every_completed_url(
+    site: FixtureSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the stats were saved only at checkpoints (every 30 s) and at the end; after a
+    `kill -9` the resumed crawl counted from the last checkpoint, so its stats lost every URL
+    done since then, and a max_pages crawl (its cap counts `admitted` from them) admitted up
+    to max_pages more URLs on each crash."""
+    config = site_config(site, max_pages=12, concurrency=2)
+    state = CrawlState.open(tmp_path / "s", settings(config))
+    with monkeypatch.context() as patch:  # the process dies after its 5th completion
+        patch.setattr(CrawlState, "close", lambda self, *_: self._release())
+        async with (
+            Crawler(config, state=state) as crawler,
+            contextlib.aclosing(crawler.crawl(site.seeds)) as results,
+        ):
+            taken = 0
+            async for _ in results:
+                if taken == 5:
+                    break
+                taken += 1
+    state = CrawlState.open(tmp_path / "s", settings(config))
+    saved = state.stats()
+    admitted, done = state.counts()
+    assert saved is not None and (saved["pages"], saved["admitted"]) == (done, admitted) == (5, 12)
+    async with Crawler(config, state=state) as crawler:
+        rest = [r async for r in crawler.crawl(site.seeds)]
+    assert crawler.complete and len(rest) == 12 - 5
+    assert crawler.stats.pages == 12 and crawler.stats.admitted == 12
