@@ -23,7 +23,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -133,6 +133,7 @@ class Crawler:
         # a recrawl (a state's generation > 0): pages are fetched with their stored validators
         self.recrawl = state is not None and state.generation > 0
         self._entered = False  # `async with Crawler(...)`: the fetcher's session is open
+        self._run: AsyncGenerator[CrawlResult, None] | None = None  # crawl()'s, to close
 
     async def __aenter__(self) -> Crawler:
         await self.fetcher.__aenter__()
@@ -143,10 +144,15 @@ class Crawler:
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._entered = False
+        run, self._run = self._run, None
         try:
-            await self.fetcher.close()
+            if run is not None:  # a consumer that broke out of the loop: the crawl ends now,
+                await run.aclose()  # not when the loop collects the generator (workers alive)
         finally:
-            await self.parser.close()
+            try:
+                await self.fetcher.close()
+            finally:
+                await self.parser.close()
 
     # -- the crawl -------------------------------------------------------------------------
 
@@ -245,12 +251,17 @@ class Crawler:
         for entry in entries:
             await self.admission.seed(entry)
 
-    async def crawl(self, seeds: Iterable[str]) -> AsyncIterator[CrawlResult]:
+    def crawl(self, seeds: Iterable[str]) -> AsyncGenerator[CrawlResult, None]:
         """Crawl from `seeds`, yielding one result per fetched, failed or refused URL.
 
-        A Crawler runs one crawl; breaking out of the loop ends it cleanly. With a `state`, the
+        A Crawler runs one crawl; breaking out of the loop ends it cleanly: at once with
+        `contextlib.aclosing`, else when `async with Crawler(...)` ends. With a `state`, the
         crawl closes it at the end, with a last snapshot and the status "finished" or
         "interrupted"; a state it could not load is closed untouched."""
+        self._run = run = self._crawl(seeds)
+        return run
+
+    async def _crawl(self, seeds: Iterable[str]) -> AsyncGenerator[CrawlResult, None]:
         if self._workers:
             raise RuntimeError("this Crawler has already crawled; make a new one")
         state, results, n = self.state, self._results, self.config.crawl.concurrency
