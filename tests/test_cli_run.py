@@ -131,6 +131,23 @@ async def test_a_spent_fetch_budget_says_what_is_left_and_how_to_go_on(
     assert more.status == 0 and "fetch budget" not in capsys.readouterr().err
 
 
+async def test_a_seed_redirected_out_of_scope_is_said(
+    site: FixtureSite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `crawl http://example.org/` answered by a redirect to https://www.example.org/ (another
+    # host): the target is out of the default scope, and the crawl ended after one result,
+    # exit 0, without a word
+    seed, target = site.url("site-a.test", "/to-b"), site.url("site-b.test", "/from-a")
+    outcome = await run(site_config(site), [seed], io.StringIO())
+    assert outcome.status == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"seed {seed} redirected to {target}, outside the crawl's scope" in err
+    assert "[scope] allowed_domains" in err
+    # the same redirect with its target's host a seed's too: nothing to say
+    outcome = await run(site_config(site), [seed, site.seeds[1]], io.StringIO())
+    assert outcome.status == 0 and "redirected" not in capsys.readouterr().err
+
+
 def test_the_summary_says_content_dedup_is_off_rather_than_no_duplicate_found() -> None:
     from crawler.engine import Crawler
     from crawler.progress import summary_rows
