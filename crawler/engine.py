@@ -20,9 +20,11 @@ through the shared crawl. A Redis failure ends the crawl with `SharedStateError`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
+import weakref
 from collections.abc import AsyncGenerator, Callable, Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -133,7 +135,11 @@ class Crawler:
         # a recrawl (a state's generation > 0): pages are fetched with their stored validators
         self.recrawl = state is not None and state.generation > 0
         self._entered = False  # `async with Crawler(...)`: the fetcher's session is open
-        self._run: AsyncGenerator[CrawlResult, None] | None = None  # crawl()'s, to close
+        # crawl()'s generator (weakly: a loop left by break drops it, and the event loop closes
+        # it at once), and whether it started and ended: `async with` ends the crawl first
+        self._run: weakref.ref[AsyncGenerator[CrawlResult, None]] | None = None
+        self._started = False
+        self._ended = asyncio.Event()
 
     async def __aenter__(self) -> Crawler:
         await self.fetcher.__aenter__()
@@ -144,10 +150,8 @@ class Crawler:
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._entered = False
-        run, self._run = self._run, None
         try:
-            if run is not None:  # a consumer that broke out of the loop: the crawl ends now,
-                await run.aclose()  # not when the loop collects the generator (workers alive)
+            await self._end_crawl()
         finally:
             try:
                 await self.fetcher.close()
@@ -258,10 +262,35 @@ class Crawler:
         `contextlib.aclosing`, else when `async with Crawler(...)` ends. With a `state`, the
         crawl closes it at the end, with a last snapshot and the status "finished" or
         "interrupted"; a state it could not load is closed untouched."""
-        self._run = run = self._crawl(seeds)
+        run = self._crawl(seeds)
+        self._run = weakref.ref(run)
         return run
 
+    async def _end_crawl(self) -> None:
+        """End the crawl before the session closes, whoever holds its generator: a loop left
+        by `break` (the event loop's finalizer of the dropped generator is closing it: wait for
+        it), a generator still referenced (close it), one iterated by another task (stop it)."""
+        ref, self._run = self._run, None
+        run = ref() if ref is not None else None
+        if run is not None and not getattr(run, "ag_running", False):
+            await run.aclose()
+        elif self._started and not self._ended.is_set():
+            if run is not None:
+                self.stop()
+                self.abort()
+            await self._ended.wait()
+
     async def _crawl(self, seeds: Iterable[str]) -> AsyncGenerator[CrawlResult, None]:
+        """`_run_crawl`'s results, and `_ended` set once it has ended, however it ends."""
+        self._started = True
+        try:
+            async with contextlib.aclosing(self._run_crawl(seeds)) as results:
+                async for result in results:
+                    yield result
+        finally:
+            self._ended.set()
+
+    async def _run_crawl(self, seeds: Iterable[str]) -> AsyncGenerator[CrawlResult, None]:
         if self._workers:
             raise RuntimeError("this Crawler has already crawled; make a new one")
         state, results, n = self.state, self._results, self.config.crawl.concurrency

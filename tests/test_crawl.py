@@ -167,6 +167,18 @@ async def test_breaking_out_ends_the_crawl_with_its_async_with(
     again.abandon()
 
 
+async def test_breaking_out_stops_the_workers_before_async_with_ends(site: FixtureSite) -> None:
+    """A program that breaks out and goes on inside its `async with` (no `aclosing`) does not
+    keep fetching pages nobody reads until the block ends."""
+    import asyncio
+
+    async with Crawler(site_config(site)) as crawler:
+        async for _ in crawler.crawl(site.seeds):
+            break
+        await asyncio.sleep(0.5)  # generous: the loop closes the abandoned generator at once
+        assert all(t.done() for t in crawler._workers), "workers kept fetching after break"
+
+
 @pytest.mark.parametrize("threaded", [False, True], ids=["inline", "parse-thread"])
 async def test_internal_error_becomes_a_result(
     site: FixtureSite, monkeypatch: pytest.MonkeyPatch, threaded: bool
