@@ -2,7 +2,8 @@
 
     crawl [SEEDS_FILE_OR_URL ...] [--config PATH] [-o PATH|-] [--max-pages N] [--max-depth N]
           [--concurrency N] [--delay SECONDS] [--stats PATH] [--warc PATH] [--state DIR]
-          [--fresh] [--recrawl] [--redis URL [--crawl-id NAME] [--status]] [--demo] [-v|-q]
+          [--fresh] [--recrawl] [--focus WORDS] [--redis URL [--crawl-id NAME] [--status]]
+          [--demo] [-v|-q]
 
 Results go to stdout (or `-o PATH`) as JSON Lines; logs, progress and the summary go to stderr.
 Seeds are read by `crawler.seeds`, outputs checked and written by `crawler.output`. The

@@ -202,6 +202,12 @@ async def run(
         )
         say(quiet, f"fetch budget of {budget.limit:,} pages (max_pages) spent; "
                    f"{len(frontier):,} URLs {hint}")  # fmt: skip
+    for seed, target in report.redirected:  # `crawl http://a.org/` -> https://www.a.org/
+        resolved = crawler.urls.resolve(target, seed)
+        if resolved and crawler.scope and crawler.scope.check(resolved[1], 0) == "domain":
+            say(quiet, f"seed {seed} redirected to {target}, outside the crawl's scope: "
+                       "nothing of it was crawled; seed the target itself, or add its host to "
+                       "[scope] allowed_domains")  # fmt: skip
     if shared and writer.lines == 0:
         say(quiet, f"the shared crawl {config.cluster.crawl_id!r} has nothing left to do "
                    "(crawl --status shows it)")  # fmt: skip

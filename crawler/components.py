@@ -170,7 +170,7 @@ def warn_unused_outputs(config: Config, *, state: bool, recorder: bool) -> None:
     """The `crawl` command opens the state directory and the WARC file the config names and
     hands them to the Crawler; a program that builds a Crawler from the same config gets
     neither unless it does the same (`state`, `recorder`: whether it did): say so rather than
-    keep nothing silently."""
+    keep nothing silently. So for `use_sitemaps` without robots.txt, which holds the sitemaps."""
     if config.state.dir and not state:
         logger.warning(
             "[state] dir = %r is not used: a Crawler keeps a state only when given one "
@@ -181,3 +181,8 @@ def warn_unused_outputs(config: Config, *, state: bool, recorder: bool) -> None:
             "[output] warc = %r is not used: a Crawler writes WARC only through a recorder "
             "(Crawler(config, recorder=WarcOutput(path).write))", config.output.warc,
         )  # fmt: skip
+    if config.scope.use_sitemaps and not config.politeness.respect_robots:
+        logger.warning(
+            "[scope] use_sitemaps = true reads nothing: the Sitemap: lines are read from "
+            "robots.txt, which [politeness] respect_robots = false does not fetch"
+        )

@@ -210,8 +210,11 @@ def open_output(path: str) -> Iterator[TextIO]:
             sys.stdout.reconfigure(errors="backslashreplace")
         yield sys.stdout
         return
-    repair_jsonl(Path(path))
-    fh = open(path, "a", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+    try:
+        repair_jsonl(Path(path))
+        fh = open(path, "a", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+    except OSError as exc:  # past the checks made before the crawl (/proc for root, a race)
+        raise OutputError(f"{path}: cannot open: {exc.strerror or exc}") from exc
     try:
         yield fh
     except BaseException:

@@ -193,12 +193,14 @@ def failure_reason(error: str | None) -> str:
 class SeedReport:
     """Counts the seeds' results (depth 0, no parent) and keeps the first few failures."""
 
-    __slots__ = ("answered", "failures", "tried")
+    __slots__ = ("answered", "failures", "redirected", "tried")
 
     def __init__(self) -> None:
         self.tried = 0
         self.answered = 0
         self.failures: list[tuple[str, str]] = []  # (url, reason), the first MAX_REPORTED
+        # (seed, Location) of seeds whose redirect target was not admitted, the first few
+        self.redirected: list[tuple[str, str]] = []
 
     def observe(self, result: CrawlResult) -> None:
         if result.depth or result.parent is not None:
@@ -206,6 +208,9 @@ class SeedReport:
         self.tried += 1
         if result.status is not None:
             self.answered += 1
+            redirected = result.location is not None and not result.new_links
+            if redirected and not result.error and len(self.redirected) < MAX_REPORTED:
+                self.redirected.append((result.url, result.location or ""))
         elif len(self.failures) < MAX_REPORTED:
             self.failures.append((result.url, failure_reason(result.error)))
 

@@ -179,9 +179,16 @@ def _check_existing(db: sqlite3.Connection, path: Path, settings: dict[str, Any]
         raise StateError(f"{path}: the saved settings are missing or corrupt") from None
     changed = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
     if changed:
+        # a focused crawl keeps no max_pages (a budget, free to change): one only on one side
+        # means the focus was dropped or added, not max_pages changed
+        focus = ""
+        if "crawl.max_pages" in settings and "crawl.max_pages" not in saved:
+            focus = ": it is a focused crawl, give its --focus or [focus] keywords again"
+        elif "crawl.max_pages" in saved and "crawl.max_pages" not in settings:
+            focus = ": it is not a focused crawl, run it without --focus"
         raise StateError(
-            f"{path.parent}: the crawl was started with other settings ({', '.join(changed)}); "
-            "resume with the same config, or use --fresh to start over"
+            f"{path.parent}: the crawl was started with other settings ({', '.join(changed)}"
+            f"{focus}); resume with the same config, or use --fresh to start over"
         )
 
 

@@ -21,6 +21,7 @@ from crawler.errors import ConfigError
 from crawler.fixture import FixtureSite
 from crawler.output import check_output_paths
 from crawler.state import CrawlState
+from crawler.statedb import StateError
 from crawler.urls import canonicalize
 from tests.conftest import serve, site_config
 
@@ -129,6 +130,39 @@ async def test_a_spent_fetch_budget_says_what_is_left_and_how_to_go_on(
         assert f"URLs left pending in {tmp_path / 'state'}: run again with a larger" in err
     more = await run(config.override("crawl", max_pages=1000), site.seeds, io.StringIO())
     assert more.status == 0 and "fetch budget" not in capsys.readouterr().err
+
+
+async def test_a_seed_redirected_out_of_scope_is_said(
+    site: FixtureSite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `crawl http://example.org/` answered by a redirect to https://www.example.org/ (another
+    # host): the target is out of the default scope, and the crawl ended after one result,
+    # exit 0, without a word
+    seed, target = site.url("site-a.test", "/to-b"), site.url("site-b.test", "/from-a")
+    outcome = await run(site_config(site), [seed], io.StringIO())
+    assert outcome.status == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"seed {seed} redirected to {target}, outside the crawl's scope" in err
+    assert "[scope] allowed_domains" in err
+    # the same redirect with its target's host a seed's too: nothing to say
+    outcome = await run(site_config(site), [seed, site.seeds[1]], io.StringIO())
+    assert outcome.status == 0 and "redirected" not in capsys.readouterr().err
+
+
+async def test_resuming_a_focused_crawl_without_its_focus_says_so(
+    site: FixtureSite, tmp_path: Path
+) -> None:
+    # the refusal named "crawl.max_pages", which the user had not changed: a focused crawl's
+    # max_pages is a budget free to change, so its state keeps none
+    config = site_config(site, max_pages=3).override("state", dir=str(tmp_path / "state"))
+    focused = config.override("focus", keywords=("calendar",))
+    assert (await run(focused, site.seeds, io.StringIO(), quiet=True)).status == 0
+    with pytest.raises(StateError, match=r"a focused crawl, give its --focus or \[focus\] "):
+        await run(config, site.seeds, io.StringIO(), quiet=True)
+    fresh = config.override("state", dir=str(tmp_path / "plain"))
+    assert (await run(fresh, site.seeds, io.StringIO(), quiet=True)).status == 0
+    with pytest.raises(StateError, match=r"not a focused crawl, run it without --focus"):
+        await run(fresh.override("focus", keywords=("calendar",)), site.seeds, io.StringIO())
 
 
 def test_the_summary_says_content_dedup_is_off_rather_than_no_duplicate_found() -> None:

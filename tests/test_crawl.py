@@ -148,6 +148,37 @@ async def test_breaking_out_early_stops_cleanly(site: FixtureSite) -> None:
     assert len(site.requests) == before, "workers kept fetching after the consumer left"
 
 
+async def test_breaking_out_ends_the_crawl_with_its_async_with(
+    site: FixtureSite, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The README's loop, left with `break` (no `aclosing`): when `async with` ends, the crawl
+    has ended too: no worker meets the closed session ("internal error"), the state is closed
+    (its lock released: the same program can open it again) and the stats are final."""
+    from crawler.components import settings
+    from crawler.state import CrawlState
+
+    config = site_config(site)
+    async with Crawler(config, state=CrawlState.open(tmp_path, settings(config))) as crawler:
+        async for _ in crawler.crawl(site.seeds):
+            break
+    assert not [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    again = CrawlState.open(tmp_path, settings(config))  # was: "in use by another crawl"
+    assert again.previous_status == "interrupted"
+    again.abandon()
+
+
+async def test_breaking_out_stops_the_workers_before_async_with_ends(site: FixtureSite) -> None:
+    """A program that breaks out and goes on inside its `async with` (no `aclosing`) does not
+    keep fetching pages nobody reads until the block ends."""
+    import asyncio
+
+    async with Crawler(site_config(site)) as crawler:
+        async for _ in crawler.crawl(site.seeds):
+            break
+        await asyncio.sleep(0.5)  # generous: the loop closes the abandoned generator at once
+        assert all(t.done() for t in crawler._workers), "workers kept fetching after break"
+
+
 @pytest.mark.parametrize("threaded", [False, True], ids=["inline", "parse-thread"])
 async def test_internal_error_becomes_a_result(
     site: FixtureSite, monkeypatch: pytest.MonkeyPatch, threaded: bool

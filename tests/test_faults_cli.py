@@ -9,6 +9,7 @@ import codecs
 import gzip
 import io
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -382,3 +383,14 @@ async def test_a_second_sigint_flushes_the_lines_written_before_leaving(
     assert exits, "the second SIGINT did not leave"
     status, flushed, written = exits[0]
     assert status == 130 and written > 0 and flushed == written
+
+
+def test_jsonl_output_that_cannot_be_opened_is_named(tmp_path: Path) -> None:
+    """An -o path that passed the checks made before the crawl but cannot be opened (a
+    pseudo-filesystem such as /proc for root, a race): one line naming the file, exit 2 as for
+    a full disk. Before: a bare '[Errno 20] Not a directory: ...', no file named."""
+    (tmp_path / "file").write_text("")
+    path = tmp_path / "file" / "out.jsonl"
+    refused = pytest.raises(OutputError, match=f"{re.escape(str(path))}: cannot open: ")
+    with refused, open_output(str(path)):
+        pass

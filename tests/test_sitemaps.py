@@ -124,3 +124,17 @@ async def test_sitemaps_are_off_by_default(site: FixtureSite) -> None:
         keys = {r.key async for r in crawler.crawl(site.seeds)}
     assert site.url("site-a.test", "/sitemap.xml") not in keys
     assert not [r for r in site.requests if "sitemap" in r.path]
+
+
+def test_sitemaps_without_robots_say_they_read_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    """The Sitemap: lines are read from robots.txt: with respect_robots off none is fetched, and
+    use_sitemaps did nothing without a word."""
+    from crawler.config import Config
+
+    config = Config().override("scope", use_sitemaps=True)
+    Crawler(config.override("politeness", respect_robots=False))
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("use_sitemaps" in m and "respect_robots = false" in m for m in warned), warned
+    caplog.clear()
+    Crawler(config)  # with robots.txt: sitemaps are read, nothing to say
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
