@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 demo: $(STAMP)
-	$(BIN)/crawl --demo
+	@$(BIN)/crawl --demo  # "@": stdout holds the JSON Lines only
 
 lint: $(STAMP)
 	$(BIN)/ruff check crawler tests bench
