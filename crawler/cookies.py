@@ -50,7 +50,8 @@ _Verdict = Literal["keep", "refuse", "host-only"]
 
 def _host_only(header: str) -> str:
     """The Set-Cookie field without its Domain attributes (its first pair is the cookie's own,
-    whatever its name; no attribute holds a ';')."""
+    whatever its name). Split at ';', which RFC 6265 keeps out of values: a quoted value hiding
+    one loses at most its own cookie, and no Domain attribute is left in any case."""
     pair, *attributes = header.split(";")
     kept = [a for a in attributes if a.partition("=")[0].strip().lower() != "domain"]
     return ";".join([pair, *kept])
