@@ -10,18 +10,20 @@ from crawler.crawlrun import CrawlRun
 
 
 class Source:
-    """A generator of 0, 1, 2, ... that, past `block_at`, waits for `release`; `closed` once its
-    clean-up ran."""
+    """A generator of 0, 1, 2, ... that, at `block_at`, waits for `release`, then ends; `closed`
+    once its clean-up ran."""
 
     def __init__(self, block_at: int = 1_000) -> None:
         self.closed = False
         self.block_at = block_at
         self.release = asyncio.Event()
+        self.blocked = asyncio.Event()  # set once it waits for `release`
 
     async def items(self) -> AsyncGenerator[int, None]:
         try:
             for i in range(10_000):
                 if i >= self.block_at:
+                    self.blocked.set()
                     await self.release.wait()
                     return
                 yield i
@@ -56,9 +58,7 @@ async def test_a_generator_iterated_by_another_task_is_stopped_and_waited_for() 
             taken.append(item)
 
     task = asyncio.create_task(consume())
-    while len(taken) < 2:
-        await asyncio.sleep(0)
-    await asyncio.sleep(0)  # the consumer now waits inside the generator (not at a yield)
+    await source.blocked.wait()  # the consumer waits inside the generator (not at a yield)
     await run.end(source.release.set)
     assert source.closed and taken == [0, 1]
     await task
