@@ -381,7 +381,8 @@ class CrawlState:
 
     def dedup(self, enabled: bool, fetching: bool = True) -> None:
         """Note whether this run has content dedup on (see `crawler.statedb.note_dedup`)."""
-        note_dedup(self._db, self.directory, enabled, fetching)
+        with self._writing():
+            note_dedup(self._db, self.directory, enabled, fetching)
 
     def content(self) -> Iterator[tuple[int, bytes, str]]:
         """Every journaled (simhash, content hash, URL), oldest first."""
