@@ -232,3 +232,16 @@ def test_noting_the_dedup_setting_that_cannot_be_done_is_a_state_error(
         with pytest.raises(StateError, match="cannot write the crawl state: attempt to write"):
             state.dedup(False)
     state.abandon()
+
+
+def test_every_write_of_a_crawl_start_that_fails_is_a_state_error(tmp_path: Path) -> None:
+    """The seed hosts noted and a recrawl begun, written when a crawl starts: as the dedup mark,
+    a failed write there was a bare sqlite3.OperationalError."""
+    state = CrawlState.open(tmp_path, SETTINGS)
+    state.close(Sieve(capacity=1000, error_rate=0.01), {}, "finished")
+    for write in (lambda s: s.seed_hosts({"a.test"}), CrawlState.start_recrawl):
+        state = CrawlState.open(tmp_path, SETTINGS)
+        state._db.execute("PRAGMA query_only = 1")
+        with pytest.raises(StateError, match="cannot write the crawl state: attempt to write"):
+            write(state)
+        state.abandon()
