@@ -20,11 +20,9 @@ through the shared crawl. A Redis failure ends the crawl with `SharedStateError`
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import time
-import weakref
 from collections.abc import AsyncGenerator, Callable, Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -41,6 +39,7 @@ from crawler.components import (
     warn_unused_outputs,
 )
 from crawler.config import Config
+from crawler.crawlrun import CrawlRun
 from crawler.errors import ConfigError, OutputError, ScoreError, SeedError, SharedStateError
 from crawler.fetcher import Response
 from crawler.focus import Focus
@@ -135,11 +134,7 @@ class Crawler:
         # a recrawl (a state's generation > 0): pages are fetched with their stored validators
         self.recrawl = state is not None and state.generation > 0
         self._entered = False  # `async with Crawler(...)`: the fetcher's session is open
-        # crawl()'s generator (weakly: a loop left by break drops it, and the event loop closes
-        # it at once), and whether it started and ended: `async with` ends the crawl first
-        self._run: weakref.ref[AsyncGenerator[CrawlResult, None]] | None = None
-        self._started = False
-        self._ended = asyncio.Event()
+        self._run = CrawlRun[CrawlResult]()  # crawl()'s generator: `async with` ends it first
 
     async def __aenter__(self) -> Crawler:
         await self.fetcher.__aenter__()
@@ -151,7 +146,7 @@ class Crawler:
     ) -> None:
         self._entered = False
         try:
-            await self._end_crawl()
+            await self._run.end(self.stop, self.abort)
         finally:
             try:
                 await self.fetcher.close()
@@ -264,33 +259,7 @@ class Crawler:
         `contextlib.aclosing`, else when `async with Crawler(...)` ends. With a `state`, the
         crawl closes it at the end, with a last snapshot and the status "finished" or
         "interrupted"; a state it could not load is closed untouched."""
-        run = self._crawl(seeds)
-        self._run = weakref.ref(run)
-        return run
-
-    async def _end_crawl(self) -> None:
-        """End the crawl before the session closes, whoever holds its generator: a loop left
-        by `break` (the event loop's finalizer of the dropped generator is closing it: wait for
-        it), a generator still referenced (close it), one iterated by another task (stop it)."""
-        ref, self._run = self._run, None
-        run = ref() if ref is not None else None
-        if run is not None and not getattr(run, "ag_running", False):
-            await run.aclose()
-        elif self._started and not self._ended.is_set():
-            if run is not None:
-                self.stop()
-                self.abort()
-            await self._ended.wait()
-
-    async def _crawl(self, seeds: Iterable[str]) -> AsyncGenerator[CrawlResult, None]:
-        """`_run_crawl`'s results, and `_ended` set once it has ended, however it ends."""
-        self._started = True
-        try:
-            async with contextlib.aclosing(self._run_crawl(seeds)) as results:
-                async for result in results:
-                    yield result
-        finally:
-            self._ended.set()
+        return self._run.watch(self._run_crawl(seeds))
 
     async def _run_crawl(self, seeds: Iterable[str]) -> AsyncGenerator[CrawlResult, None]:
         if self._workers:

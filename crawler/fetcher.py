@@ -367,7 +367,7 @@ class Fetcher:
             return
         await self._guarded.check(host, address)
         if self.guard.enabled:  # allowed (else check raised)
-            if len(self._literals_ok) >= _PROXY_MEMO:
+            if len(self._literals_ok) >= _LITERAL_MEMO:
                 self._literals_ok.clear()
             self._literals_ok.add(host)
 
@@ -377,7 +377,7 @@ class Fetcher:
         return f"<Fetcher {state} max_body={self.max_body} resolver={self._resolver!r} {steering}>"
 
 
-_PROXY_MEMO = 4096
+_LITERAL_MEMO = 4096  # IP-literal hosts the guard let through, remembered (bounded)
 
 
 def _merged(

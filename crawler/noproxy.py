@@ -1,6 +1,7 @@
 """Which hosts bypass ``[fetch] proxy``: the ``no_proxy`` / ``NO_PROXY`` environment variable.
 
-Read as curl reads it (the lower-case variable first): a comma-separated list of
+Read as curl reads it (the lower-case variable first), and a little more: a comma-separated
+list of
 
 - ``*``: no host uses the proxy;
 - a host name, optionally with a leading ``.`` or ``*.``: that host and its subdomains
@@ -9,8 +10,12 @@ Read as curl reads it (the lower-case variable first): a comma-separated list of
   (``10.0.0.0/8``, ``fd00::/8``): IP-literal hosts in it (names are not resolved for this);
 - any of these but ``*`` followed by ``:port``: that port only.
 
-Case and trailing dots are ignored. The standard library's ``proxy_bypass_environment`` knew
-neither networks nor ports (``a.test:8080`` never matched), nor ``a.test.`` as ``a.test``.
+Case and trailing dots are ignored. curl reads less: ``*`` only as the whole value, no ``*.``,
+no ``:port`` (an entry with one never matches), and entries separated by blanks alone end the
+list after the first; each of these is read here as its writer meant it, bypassing the proxy
+for a host curl would send through it, never the other way round. The standard library's
+``proxy_bypass_environment`` knew neither networks nor ports (``a.test:8080`` never matched),
+nor ``a.test.`` as ``a.test``.
 """
 
 from __future__ import annotations

@@ -163,10 +163,11 @@ class CrawlState:
                 else f"{self.directory}: no crawl to visit again (run it once without --recrawl)"
             )
         generation = self.generation + 1
-        self._write_rows()
-        self._db.execute("UPDATE urls SET done = 0")
-        put_meta(self._db, generation=str(generation), status="running",
-                 previous_stats=get_meta(self._db, "stats") or "{}", stats="{}")  # fmt: skip
+        with self._writing():
+            self._write_rows()
+            self._db.execute("UPDATE urls SET done = 0")
+            put_meta(self._db, generation=str(generation), status="running",
+                     previous_stats=get_meta(self._db, "stats") or "{}", stats="{}")  # fmt: skip
         self.commit()
         self.previous_status = "running"
         log.info("state: recrawl (generation %d) of %s", generation, self.directory)
@@ -231,7 +232,8 @@ class CrawlState:
         """The seed hosts of every run of this crawl (the default scope), these included."""
         text = get_meta(self._db, "seed_hosts")
         merged = set(json.loads(text)) | hosts if text else set(hosts)
-        put_meta(self._db, seed_hosts=json.dumps(sorted(merged)))
+        with self._writing():
+            put_meta(self._db, seed_hosts=json.dumps(sorted(merged)))
         return merged
 
     def stats(self) -> dict[str, Any] | None:
@@ -381,7 +383,8 @@ class CrawlState:
 
     def dedup(self, enabled: bool, fetching: bool = True) -> None:
         """Note whether this run has content dedup on (see `crawler.statedb.note_dedup`)."""
-        note_dedup(self._db, self.directory, enabled, fetching)
+        with self._writing():
+            note_dedup(self._db, self.directory, enabled, fetching)
 
     def content(self) -> Iterator[tuple[int, bytes, str]]:
         """Every journaled (simhash, content hash, URL), oldest first."""

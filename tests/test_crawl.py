@@ -175,7 +175,8 @@ async def test_breaking_out_stops_the_workers_before_async_with_ends(site: Fixtu
     async with Crawler(site_config(site)) as crawler:
         async for _ in crawler.crawl(site.seeds):
             break
-        await asyncio.sleep(0.5)  # generous: the loop closes the abandoned generator at once
+        # the loop closes the abandoned generator at once (a generous bound, no sleep)
+        await asyncio.wait_for(crawler._run.wait(), timeout=30)
         assert all(t.done() for t in crawler._workers), "workers kept fetching after break"
 
 

@@ -213,3 +213,35 @@ async def test_a_crash_keeps_the_stats_of_every_completed_url(
         rest = [r async for r in crawler.crawl(site.seeds)]
     assert crawler.complete and len(rest) == 12 - 5
     assert crawler.stats.pages == 12 and crawler.stats.admitted == 12
+
+
+@pytest.mark.parametrize("enabled", [False, True], ids=["dedup-off", "dedup-on"])
+def test_noting_the_dedup_setting_that_cannot_be_done_is_a_state_error(
+    tmp_path: Path, enabled: bool
+) -> None:
+    """The mark of a run without content dedup (meta ``content_gap``), written when a crawl
+    starts: before, a write that failed there (an I/O error, a read-only file) escaped as a bare
+    sqlite3.OperationalError and a traceback, the only state write not turned into a
+    StateError."""
+    state = CrawlState.open(tmp_path, SETTINGS)
+    state.dedup(False)  # a run without dedup: the gap is noted
+    state._db.execute("PRAGMA query_only = 1")  # every further write fails
+    if enabled:  # reading the mark back is not a write: a run with dedup on only warns
+        state.dedup(True)
+    else:
+        with pytest.raises(StateError, match="cannot write the crawl state: attempt to write"):
+            state.dedup(False)
+    state.abandon()
+
+
+def test_every_write_of_a_crawl_start_that_fails_is_a_state_error(tmp_path: Path) -> None:
+    """The seed hosts noted and a recrawl begun, written when a crawl starts: as the dedup mark,
+    a failed write there was a bare sqlite3.OperationalError."""
+    state = CrawlState.open(tmp_path, SETTINGS)
+    state.close(Sieve(capacity=1000, error_rate=0.01), {}, "finished")
+    for write in (lambda s: s.seed_hosts({"a.test"}), CrawlState.start_recrawl):
+        state = CrawlState.open(tmp_path, SETTINGS)
+        state._db.execute("PRAGMA query_only = 1")
+        with pytest.raises(StateError, match="cannot write the crawl state: attempt to write"):
+            write(state)
+        state.abandon()

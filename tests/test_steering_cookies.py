@@ -28,6 +28,8 @@ async def handler(request: web.Request) -> web.StreamResponse:
             response.headers.add("Set-Cookie", f"s{i}=1; Path=/; Domain={domain}")
         response.headers.add("Set-Cookie", "own=1; Path=/; Domain=a.test")  # allowed
         response.headers.add("Set-Cookie", "here=1; Path=/")  # host-only: allowed
+    if request.path == "/self":  # a public-suffix host naming itself
+        response.headers.add("Set-Cookie", "mine=1; Path=/; Domain=test")
     if request.path == "/many":
         n = int(request.query["n"])
         for i in range(100):
@@ -71,3 +73,15 @@ async def test_a_hostile_server_cannot_grow_the_jar_without_end(port: int) -> No
         await f.fetch(f"http://a.test:{port}/check")
     sent = cookies("a.test")[-1]
     assert 100 <= len(sent) <= 180  # aiohttp's bounds: 180 per domain, 150 per request
+
+
+async def test_a_public_suffix_host_naming_itself_keeps_a_host_only_cookie(port: int) -> None:
+    """RFC 6265 5.3 step 5: a Domain attribute that is a public suffix *and* the request's host
+    makes a host-only cookie (the attribute is dropped), it is not refused: ``localhost``,
+    ``test``, an intranet's one-label host keep their ``Domain=`` cookies for themselves."""
+    async with Fetcher(user_agent="t/1", resolve=HOSTS, cookies=True) as f:
+        await f.fetch(f"http://test:{port}/self")
+        await f.fetch(f"http://test:{port}/check")
+        await f.fetch(f"http://a.test:{port}/check")
+    assert cookies("test")[-1] == {"mine=1"}
+    assert cookies("a.test") == [set()]  # host-only: not sent to the suffix's other hosts

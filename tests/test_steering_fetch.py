@@ -181,12 +181,15 @@ async def test_no_proxy_hosts_bypass_the_proxy(
     port, seen = origin
     monkeypatch.delenv("no_proxy", raising=False)
     monkeypatch.setenv("NO_PROXY", "direct.test")
-    async with fetcher(proxy=f"http://127.0.0.1:{pport}") as f:
+    async with fetcher(proxy=f"http://pu:ppw@127.0.0.1:{pport}") as f:
         direct = await f.fetch(f"http://direct.test:{port}/")
         via = await f.fetch(f"http://a.test:{port}/")
     assert direct.body == b"ok" and [h for h, _, _ in seen.requests] == ["direct.test"]
     assert via.body == f"proxied http://a.test:{port}/".encode()
     assert [url for url, _ in proxied] == [f"http://a.test:{port}/"]
+    # Proxy-Authorization goes in a plain-HTTP request's own headers, through the proxy only
+    assert proxied[0][1]["Proxy-Authorization"] == basic("pu", "ppw")
+    assert "Proxy-Authorization" not in seen.headers("direct.test")[0]
 
 
 async def test_a_proxy_by_name_goes_through_the_ssrf_guard(
