@@ -137,7 +137,12 @@ async def run(
     shared = bool(config.cluster.redis)  # a result is written before its lease is released
     writer = JsonlWriter(out, sync=state is not None or shared, on_error=crawler.stop,
                          name=o.path if o.path not in ("", "-") else "stdout")  # fmt: skip
-    report = SeedReport()
+
+    def out_of_scope(seed: str, location: str) -> bool:
+        resolved = crawler.urls.resolve(location, seed)
+        return bool(resolved and crawler.scope and crawler.scope.check(resolved[1], 0) == "domain")
+
+    report = SeedReport(out_of_scope)
     stopped_by: list[int] = []
     loop = asyncio.get_running_loop()
 
@@ -203,11 +208,9 @@ async def run(
         say(quiet, f"fetch budget of {budget.limit:,} pages (max_pages) spent; "
                    f"{len(frontier):,} URLs {hint}")  # fmt: skip
     for seed, target in report.redirected:  # `crawl http://a.org/` -> https://www.a.org/
-        resolved = crawler.urls.resolve(target, seed)
-        if resolved and crawler.scope and crawler.scope.check(resolved[1], 0) == "domain":
-            say(quiet, f"seed {seed} redirected to {target}, outside the crawl's scope: "
-                       "nothing of it was crawled; seed the target itself, or add its host to "
-                       "[scope] allowed_domains")  # fmt: skip
+        say(quiet, f"seed {seed} redirected to {target}, outside the crawl's scope: "
+                   "nothing of it was crawled; seed the target itself, or add its host to "
+                   "[scope] allowed_domains")  # fmt: skip
     if shared and writer.lines == 0:
         say(quiet, f"the shared crawl {config.cluster.crawl_id!r} has nothing left to do "
                    "(crawl --status shows it)")  # fmt: skip

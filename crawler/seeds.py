@@ -18,7 +18,7 @@ from __future__ import annotations
 import codecs
 import io
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from crawler.errors import SeedError
@@ -193,13 +193,16 @@ def failure_reason(error: str | None) -> str:
 class SeedReport:
     """Counts the seeds' results (depth 0, no parent) and keeps the first few failures."""
 
-    __slots__ = ("answered", "failures", "redirected", "tried")
+    __slots__ = ("answered", "failures", "out_of_scope", "redirected", "tried")
 
-    def __init__(self) -> None:
+    def __init__(self, out_of_scope: Callable[[str, str], bool] | None = None) -> None:
         self.tried = 0
         self.answered = 0
         self.failures: list[tuple[str, str]] = []  # (url, reason), the first MAX_REPORTED
-        # (seed, Location) of seeds whose redirect target was not admitted, the first few
+        # (seed, Location) of seeds whose redirect target was not admitted, the first few;
+        # only those `out_of_scope(seed, location)` says left the crawl's scope, if given (so
+        # that targets already seen do not take the places of the ones to report)
+        self.out_of_scope = out_of_scope
         self.redirected: list[tuple[str, str]] = []
 
     def observe(self, result: CrawlResult) -> None:
@@ -208,9 +211,15 @@ class SeedReport:
         self.tried += 1
         if result.status is not None:
             self.answered += 1
-            redirected = result.location is not None and not result.new_links
-            if redirected and not result.error and len(self.redirected) < MAX_REPORTED:
-                self.redirected.append((result.url, result.location or ""))
+            location = result.location
+            if (
+                location is not None
+                and not result.new_links
+                and not result.error
+                and len(self.redirected) < MAX_REPORTED
+                and (self.out_of_scope is None or self.out_of_scope(result.url, location))
+            ):
+                self.redirected.append((result.url, location))
         elif len(self.failures) < MAX_REPORTED:
             self.failures.append((result.url, failure_reason(result.error)))
 

@@ -167,3 +167,18 @@ def test_seed_report_counts_seeds_only() -> None:
     assert "http://a.test/: dns: cannot resolve a.test" in report.message()
     report.observe(result("http://b.test/", 404))  # any HTTP status is a response
     assert report.tried == 2 and report.answered == 1 and not report.nothing_fetched
+
+
+def test_seed_report_keeps_the_redirects_out_of_scope_past_many_others() -> None:
+    """Seeds redirected to URLs already seen (their target not admitted, in scope) must not
+    take the places of the one redirected out of scope, which the command reports."""
+    report = SeedReport(lambda seed, location: "other.test" in location)
+
+    def redirect(seed: str, location: str) -> CrawlResult:
+        return CrawlResult(url=seed, key=seed, status=301, depth=0, parent=None,
+                           fetched_at="2026-01-01T00:00:00.000Z", location=location)  # fmt: skip
+
+    for i in range(MAX_REPORTED + 5):  # each to a page another seed's redirect took first
+        report.observe(redirect(f"http://a.test/{i}", "http://a.test/home"))
+    report.observe(redirect("http://a.test/moved", "https://other.test/"))
+    assert report.redirected == [("http://a.test/moved", "https://other.test/")]
