@@ -275,8 +275,8 @@ def _split_port(text: str) -> tuple[str, int | None]:
 class HostRules:
     """The ``[[hosts]]`` rules: the first one matching a host, and the headers it adds.
 
-    Lookups are cached per (host, port) in a bounded LRU cache; with no rules every lookup is
-    a constant-time None.
+    Lookups are cached per (host, port, scheme) in a bounded LRU cache; with no rules every
+    lookup is a constant-time None.
     """
 
     __slots__ = ("_headers", "_matches", "find", "rules", "secret")
