@@ -299,6 +299,8 @@ class Admission:
         if entry.redirects >= self.max_redirects:
             return fetch_url, 0, f"redirect: more than {self.max_redirects} hops"
         reason = self.scope.check(key, entry.depth)
+        if reason == "domain" and self._seed_moved(entry, key):
+            reason = self.scope.check(key, entry.depth)
         if reason is not None:
             self.stats.scope_refused[reason] += 1
             return fetch_url, 0, None
@@ -319,6 +321,15 @@ class Admission:
             self.stats.duplicates += 1
             return fetch_url, 0, None
         return fetch_url, int(self.admit(child)), None
+
+    def _seed_moved(self, entry: Entry, key: str) -> bool:
+        """A seed (or its redirect) sent to another host of its site puts that host in scope,
+        and in the state's (not in a shared crawl: the seed report names the target there)."""
+        seed = not (entry.depth or entry.sitemap or self.shared)
+        host = self.scope.follow_site(entry.key, key) if seed else None
+        if host is not None and self.state is not None:
+            self.state.seed_hosts({host}, meta="site_hosts")
+        return host is not None
 
     async def sitemap(self, loc: str, parent: str, depth: int) -> bool:
         """Admit a sitemap URL (from robots.txt or a sitemap index) like a seed of the crawl."""

@@ -207,8 +207,8 @@ async def run(
         )
         say(quiet, f"fetch budget of {budget.limit:,} pages (max_pages) spent; "
                    f"{len(frontier):,} URLs {hint}")  # fmt: skip
-    for seed, target in report.redirected:  # `crawl http://a.org/` -> https://www.a.org/
-        say(quiet, f"seed {seed} redirected to {target}, outside the crawl's scope: "
+    for seed, target in report.redirected:  # `crawl http://a.org/` -> https://b.org/
+        say(quiet, f"seed {seed} redirected to {target}, another site, outside the crawl's scope: "
                    "nothing of it was crawled; seed the target itself, or add its host to "
                    "[scope] allowed_domains")  # fmt: skip
     if shared and writer.lines == 0:

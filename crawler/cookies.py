@@ -4,7 +4,7 @@ aiohttp's `CookieJar` accepts a Set-Cookie whose Domain attribute domain-matches
 sent it, but it knows no public suffixes: ``a.example.co.uk`` could set a cookie for ``co.uk``
 (and ``a.test`` one for ``test``), which the jar then sent to every other host under that
 suffix. Browsers refuse such a cookie (RFC 6265 5.3 step 5, the Public Suffix List); so does
-this jar, with the list the ``publicsuffixlist`` package ships (nothing is downloaded), but for
+this jar, with the list `crawler.suffixes` reads (nothing is downloaded), but for
 a host that is itself a public suffix (``localhost``, an intranet's one-label name) naming
 itself: that cookie is the host's alone (host-only, its Domain attribute dropped). Each
 Set-Cookie field naming a Domain is parsed on its own by aiohttp's own parser (an empty jar of
@@ -17,32 +17,18 @@ hosts, and its bounds (a hostile server cannot grow the jar without end: aiohttp
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Sequence
-from typing import Final, Literal
+from typing import Literal
 
 import aiohttp
-from publicsuffixlist import PublicSuffixList
 from yarl import URL
+
+from crawler.suffixes import is_public_suffix
 
 __all__ = ["CrawlCookieJar", "is_public_suffix"]
 
 log = logging.getLogger(__name__)
-
-_MEMO: Final = 4096
-
-
-@functools.cache
-def _suffixes() -> PublicSuffixList:
-    return PublicSuffixList()  # ~30 ms: loaded when a crawl first keeps cookies
-
-
-@functools.lru_cache(maxsize=_MEMO)
-def is_public_suffix(domain: str) -> bool:
-    """Is `domain` (lower-case, no leading dot) a public suffix (``com``, ``co.uk``, ``test``)?"""
-    return bool(_suffixes().is_public(domain))
-
 
 # what is done with a Set-Cookie field naming a Domain (`CrawlCookieJar._verdict`)
 _Verdict = Literal["keep", "refuse", "host-only"]

@@ -239,8 +239,8 @@ class Crawler:
                 self.scope.admitted(entry.key)
             if resumed:
                 log.info("resuming: %d URLs still to fetch", resumed)
-        if not self.config.scope.allowed_domains:
-            for host in hosts:
+        if not self.config.scope.allowed_domains:  # (+ hosts seeds redirected to, resumed)
+            for host in hosts | (state.seed_hosts(set(), "site_hosts") if state else set()):
                 self.scope.add_host(host)
         # SSRF guard: the seeds' hosts (and every address they resolve to) are exempt.
         guard = self.fetcher.guard

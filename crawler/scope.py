@@ -1,7 +1,9 @@
 """Which canonical URLs a crawl follows, and the crawler-trap guards.
 
-By default the crawl stays on its seeds' hosts (exact host names). `allowed_domains` replaces that
-with a list of domains, each admitting its subdomains too. Then, in this order: depth, the URL
+By default the crawl stays on its seeds' hosts (exact host names), and on the host a seed
+redirects to when it is of the seed's own site (`follow_site`: ``example.org`` to
+``www.example.org``, as Heritrix's seedsRedirectNewSeeds). `allowed_domains` replaces that with
+a list of domains, each admitting its subdomains too. Then, in this order: depth, the URL
 limits (length, path depth, repeated path segments, query parameters), skipped file extensions,
 exclude regexes, include regexes (when any is given, a URL must match one), and the per-host page
 limit. `check()` runs on every extracted link, so it works on the canonical string without
@@ -14,11 +16,14 @@ never end on their own. Each limit is 0 to switch it off.
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 from collections import Counter
 from collections.abc import Iterable
 from typing import Final
+
+from crawler.suffixes import registrable_domain
 
 __all__ = [
     "DEFAULT_MAX_PATH_DEPTH",
@@ -39,6 +44,8 @@ DEFAULT_MAX_SEGMENT_REPEATS: Final = 2
 repeats need not be consecutive, which also catches ``/a/b/a/b/a/`` relative-link loops)."""
 DEFAULT_MAX_QUERY_PARAMS: Final = 32
 """Most ``&``-separated pairs in a URL's query."""
+
+log = logging.getLogger(__name__)
 
 VERDICT_CACHE: Final = 20_000
 """Keys whose verdict is cached (two generations; about 3 MB)."""
@@ -168,6 +175,20 @@ class Scope:
         """Admit a seed's host (used only when no `allowed_domains` are configured)."""
         self._hosts.add(host.lower())
         self._hot, self._old = {}, {}  # "domain" verdicts may have changed
+
+    def follow_site(self, from_key: str, to_key: str) -> str | None:
+        """Admit the host of `to_key` if the scope is the seeds' hosts and it is another host
+        of `from_key`'s site (the same registrable domain, by the Public Suffix List: not for IP
+        addresses, not across ``*.github.io``): the host admitted, else None."""
+        if self._domains:
+            return None
+        host = split_host(to_key)
+        site = registrable_domain(host)
+        if site is None or site != registrable_domain(split_host(from_key)):
+            return None
+        self.add_host(host)
+        log.info("%s: a seed redirects there, within its site: in the crawl's scope now", host)
+        return host
 
     def host_allowed(self, host: str) -> bool:
         if self._domains:

@@ -228,12 +228,13 @@ class CrawlState:
                                 redirects=redirects, sitemap=bool(sitemap),
                                 priority=float(priority))  # fmt: skip
 
-    def seed_hosts(self, hosts: set[str]) -> set[str]:
-        """The seed hosts of every run of this crawl (the default scope), these included."""
-        text = get_meta(self._db, "seed_hosts")
+    def seed_hosts(self, hosts: set[str], meta: str = "seed_hosts") -> set[str]:
+        """The seed hosts of every run of this crawl (the default scope), these included;
+        `meta="site_hosts"`: the hosts seeds redirected to within their sites instead."""
+        text = get_meta(self._db, meta)
         merged = set(json.loads(text)) | hosts if text else set(hosts)
         with self._writing():
-            put_meta(self._db, seed_hosts=json.dumps(sorted(merged)))
+            put_meta(self._db, **{meta: json.dumps(sorted(merged))})
         return merged
 
     def stats(self) -> dict[str, Any] | None:

@@ -142,7 +142,7 @@ async def test_a_seed_redirected_out_of_scope_is_said(
     outcome = await run(site_config(site), [seed], io.StringIO())
     assert outcome.status == 0
     err = " ".join(capsys.readouterr().err.split())
-    assert f"seed {seed} redirected to {target}, outside the crawl's scope" in err
+    assert f"seed {seed} redirected to {target}, another site, outside the crawl's scope" in err
     assert "[scope] allowed_domains" in err
     # the same redirect with its target's host a seed's too: nothing to say
     outcome = await run(site_config(site), [seed, site.seeds[1]], io.StringIO())
