@@ -214,8 +214,11 @@ async def run(
     if shared and writer.lines == 0:
         say(quiet, f"the shared crawl {config.cluster.crawl_id!r} has nothing left to do "
                    "(crawl --status shows it)")  # fmt: skip
-    # a process of a shared crawl sees the seeds it fetched, maybe not all of them
-    if report.nothing_fetched and (not shared or report.tried >= len(set(seeds))):
+    # a process of a shared crawl sees the seeds it fetched, maybe not all of them; a resumed
+    # crawl tries only the seeds left pending: any answer of the crawl's URLs (its earlier runs'
+    # included, in the restored stats) means something could be fetched
+    answered = sum(crawler.stats.status_classes.values())
+    if report.nothing_fetched and not answered and (not shared or report.tried >= len(set(seeds))):
         return Outcome(crawler, NOTHING_FETCHED, error=report.message())
     return Outcome(crawler, 0)
 

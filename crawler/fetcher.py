@@ -38,8 +38,8 @@ from yarl import URL
 
 from crawler.bodies import Decoder, read_capped
 from crawler.cookies import CrawlCookieJar
-from crawler.errors import BodyTooLarge, DecodingError, TooSlow
-from crawler.fetchwatch import CURRENT, Pacer, WatchedRequest
+from crawler.errors import BodyTooLarge, ConnectionReset, DecodingError, TooSlow
+from crawler.fetchwatch import CURRENT, STALE_TRIES, Pacer, StaleConnection, WatchedRequest
 from crawler.guard import AddressGuard, GuardedResolver, parse_address
 from crawler.headers import content_coding, content_type, header_text
 from crawler.noproxy import NoProxy
@@ -251,9 +251,29 @@ class Fetcher:
         it cannot be decoded (up to where it can, if that is further on): its status is what
         counts (a redirect's Location, a 503's wait).
         `conditional`: the ``If-None-Match`` / ``If-Modified-Since`` headers of a recrawl.
+        A request that met pooled connections the server had closed (`StaleConnection`) is
+        sent again: a keep-alive timeout is no failure of the URL.
         """
         if self._session is None:
             raise RuntimeError("Fetcher is not open: use 'async with Fetcher(...)'")
+        for _ in range(STALE_TRIES):
+            try:
+                return await self._fetch(url, max_body, truncate, conditional, stale=True)
+            except StaleConnection as exc:
+                log.debug("%s: %s on a pooled connection: sent again", url, exc.args[0])
+        return await self._fetch(url, max_body, truncate, conditional, stale=False)
+
+    async def _fetch(
+        self,
+        url: str,
+        max_body: int | None,
+        truncate: bool,
+        conditional: Mapping[str, str] | None,
+        *,
+        stale: bool,
+    ) -> Response:
+        """One `fetch`; `stale`: raise `StaleConnection` for a reset on a reused connection."""
+        assert self._session is not None
         cap = self.max_body if max_body is None else max_body
         started = time.monotonic()
         waiting = True  # until the response headers are complete
@@ -334,7 +354,10 @@ class Fetcher:
                 # its request_info holds the request's headers (credentials), and a proxy's
                 # error its URL with the password: not chained, so no traceback shows them
                 raise translate_error(exc, waiting=waiting) from None
-            raise translate_error(exc, waiting=waiting) from exc
+            error = translate_error(exc, waiting=waiting)
+            if stale and waiting and watch.reused and isinstance(error, ConnectionReset):
+                raise StaleConnection(error) from exc
+            raise error from exc
         finally:
             self._pacer.finish(watch)
             CURRENT.reset(token)

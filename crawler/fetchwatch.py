@@ -9,19 +9,30 @@ sleeping) and keeps only the samples still needed.
 ``window`` seconds after the request is sent, then the body is held to the floor. Each fetch's
 :class:`FetchWatch` also notes the peer's address when :class:`WatchedRequest` (aiohttp's
 request, the session's ``request_class``) sends the request: the connection is surely open then,
-whereas a ``Connection: close`` response may have closed it by the time its headers are parsed.
+whereas a ``Connection: close`` response may have closed it by the time its headers are parsed;
+and whether that connection had carried a request before (`FetchWatch.reused`): a pooled one,
+which the server may have closed meanwhile (`StaleConnection`: `Fetcher.fetch` sends it again).
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections import deque
 from contextvars import ContextVar
 from typing import Any
 
 import aiohttp
 
-__all__ = ["CURRENT", "FetchWatch", "Pacer", "RateFloor", "WatchedRequest"]
+__all__ = [
+    "CURRENT",
+    "STALE_TRIES",
+    "FetchWatch",
+    "Pacer",
+    "RateFloor",
+    "StaleConnection",
+    "WatchedRequest",
+]
 
 
 class RateFloor:
@@ -73,7 +84,7 @@ class FetchWatch:
     cancels its task when it is too slow; `expired()` then tells that cancellation from any
     other, as ``asyncio.timeout`` does."""
 
-    __slots__ = ("_cancelling", "_fired", "_task", "floor", "peer", "sent_at", "stream")
+    __slots__ = ("_cancelling", "_fired", "_task", "floor", "peer", "reused", "sent_at", "stream")
 
     def __init__(self, task: asyncio.Task[Any] | None = None) -> None:
         self._task = task  # None: not watched (no floor)
@@ -83,6 +94,7 @@ class FetchWatch:
         self.stream: aiohttp.StreamReader | None = None
         self.floor: RateFloor | None = None
         self.peer: str | None = None
+        self.reused = False  # the request was (last) sent on a connection that carried another
 
     def body(self, stream: aiohttp.StreamReader, rate: float, window: float, now: float) -> None:
         """The headers came: from now on the bytes of `stream` are held to the floor."""
@@ -175,17 +187,33 @@ class Pacer:
 CURRENT: ContextVar[FetchWatch | None] = ContextVar("crawler_fetch_watch", default=None)
 """The watch of the fetch running in this task (set by ``Fetcher.fetch``)."""
 
+# The connections (their protocols) that have carried a request: one sent on them again is on a
+# pooled connection, which the server may have closed meanwhile (its keep-alive timeout)
+_CARRIED: weakref.WeakSet[asyncio.BaseProtocol] = weakref.WeakSet()
+STALE_TRIES = 8  # sends of a request whose pooled connections the server had closed
+
+
+class StaleConnection(Exception):
+    """A reset or close before any answer on a connection that had carried a request
+    (`FetchWatch.reused`; aiohttp sends it again once, maybe on another such): args[0] is the
+    `crawler.errors.ConnectionReset` it would be."""
+
 
 class WatchedRequest(aiohttp.ClientRequest):
     """aiohttp's request, noting the peer's address (and starting the clock of the headers) at
-    the moment it is sent: the connection is open then, whatever happens after."""
+    the moment it is sent: the connection is open then, whatever happens after; and whether
+    the connection had carried a request before (`FetchWatch.reused`)."""
 
     async def send(self, conn: aiohttp.connector.Connection) -> aiohttp.ClientResponse:
         watch = CURRENT.get()
+        protocol = conn.protocol
         if watch is not None:
+            watch.reused = protocol is not None and protocol in _CARRIED
             transport = conn.transport
             peer: Any = None if transport is None else transport.get_extra_info("peername")
             if isinstance(peer, tuple) and peer:
                 watch.peer = str(peer[0])
             watch.sent_at = self.loop.time()
+        if protocol is not None:
+            _CARRIED.add(protocol)
         return await super().send(conn)

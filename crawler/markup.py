@@ -72,7 +72,10 @@ _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 # the boilerplate the pages of a site share (navigation bars, sidebars, headers, footers).
 _HIDDEN = ("script", "style", "noscript", "template", "svg", "nav", "header", "footer", "aside")
 _HIDDEN_ROLE = "navigation"  # any element with this ARIA role (a Sphinx sidebar, say) too
-_ROLE_CSS = f"[role~={_HIDDEN_ROLE} i]"
+# ARIA in HTML allows no role on <html> or <body>: one there (a stray fragment's
+# <html role=navigation> is merged into the root by the parser) would hide the whole page
+_ROLE_CSS = f"[role~={_HIDDEN_ROLE} i]:not(html, body)"
+_ROOT_TAGS = frozenset(tag_ids("html", "body"))
 _HIDDEN_CSS = f"{', '.join(_HIDDEN)}, {_ROLE_CSS}:not({', '.join(_HIDDEN)})"
 _HEADING_TAGS = frozenset(tag_ids(*_HEADINGS))
 _HIDDEN_TAGS = frozenset(tag_ids(*_HIDDEN))
@@ -239,8 +242,8 @@ def read_tree(
             continue
         elif tag_id in _HIDDEN_TAGS:
             hidden.append(node)
-        elif _is_navigation(node.attributes.get("role")):
-            hidden.append(node)  # a heading too
+        elif tag_id not in _ROOT_TAGS and _is_navigation(node.attributes.get("role")):
+            hidden.append(node)  # a heading too (an <html href role=navigation>: no)
         elif tag_id in _HEADING_TAGS:
             headings.append(node.text(deep=True, separator=" "))
 
@@ -305,6 +308,14 @@ def _page_text(
     if root is None:
         return page_text, ""
     if not text:
-        for node in reversed(root.css(_HIDDEN_CSS)):  # within the main content only
-            node.decompose()
+        hidden = root.css(_HIDDEN_CSS)  # within the main content only (itself included)
+        if root != body and any(node == root for node in hidden):
+            # a hidden main content (<nav role=main>): none, as when `text` removed it first
+            root = body
+            if root is None:
+                return page_text, ""
+            hidden = root.css(_HIDDEN_CSS)
+        for node in reversed(hidden):
+            if node != root:  # never the node read below (decomposed, it is freed)
+                node.decompose()
     return page_text, root.text(deep=True, separator=" ")[:CONTENT_MAX_CHARS]

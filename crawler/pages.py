@@ -251,11 +251,12 @@ class PageHandler:
             sitemap = parse_sitemap(response.body, max_bytes=self.config.fetch.max_body)
         except SitemapError as exc:
             return CrawlResult(**base, error=f"sitemap: {exc}")
-        if sitemap.is_index:
+        if sitemap.is_index:  # its sitemaps one level deeper: max_depth ends an endless chain
             sitemaps = self.admission.sitemap
-            new = sum([await sitemaps(loc, entry.url, entry.depth) for loc in sitemap.locs])
-        else:
-            new = await self.admission.links(entry, sitemap.locs, entry.url)
+            new = sum([await sitemaps(loc, entry.url, entry.depth + 1) for loc in sitemap.locs])
+        else:  # its pages at depth 1 (a seed's links), however deep the sitemap was nested
+            top = dataclasses.replace(entry, depth=0)
+            new = await self.admission.links(top, sitemap.locs, entry.url)
         return CrawlResult(**base, links=len(sitemap.locs), new_links=new)
 
 

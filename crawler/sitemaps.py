@@ -106,7 +106,10 @@ def parse_sitemap(body: bytes, *, max_bytes: int = 50 * 1024 * 1024) -> Sitemap:
                     truncated = True
                     break
                 locs.append(found)
-    except (ParseError, DefusedXmlException) as exc:
+    except SitemapError:
+        raise
+    except (ParseError, DefusedXmlException, LookupError, ValueError) as exc:
+        # LookupError, ValueError: an XML declaration's encoding Python lacks or cannot use
         raise SitemapError(f"not a sitemap: {exc}") from None
     if not kind:
         raise SitemapError("not a sitemap: no XML element")

@@ -133,7 +133,7 @@ class WarcOutput:
             length=None,
             warc_headers_dict=warc_headers,
             http_headers=StatusAndHeaders(
-                f"{response.status} {_ascii(response.reason)}".strip(),
+                f"{response.status:03d} {_ascii(response.reason)}".strip(),  # "000", "099"
                 headers,
                 protocol=response.version,
             ),

@@ -3,7 +3,9 @@ resumed crawls said plainly, output paths checked before the crawl."""
 
 from __future__ import annotations
 
+import asyncio
 import io
+import json
 import logging
 import os
 import socket
@@ -16,10 +18,12 @@ from aiohttp import web
 from crawler.cli_run import command_line, run
 from crawler.components import settings
 from crawler.config import Config
+from crawler.engine import Crawler
 from crawler.entries import Entry
 from crawler.errors import ConfigError
 from crawler.fixture import FixtureSite
 from crawler.output import check_output_paths
+from crawler.results import CrawlResult
 from crawler.state import CrawlState
 from crawler.statedb import StateError
 from crawler.urls import canonicalize
@@ -69,6 +73,46 @@ async def test_one_reachable_seed_is_enough() -> None:
         seeds.append(f"http://127.0.0.1:{port}/")
         outcome = await run(fast(Config()), seeds, io.StringIO(), quiet=True)
     assert outcome.status == 0
+
+
+async def test_a_resumed_crawl_whose_pages_were_fetched_does_not_exit_3(tmp_path: Path) -> None:
+    # the first run fetched a seed and stopped with the other seed still waiting for its host
+    # (a server that never answers); the resumed run fetched the first seed's links, and the
+    # other seed's host failed: "no seed could be fetched", exit 3, for a crawl that fetched
+    # pages in both runs
+    answer = asyncio.Event()
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not answer.is_set():
+            await reader.read()  # never answers; until the crawler hangs up
+        writer.close()  # the second run: closed before any response
+
+    async def site(request: web.Request) -> web.Response:
+        links = "".join(f'<a href="/p{i}">p</a>' for i in range(3)) if request.path == "/" else ""
+        return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
+
+    config = fast(Config()).override("state", dir=str(tmp_path / "state"))
+    config = config.override("fetch", retries=0).override("politeness", robots_attempts=1)
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    async with server, serve(site) as port:
+        seeds = [f"http://127.0.0.1:{port}/",
+                 f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"]  # fmt: skip
+        state = CrawlState.open(config.state.dir, settings(config))
+        async with Crawler(config, state=state) as crawler:
+            taken: list[CrawlResult] = []
+            async for result in crawler.crawl(seeds):  # a result is done once the next one is
+                taken.append(result)  # asked for: the seed is, its first link is left pending
+                if len(taken) == 2:
+                    break
+        assert [(r.url, r.status) for r in taken] == [(seeds[0], 200), (f"{seeds[0]}p0", 200)]
+        answer.set()
+        out = io.StringIO()
+        outcome = await run(config, seeds, out, quiet=True)
+    results = {r["url"]: r for r in map(json.loads, out.getvalue().splitlines())}
+    assert results[seeds[1]]["error"].startswith("robots: robots.txt unreachable (reset: ")
+    assert seeds[0] not in results
+    assert [results[f"{seeds[0]}p{i}"]["status"] for i in range(3)] == [200] * 3
+    assert outcome.status == 0 and outcome.error == ""
 
 
 # -- state: finished and resumed crawls ------------------------------------------------------

@@ -92,6 +92,38 @@ async def test_a_sitemap_index_listing_itself_is_fetched_once() -> None:
     assert f"http://127.0.0.1:{port}/refreshed" in urls  # a meta refresh is a link
 
 
+async def test_an_endless_chain_of_sitemap_indexes_is_cut_by_max_depth() -> None:
+    # each index listed the next one and a sitemap: every index was admitted at the depth of
+    # the one listing it (0), so max_depth never stopped the chain and the crawl never ended
+    async def handler(request: web.Request) -> web.StreamResponse:
+        site = f"http://{request.host}"
+        if request.path == "/robots.txt":
+            return web.Response(text=f"Sitemap: {site}/index?n=0\n")
+        n = int(request.query.get("n", "0"))
+        if request.path == "/index":
+            body = (f"<sitemapindex><sitemap><loc>{site}/index?n={n + 1}</loc></sitemap>"
+                    f"<sitemap><loc>{site}/urls?n={n}</loc></sitemap></sitemapindex>")  # fmt: skip
+            return web.Response(text=body, content_type="application/xml")
+        if request.path == "/urls":
+            body = f"<urlset><url><loc>{site}/page?n={n}</loc></url></urlset>"
+            return web.Response(text=body, content_type="application/xml")
+        return web.Response(text="<html>a page</html>", content_type="text/html")
+
+    config = fast().override("scope", use_sitemaps=True).override("crawl", max_depth=3)
+    results: dict[str, CrawlResult] = {}
+    async with serve(handler) as port, Crawler(config) as crawler:
+        async for result in crawler.crawl([f"http://127.0.0.1:{port}/"]):
+            results[result.url.split(str(port), 1)[1]] = result
+            assert len(results) < 100, "the chain of sitemap indexes was not cut"
+    # an index's sitemaps are one level deeper; a sitemap's pages at depth 1, as ever
+    assert {path: r.depth for path, r in results.items() if path.startswith("/index")} == {
+        f"/index?n={n}": n for n in range(4)
+    }
+    assert {path: r.depth for path, r in results.items() if path.startswith("/page")} == {
+        f"/page?n={n}": 1 for n in range(3)
+    }
+
+
 async def test_a_refresh_header_is_followed_unless_the_page_is_nofollow() -> None:
     async def handler(request: web.Request) -> web.StreamResponse:
         if request.path == "/":

@@ -289,3 +289,40 @@ async def test_a_timeout_waiting_for_headers_is_suspect_one_reading_the_body_is_
 )
 def test_translate_error(exc: BaseException, waiting: bool, expected: type[FetchError]) -> None:
     assert type(translate_error(exc, waiting=waiting)) is expected
+
+
+@contextlib.asynccontextmanager
+async def one_request_per_connection() -> AsyncIterator[tuple[str, list[int]]]:
+    """A server that keeps each connection open after its first answer (no Connection: close)
+    and closes it, unanswered, when a second request comes on it: a keep-alive timeout that
+    struck while the client reused the connection. Yields its URL and each request's number on
+    its connection."""
+    seen: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            await reader.readuntil(b"\r\n\r\n")
+            seen.append(1)
+            writer.write(HEAD % 2 + b"ok")
+            await writer.drain()
+            await reader.readuntil(b"\r\n\r\n")
+            seen.append(2)
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/", seen
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_request_on_pooled_connections_the_server_closed_is_sent_again() -> None:
+    # two pooled connections, both closed by the server as the next request came: aiohttp
+    # sent it again once, on the other dead one, and the fetch failed ("reset")
+    async with one_request_per_connection() as (url, seen), fetcher() as f:
+        first = await asyncio.gather(f.fetch(url + "a"), f.fetch(url + "b"))
+        assert [r.body for r in first] == [b"ok", b"ok"] and seen == [1, 1]
+        response = await f.fetch(url + "c")
+    assert response.body == b"ok"
+    assert sorted(seen) == [1, 1, 1, 2, 2]  # both dead connections tried, then a new one

@@ -178,3 +178,18 @@ async def test_a_body_cut_at_the_cap_is_marked_truncated_in_the_warc(tmp_path: P
     assert responses[""] == (None, len(b"<a href='/missing'>m</a>"))
     truncated, size = responses["missing"]
     assert truncated == "length" and 65_536 <= size < len(big)
+
+
+def test_a_status_of_fewer_digits_is_written_with_three(tmp_path: Path) -> None:
+    # a server's "000" and "099" were archived as "HTTP/1.1 0 ..." and "HTTP/1.1 99 ...": a
+    # status line WARC readers (RFC 9112's three digits) cannot read
+    from crawler.fetcher import Response
+
+    warc = WarcOutput(tmp_path / "odd.warc.gz")
+    for status in (0, 99, 999):
+        warc.write(Response(url=f"http://odd.test/{status}", status=status, headers=(),
+                            body=b"x", latency=0.0, elapsed=0.0, reason="Odd"))  # fmt: skip
+    warc.close()
+    with warc.files[0].open("rb") as fh:
+        lines = [r.http_headers.statusline for r in ArchiveIterator(fh) if r.rec_type == "response"]
+    assert lines == ["000 Odd", "099 Odd", "999 Odd"]

@@ -180,3 +180,26 @@ def test_an_iframe_with_a_navigation_role_is_one_link() -> None:
     body = b"<p>text</p><iframe role=navigation src=menu.html></iframe><a href=a>a</a>"
     page = extract(body, "http://site.test/", content_type="text/html", anchors=True, text=True)
     assert page.links == ("menu.html", "a")
+
+
+# A navigation role where ARIA in HTML allows none: on <html> or <body> (a stray fragment's
+# <html role=navigation> is merged into the root by the parser), or on the main content itself.
+# The first ended a focused crawl's page in "internal: SelectolaxError: Decomposing the root
+# node is not allowed"; a hidden main content was removed and then read (freed memory).
+ROLE_MISPLACED = {
+    "html": b"<html role=navigation><body><p>page words</p></body></html>",
+    "stray-html": b"<html><body><p>page words</p><html role='menu Navigation'></body></html>",
+    "html-href": b"<html href=/x role=navigation><body><p>page words</p></body></html>",
+    "body": b"<html><body role=navigation><p>page words</p></body></html>",
+    "main": b"<html><body><main role=navigation><p>nav</p></main><p>page words</p></body></html>",
+    "nav-as-main": b"<html><body><nav role=main><p>nav</p></nav><p>page words</p></body></html>",
+}
+
+
+@pytest.mark.parametrize("html", ROLE_MISPLACED.values(), ids=ROLE_MISPLACED.keys())
+def test_a_navigation_role_on_the_root_or_the_main_content(html: bytes) -> None:
+    doc = parse_markup(html, "http://t/", "text/html", anchors=True, text=True, content=True)
+    assert doc.text == ("", "page words")
+    assert doc.content == "page words"
+    alone = parse_markup(html, "http://t/", "text/html", content=True)  # content dedup only
+    assert alone.content is not None and alone.content.split() == ["page", "words"]

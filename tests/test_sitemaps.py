@@ -59,6 +59,10 @@ def test_cap_at_protocol_limit() -> None:
             "not a sitemap",
         ),
         (b"\x1f\x8b\x08\x00garbage", "bad gzip data"),
+        # an encoding Python does not know: a LookupError, and an "internal" record
+        (b"<?xml version='1.0' encoding='klingon'?><urlset/>", "unknown encoding: klingon"),
+        (b"<?xml version='1.0' encoding='base64'?><urlset/>", "not a sitemap"),
+        (b"<?xml version='1.0' encoding='utf-7'?><urlset/>", "not a sitemap"),
     ],
 )
 def test_bad_bodies(body: bytes, needle: str) -> None:
