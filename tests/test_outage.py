@@ -347,3 +347,19 @@ async def test_a_407_to_a_plain_http_request_through_the_proxy_is_fatal() -> Non
     with pytest.raises(ProxyUnavailable, match="407"):
         await outage.through(attempt, "a.test", proxied=True)
     assert (await outage.through(attempt, "a.test", proxied=False)).status == 407  # the host's
+
+
+def test_a_connect_timeout_is_the_proxys_only_where_its_the_only_connection() -> None:
+    timeout = aiohttp.ConnectionTimeoutError("Connection timeout to host http://a.test/")
+    plain = Proxied("10.1.2.3", 3128, connecting=True, tunnel=False)
+    error = translate_error(timeout, proxy=plain)
+    assert isinstance(error, ProxyError)
+    assert str(error) == "connecting to the proxy 10.1.2.3:3128 timed out"
+    # through CONNECT the timeout may be the target's TLS handshake in the tunnel
+    tunnel = plain._replace(tunnel=True)
+    assert not isinstance(translate_error(timeout, proxy=tunnel), ProxyError)
+    # once the request went out, a reset may be the target's (the proxy relays it)
+    sent = plain._replace(connecting=False)
+    assert type(translate_error(aiohttp.ServerDisconnectedError(), proxy=sent)).__name__ == (
+        "ConnectionReset"
+    )
