@@ -255,21 +255,20 @@ async def test_a_held_fetch_is_made_again_once_the_proxy_answers() -> None:
 async def test_only_one_probe_is_in_flight_while_paused() -> None:
     outage = Outage(5.0, base=0.002, cap=0.01)
     up = False
-    flying = peak = attempts = 0
+    flying = peak = 0  # attempts begun during the outage (the probes) in flight
 
     async def attempt() -> Response:
-        nonlocal flying, peak, attempts
-        attempts += 1
-        paused = outage.paused
-        flying += 1
-        peak = max(peak, flying) if paused else peak
+        nonlocal flying, peak
+        probe = outage.paused
+        flying += probe
+        peak = max(peak, flying)
         try:
             await asyncio.sleep(0.001)
             if not up:
                 raise proxy_down()
             return response()
         finally:
-            flying -= 1
+            flying -= probe
 
     tasks = [asyncio.create_task(outage.through(attempt, f"h{i}.test", proxied=True))
              for i in range(20)]  # fmt: skip
