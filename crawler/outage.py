@@ -64,8 +64,8 @@ class Outage:
     measures the backoff and the give-up, `rng` draws the jitter."""
 
     __slots__ = ("_clock", "_rng", "_signals", "_wake", "base", "cap", "cause", "failures",
-                 "give_up", "kind", "pauses", "probe_at", "probes", "probing", "resumes",
-                 "since")  # fmt: skip
+                 "give_up", "kind", "paused_for", "pauses", "probe_at", "probes", "probing",
+                 "resumes", "since")  # fmt: skip
 
     def __init__(
         self,
@@ -96,6 +96,7 @@ class Outage:
         self.pauses = 0
         self.resumes = 0
         self.probes = 0
+        self.paused_for = 0.0  # seconds paused by the outages that ended
 
     @property
     def paused(self) -> bool:
@@ -149,8 +150,9 @@ class Outage:
             return
         if self.kind == "proxy" and not proxied:
             return  # a NO_PROXY host answering tells nothing about the proxy
-        log.warning("fetching again: the %s answered after %.1f s", _what(self.kind),
-                    self._clock() - self.since)  # fmt: skip
+        lasted = self._clock() - self.since
+        log.warning("fetching again: the %s answered after %.1f s", _what(self.kind), lasted)
+        self.paused_for += lasted
         self.since, self.failures, self.probe_at = None, 0, float("-inf")
         self._signals.clear()
         self.resumes += 1
@@ -230,6 +232,12 @@ class Outage:
                                        f"407 {response.reason} to {response.url}")  # fmt: skip
             self.answered(proxied=proxied)
             return response
+
+    def stats(self) -> dict[str, float]:
+        """The figures of ``--stats`` (``outages``): pauses, probes, seconds paused in all."""
+        now = 0.0 if self.since is None else self._clock() - self.since
+        return {"pauses": self.pauses, "probes": self.probes,
+                "paused_seconds": round(self.paused_for + now, 3)}  # fmt: skip
 
     def __repr__(self) -> str:
         if self.since is None:

@@ -132,6 +132,7 @@ def test_an_answer_ends_the_outage_and_resets_the_backoff() -> None:
     assert paused(outage)
     outage.answered(proxied=True)
     assert not paused(outage) and outage.resumes == 1 and repr(outage).startswith("<Outage open")
+    assert outage.stats() == {"pauses": 1, "probes": 5, "paused_seconds": clock.now - 1000.0}
     assert outage.take_probe() is False  # no outage: nothing to probe
     outage.signal(proxy_down(), "a.test", proxied=True)  # a new outage starts afresh
     assert outage.failures == 1 and outage.pauses == 2

@@ -109,6 +109,8 @@ async def test_a_proxy_restarted_mid_crawl_loses_nothing(proxy: Proxy) -> None:
     assert sorted(proxy.seen) == sorted(URLS)  # every page fetched once
     assert gate.pauses >= 1 and gate.resumes == gate.pauses and gate.probes >= 2
     assert crawler.stats.host_down == 0
+    outages = crawler.stats_dict()["outages"]
+    assert outages["pauses"] == gate.pauses and outages["paused_seconds"] > 0.3
 
 
 async def test_a_proxy_that_never_comes_back_ends_the_crawl_and_a_resume_finishes_it(
