@@ -138,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
                 outcome = run_loop(job)
     except (StateError, ConfigError, SharedStateError, OutputError, NetworkUnavailable) as exc:
         print(f"crawl: error: {exc}", file=sys.stderr)
+        if isinstance(exc, NetworkUnavailable) and config.state.dir:  # the proxy or network down
+            print(f"crawl: the URLs not fetched stay pending in {config.state.dir}: run the same "
+                  "command again to resume", file=sys.stderr)  # fmt: skip
         if isinstance(exc, OutputError) and config.output.path in ("", "-"):
             # stdout cannot be written: not again at exit ("Exception ignored ...")
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

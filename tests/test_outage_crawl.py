@@ -321,6 +321,7 @@ def test_the_command_exits_2_naming_the_proxy_and_keeps_the_urls_pending(
     assert status == 2
     assert "crawl: error: the proxy has not answered for 1 s ([fetch] outage_give_up = 0.5): " \
         "proxy: cannot connect to the proxy 127.0.0.1:1: Connection refused" in err  # fmt: skip
+    assert f"the URLs not fetched stay pending in {tmp_path / 's'}: run the same command" in err
     assert PASSWORD not in err and out.read_text() == ""
     db = sqlite3.connect(tmp_path / "s" / "state.sqlite")
     assert db.execute("SELECT COUNT(*), SUM(done) FROM urls").fetchone() == (2, 0)
