@@ -227,7 +227,8 @@ class Outage:
             finally:
                 if probe:
                     self.end_probe()
-            if proxied and response.status == 407:  # a plain-HTTP request's answer
+            if proxied and response.status == 407 and response.url.startswith("http:"):
+                # the proxy's own answer (through CONNECT, an https target's 407 is the target's)
                 raise ProxyUnavailable(f"the proxy refused the credentials of [fetch] proxy: "
                                        f"407 {response.reason} to {response.url}")  # fmt: skip
             self.answered(proxied=proxied)

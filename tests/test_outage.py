@@ -348,6 +348,11 @@ async def test_a_407_to_a_plain_http_request_through_the_proxy_is_fatal() -> Non
         await outage.through(attempt, "a.test", proxied=True)
     assert (await outage.through(attempt, "a.test", proxied=False)).status == 407  # the host's
 
+    async def tunnelled() -> Response:  # inside a CONNECT tunnel: the target's answer
+        return response(status=407, url="https://a.test/")
+
+    assert (await outage.through(tunnelled, "a.test", proxied=True)).status == 407
+
 
 def test_a_connect_timeout_is_the_proxys_only_where_its_the_only_connection() -> None:
     timeout = aiohttp.ConnectionTimeoutError("Connection timeout to host http://a.test/")

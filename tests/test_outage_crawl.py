@@ -41,9 +41,12 @@ class Proxy:
     def __init__(self) -> None:
         self.port = 0
         self.seen: list[str] = []
+        self.refuse: int | None = None  # a status answered to everything instead
         self._runner: web.AppRunner | None = None
 
     async def handler(self, request: web.Request) -> web.StreamResponse:
+        if self.refuse is not None:
+            return web.Response(status=self.refuse)
         url = str(request.url)
         if url.endswith("/robots.txt"):
             return web.Response(status=404)
@@ -172,6 +175,20 @@ async def test_a_proxy_name_that_does_not_resolve_is_the_proxys_failure(
     with pytest.raises(ProxyUnavailable, match=r"cannot resolve the proxy's name proxy\.test"):
         await run()
     assert results == []  # not one URL failed: no "dns: cannot resolve h0.test"
+
+
+async def test_a_proxy_refusing_the_credentials_ends_the_crawl_at_once(proxy: Proxy) -> None:
+    proxy.refuse = 407
+    results: list[CrawlResult] = []
+
+    async def run() -> None:
+        async with Crawler(proxy_config(proxy.port)) as crawler:
+            async for result in crawler.crawl(URLS):
+                results.append(result)
+
+    with pytest.raises(ProxyUnavailable, match="refused the credentials of \\[fetch\\] proxy"):
+        await asyncio.wait_for(run(), 10)  # at once: not after outage_give_up (300 s)
+    assert results == []
 
 
 @contextlib.asynccontextmanager
