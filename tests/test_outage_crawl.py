@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 import sqlite3
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -322,6 +323,21 @@ async def test_a_proxy_hanging_up_before_answering_connect_is_the_proxys_failure
             await f.fetch("http://a.test/")
 
 
+@pytest.fixture
+def crawler_logging() -> Iterator[None]:
+    """The command sets the "crawler" logger up (its own handler, no propagation): put it back,
+    or later tests' caplog sees nothing."""
+    logger = logging.getLogger("crawler")
+    handlers, level, propagate = logger.handlers[:], logger.level, logger.propagate
+    try:
+        yield
+    finally:
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+@pytest.mark.usefixtures("crawler_logging")
 def test_the_command_exits_2_naming_the_proxy_and_keeps_the_urls_pending(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
