@@ -27,8 +27,11 @@ if TYPE_CHECKING:  # the names below, imported when first used (see __getattr__)
         DNSError,
         FetchError,
         FetchTimeout,
+        NetworkUnavailable,
         OutputError,
         ProtocolError,
+        ProxyError,
+        ProxyUnavailable,
         ScoreError,
         SeedError,
         SharedStateError,
@@ -48,8 +51,9 @@ if TYPE_CHECKING:  # the names below, imported when first used (see __getattr__)
 # start-up of what it may not use (numpy, rich, warcio...), so a name's module is imported on
 # first access instead (PEP 562).
 _ERRORS = """BlockedAddress BodyTooLarge CertificateError ConfigError ConnectError ConnectionReset
-    CrawlerError DecodingError DNSError FetchError FetchTimeout OutputError ProtocolError ScoreError
-    SeedError SharedStateError StateError TooSlow Truncated"""
+    CrawlerError DecodingError DNSError FetchError FetchTimeout NetworkUnavailable OutputError
+    ProtocolError ProxyError ProxyUnavailable ScoreError SeedError SharedStateError StateError
+    TooSlow Truncated"""
 _LAZY = {
     **dict.fromkeys(("Config", "load_config"), "crawler.config"),
     "Crawler": "crawler.engine",
@@ -99,10 +103,13 @@ __all__ = [
     "FetchTimeout",
     "Frontier",
     "Link",
+    "NetworkUnavailable",
     "Outcome",
     "OutputError",
     "PageText",
     "ProtocolError",
+    "ProxyError",
+    "ProxyUnavailable",
     "RobotsPolicy",
     "ScoreError",
     "ScoreFn",

@@ -34,7 +34,14 @@ from crawler.cli_args import apply_overrides, build_parser, output_paths
 from crawler.cli_run import run, run_demo, tell
 from crawler.command import interrupted
 from crawler.config import load_config
-from crawler.errors import ConfigError, OutputError, ScoreError, SeedError, SharedStateError
+from crawler.errors import (
+    ConfigError,
+    NetworkUnavailable,
+    OutputError,
+    ScoreError,
+    SeedError,
+    SharedStateError,
+)
 from crawler.output import check_not_inputs, check_output_paths, open_output, repair_jsonl
 from crawler.progress import print_summary
 from crawler.seeds import collect_seeds, read_seeds
@@ -129,8 +136,11 @@ def main(argv: list[str] | None = None) -> int:
                           recrawl=args.recrawl,
                           args=sys.argv[1:] if argv is None else argv)  # fmt: skip
                 outcome = run_loop(job)
-    except (StateError, ConfigError, SharedStateError, OutputError) as exc:  # a full disk too
+    except (StateError, ConfigError, SharedStateError, OutputError, NetworkUnavailable) as exc:
         print(f"crawl: error: {exc}", file=sys.stderr)
+        if isinstance(exc, NetworkUnavailable) and config.state.dir:  # the proxy or network down
+            print(f"crawl: the URLs not fetched stay pending in {config.state.dir}: run the same "
+                  "command again to resume", file=sys.stderr)  # fmt: skip
         if isinstance(exc, OutputError) and config.output.path in ("", "-"):
             # stdout cannot be written: not again at exit ("Exception ignored ...")
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -14,6 +14,7 @@ from crawler.errors import ConfigError
 from crawler.fetcher import Fetcher
 from crawler.frontier import Frontier, HostRule
 from crawler.guard import AddressGuard
+from crawler.outage import Outage
 from crawler.scope import Scope
 from crawler.scoring import Scorer
 from crawler.sieve import Sieve
@@ -78,6 +79,7 @@ def make_fetcher(config: Config) -> Fetcher:
         proxy=f.proxy,
         rules=HostRules(config.hosts),
         tls_verify=f.tls_verify,
+        outage=Outage(f.outage_give_up),
         ca_file=f.ca_file,
     )
 

@@ -47,7 +47,7 @@ _NON_NEGATIVE = {
     "max_retry_after", "retries", "max_redirects", "max_pages_per_host", "memo_size",
     "max_links_per_page", "progress_interval", "checkpoint_interval", "max_url_length",
     "max_path_depth", "max_segment_repeats", "max_query_params", "min_rate", "lease_ttl",
-    "max_host_failures",
+    "max_host_failures", "outage_give_up",
 }  # fmt: skip
 _POSITIVE_FLOAT = {
     "connect_timeout",

@@ -92,6 +92,7 @@ class FetchConfig:
     proxy: str = field(default="", repr=False)
     tls_verify: bool = True
     ca_file: str = ""
+    outage_give_up: float = 300.0
 
 
 @dataclass(frozen=True, slots=True, repr=False)

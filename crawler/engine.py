@@ -10,7 +10,9 @@ fetch, extract links (`crawler.pages`: what is done with each URL), then the per
 `frontier.done()` runs in `finally`. A failure while handling one URL becomes that URL's result
 (`error`), it never kills a worker; a worker that dies anyway ends the crawl with its exception
 instead of vanishing. An output or crawl state that cannot be written (`OutputError`,
-`StateError`: a full disk) ends the crawl with that error; the URL stays pending in the state.
+`StateError`: a full disk) ends the crawl with that error; the URL stays pending in the state. So
+does a proxy or network outage that outlasts ``[fetch] outage_give_up`` (`NetworkUnavailable`,
+`ProxyUnavailable`: `crawler.outage`); every URL not yet fetched stays pending.
 
 With ``[cluster] redis`` (``crawl --redis URL``) the frontier and the seen test are shared with
 other processes (`crawler.cluster`): the same workers, a `SharedWork` frontier, and admission
@@ -40,7 +42,14 @@ from crawler.components import (
 )
 from crawler.config import Config
 from crawler.crawlrun import CrawlRun
-from crawler.errors import ConfigError, OutputError, ScoreError, SeedError, SharedStateError
+from crawler.errors import (
+    ConfigError,
+    NetworkUnavailable,
+    OutputError,
+    ScoreError,
+    SeedError,
+    SharedStateError,
+)
 from crawler.fetcher import Response
 from crawler.focus import Focus
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome
@@ -66,8 +75,8 @@ __all__ = ["Crawler"]
 log = logging.getLogger(__name__)
 
 # errors that end the crawl, raised by crawl(): a failed scorer, the shared state in Redis, an
-# output or the crawl state that cannot be written (a full disk)
-_FATAL = (ScoreError, SharedStateError, OutputError, StateError)
+# output or the crawl state that cannot be written (a full disk), a proxy or network outage
+_FATAL = (ScoreError, SharedStateError, OutputError, StateError, NetworkUnavailable)
 
 
 class _WorkerDone:
@@ -371,7 +380,7 @@ class Crawler:
                         outcome, retry, result = await pages.fetch_page(entry)
                         if result is not None:
                             await self._emit(result)
-                except (ScoreError, OutputError, StateError):
+                except (ScoreError, OutputError, StateError, NetworkUnavailable):
                     raise  # ends the crawl: raised by crawl(); with a state, the URL stays pending
                 except Exception as exc:  # a bug handling one URL must not kill the crawl
                     log.exception("internal error while crawling %s", entry.url)

@@ -11,10 +11,17 @@
     │                          disk (names the output; the crawl ends with it)
     ├── StateError             the state directory (``--state``) cannot be used: corrupt,
     │                          foreign, locked by another crawl, or from an incompatible one
+    ├── NetworkUnavailable     the crawler's own network was down for ``[fetch] outage_give_up``
+    │   │                      seconds (`crawler.outage`; the crawl ends with it, unfinished
+    │   │                      URLs stay pending in the state)
+    │   └── ProxyUnavailable   the same for the proxy (``[fetch] proxy``), or it refused the
+    │                          crawler's credentials (407)
     └── FetchError             one fetch failed; `kind` is the short name used in results
         ├── DNSError           "dns"          the host name did not resolve
         ├── ConnectError       "connect"      refused, unreachable, connect timeout, TLS failure
-        │   └── CertificateError "connect"    the TLS certificate was not accepted (not retried)
+        │   ├── CertificateError "connect"    the TLS certificate was not accepted (not retried)
+        │   └── ProxyError     "proxy"        the proxy is down: refused, unresolvable, or closed
+        │                                     the connection before answering (blamed on nobody)
         ├── ConnectionReset    "reset"        the connection was reset or closed before a response
         ├── FetchTimeout       "timeout"      read_timeout or total_timeout expired
         ├── TooSlow            "too_slow"     less than min_rate bytes/s over min_rate_window
@@ -51,8 +58,11 @@ __all__ = [
     "DecodingError",
     "FetchError",
     "FetchTimeout",
+    "NetworkUnavailable",
     "OutputError",
     "ProtocolError",
+    "ProxyError",
+    "ProxyUnavailable",
     "ScoreError",
     "SeedError",
     "SharedStateError",
@@ -73,6 +83,8 @@ class Blame(enum.Enum):
     SUSPECT = "suspect"  # the URL's failure, but a sign of host trouble: several distinct URLs
     # of one host in a row back the host off (hosts.SUSPECT_STREAK)
     URL = "url"  # the URL's failure only; the host answered, so its backoff is reset
+    PROXY = "proxy"  # the proxy's failure: held against neither the host nor the URL (the
+    # crawl waits for the proxy instead: crawler.outage)
 
 
 class CrawlerError(Exception):
@@ -106,6 +118,17 @@ class StateError(CrawlerError):
     """The state directory cannot be used: corrupt, foreign, or from an incompatible crawl."""
 
 
+class NetworkUnavailable(CrawlerError):
+    """The crawler's own network stayed down (no route, or its DNS resolver unreachable) for
+    ``[fetch] outage_give_up`` seconds: the crawl ends with it (`crawler.outage`). With a crawl
+    state every unfinished URL stays pending: ``crawl ... --state DIR`` resumes them."""
+
+
+class ProxyUnavailable(NetworkUnavailable):
+    """The proxy stayed unreachable for ``[fetch] outage_give_up`` seconds, or refused the
+    crawler's credentials (407): the crawl ends with it, like `NetworkUnavailable`."""
+
+
 class FetchError(CrawlerError):
     """A fetch failed. `kind` is a short, stable name for the failure class; `blame` and `retry`
     say whether it backs off the host and whether the URL is fetched again (up to `retries`)."""
@@ -113,6 +136,8 @@ class FetchError(CrawlerError):
     kind = "fetch"
     blame = Blame.URL
     retry = False
+    network = False  # a sign the crawler's own network is down (crawler.outage), set by
+    # crawler.translate: "Network is unreachable", a DNS resolver that cannot be reached
 
     def describe(self) -> str:
         """The `kind: message` form stored in a result's `error` field: one line, at most
@@ -140,6 +165,20 @@ class CertificateError(ConnectError):
     same again on a retry, so none; every URL of the host fails alike (the circuit breaker)."""
 
     retry = False
+
+
+class ProxyError(ConnectError):
+    """The proxy failed, not the target: it refused the connection, its name did not resolve,
+    it closed the connection before answering, or (`status` 407) it refused the credentials.
+    Held against neither the host nor the URL: a crawl waits for the proxy (`crawler.outage`)."""
+
+    kind = "proxy"
+    blame = Blame.PROXY
+    retry = False  # a crawl holds the URL until the proxy is back, without spending a retry
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status  # the proxy's answer to CONNECT (407), None if it gave none
 
 
 class ConnectionReset(FetchError):

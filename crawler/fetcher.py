@@ -19,12 +19,14 @@ one is given. With an `AddressGuard` (the SSRF guard, `crawler.guard`) the resol
 
 Steering (`crawler.steering`): extra headers for every request, the `[[hosts]]` rules' headers and
 basic auth for the hosts they match only, an optional cookie jar and an optional proxy (bypassed
-for NO_PROXY hosts). `Response.request_headers` never holds a secret header's value.
+for NO_PROXY hosts). `Response.request_headers` never holds a secret header's value. An `Outage`
+gate (`crawler.outage`) makes a proxy or network outage pause the fetches instead of failing them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import ssl
 import time
@@ -43,9 +45,10 @@ from crawler.fetchwatch import CURRENT, STALE_TRIES, Pacer, StaleConnection, Wat
 from crawler.guard import AddressGuard, GuardedResolver, parse_address
 from crawler.headers import content_coding, content_type, header_text
 from crawler.noproxy import NoProxy
+from crawler.outage import Outage
 from crawler.resolver import OverrideResolver
 from crawler.steering import HostRules, redact, tls_context
-from crawler.translate import translate_error
+from crawler.translate import Proxied, translate_error
 
 __all__ = ["Fetcher", "Response"]
 
@@ -100,30 +103,10 @@ class Response:
 class Fetcher:
     """Fetches URLs with one pooled aiohttp session. Use as an async context manager."""
 
-    __slots__ = (
-        "_connector_limit",
-        "_cookies",
-        "_guarded",
-        "_headers",
-        "_literals_ok",
-        "_no_proxy",
-        "_pacer",
-        "_proxy",
-        "_proxy_auth",
-        "_resolver",
-        "_secret",
-        "_session",
-        "_ssl",
-        "_ssl_rules",
-        "_timeout",
-        "guard",
-        "max_body",
-        "max_header_size",
-        "min_rate",
-        "min_rate_window",
-        "rules",
-        "user_agent",
-    )
+    __slots__ = ("_connector_limit", "_cookies", "_guarded", "_headers", "_literals_ok",
+                 "_no_proxy", "_pacer", "_proxy", "_proxy_auth", "_resolver", "_secret", "_session",
+                 "_ssl", "_ssl_rules", "_timeout", "guard", "max_body", "max_header_size",
+                 "min_rate", "min_rate_window", "outage", "rules", "user_agent")  # fmt: skip
 
     def __init__(
         self,
@@ -146,6 +129,7 @@ class Fetcher:
         rules: HostRules | None = None,
         tls_verify: bool = True,
         ca_file: str = "",
+        outage: Outage | None = None,
     ) -> None:
         """`guard` (None: no SSRF guard) filters every resolver answer and IP-literal URL.
         A transfer under `min_rate` bytes/s over `min_rate_window` s is cut (0: never).
@@ -154,7 +138,7 @@ class Fetcher:
         `cookies` keeps one cookie jar for the fetcher's life; `proxy` ("" = none) is used for
         every host the NO_PROXY environment variable does not list. TLS certificates are
         verified (the system's CA store and `ca_file`'s) unless `tls_verify` is false or a rule
-        of `rules` says otherwise for its hosts.
+        of `rules` says otherwise for its hosts. `outage`: the crawl-wide connectivity gate.
         """
         self._pacer = Pacer(min_rate, min_rate_window)  # ValueError if out of range
         self.min_rate = float(min_rate)
@@ -199,6 +183,7 @@ class Fetcher:
         # IP-literal hosts the guard allowed: its allowances only grow during a crawl, so a
         # crawl of an address (say 127.0.0.1) checks it once, not on every request
         self._literals_ok: set[str] = set()
+        self.outage = outage
 
     async def __aenter__(self) -> Fetcher:
         connector = aiohttp.TCPConnector(
@@ -221,12 +206,8 @@ class Fetcher:
         )
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
+                        tb: TracebackType | None) -> None:  # fmt: skip
         await self.close()
 
     async def close(self) -> None:
@@ -256,6 +237,18 @@ class Fetcher:
         """
         if self._session is None:
             raise RuntimeError("Fetcher is not open: use 'async with Fetcher(...)'")
+        attempt = functools.partial(self._fetch_fresh, url, max_body, truncate, conditional)
+        if self.outage is None:
+            return await attempt()
+        target = URL(url, encoded=True)
+        host = target.raw_host or ""
+        proxied = self._proxy_for(host, target.port or 0) is not None
+        return await self.outage.through(attempt, host, proxied=proxied)
+
+    async def _fetch_fresh(
+        self, url: str, max_body: int | None, truncate: bool, conditional: Mapping[str, str] | None
+    ) -> Response:
+        """One fetch, sent again while it meets pooled connections the server had closed."""
         for _ in range(STALE_TRIES):
             try:
                 return await self._fetch(url, max_body, truncate, conditional, stale=True)
@@ -279,6 +272,7 @@ class Fetcher:
         waiting = True  # until the response headers are complete
         watch = self._pacer.start()
         token = CURRENT.set(watch)
+        proxy = tunnel = None
         try:
             target = URL(url, encoded=True)
             if self._guarded is not None:
@@ -287,7 +281,7 @@ class Fetcher:
             scheme = target.scheme
             verify = self.rules.tls_verify(host, port, scheme)
             headers = _merged(self.rules.headers(host, port, scheme), conditional)
-            proxy, tunnel = self._proxy_for(host, port), None
+            proxy = self._proxy_for(host, port)
             if proxy is not None and self._proxy_auth is not None:  # CONNECT's, or the request's
                 if scheme == "https":
                     tunnel = self._proxy_auth
@@ -350,11 +344,15 @@ class Fetcher:
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
             if watch.expired():
                 raise self._too_slow(waiting) from exc
+            via = None  # through a proxy, what failed may be the proxy (crawler.translate)
+            if proxy is not None:
+                via = Proxied(proxy.host or "", proxy.port or 0, watch.sent_at is None,
+                              scheme == "https")  # fmt: skip
             if isinstance(exc, aiohttp.ClientResponseError):
                 # its request_info holds the request's headers (credentials), and a proxy's
                 # error its URL with the password: not chained, so no traceback shows them
-                raise translate_error(exc, waiting=waiting) from None
-            error = translate_error(exc, waiting=waiting)
+                raise translate_error(exc, waiting=waiting, proxy=via) from None
+            error = translate_error(exc, waiting=waiting, proxy=via)
             if stale and waiting and watch.reused and isinstance(error, ConnectionReset):
                 raise StaleConnection(error) from exc
             raise error from exc

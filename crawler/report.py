@@ -1,8 +1,8 @@
 """A crawl's figures in one JSON-ready dict (``Crawler.stats_dict()``, ``--stats``).
 
 The crawl's own counters (`crawler.results.CrawlStats`), then the Sieve (the shared one in a
-crawl through Redis), the canonicalizer's memo, the content index, the SSRF guard and the
-frontier.
+crawl through Redis), the canonicalizer's memo, the content index, the SSRF guard, the outages
+(`crawler.outage`) and the frontier.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ def crawl_stats(crawler: Crawler) -> dict[str, Any]:
         out["content_index"] = {"pages": len(crawler.content), "bytes": crawler.content.nbytes}
     guard = crawler.fetcher.guard
     out["ssrf_blocked"] = guard.blocked if guard is not None else 0
+    if crawler.fetcher.outage is not None:  # the proxy or the network down (crawler.outage)
+        out["outages"] = crawler.fetcher.outage.stats()
     if crawler.frontier is not None:
         fs = crawler.frontier.stats
         out["frontier"] = {

@@ -15,7 +15,7 @@ import trustme
 from aiohttp import web
 
 from crawler.config_sections import HostConfig
-from crawler.errors import BlockedAddress, ConnectError, FetchError
+from crawler.errors import BlockedAddress, ConnectError, FetchError, ProxyError
 from crawler.fetcher import Fetcher
 from crawler.guard import AddressGuard
 from crawler.steering import REDACTED, HostRules
@@ -132,8 +132,15 @@ async def test_a_proxy_refusing_connect_is_a_clear_error_without_its_password(
     async with Fetcher(user_agent="t/1", proxy=f"http://pu:{PASSWORD}@127.0.0.1:{proxy.port}") as f:
         with pytest.raises(FetchError) as caught:
             await f.fetch("https://far.test/")
-    assert isinstance(caught.value, ConnectError)
-    assert str(caught.value) == f"the proxy answered {status} No to CONNECT far.test:443"
+    if status == 407:  # the proxy's own failure: the crawl ends with it (crawler.outage)
+        assert isinstance(caught.value, ProxyError) and caught.value.status == 407
+        assert str(caught.value) == (
+            f"the proxy 127.0.0.1:{proxy.port} refused the credentials of [fetch] proxy: "
+            "it answered 407 No to CONNECT far.test:443"
+        )
+    else:  # the proxy answering about the target (its policy, the target down): the host's
+        assert type(caught.value) is ConnectError
+        assert str(caught.value) == f"the proxy answered {status} No to CONNECT far.test:443"
     text = "".join(traceback.format_exception(caught.value))  # what a logged traceback shows
     assert PASSWORD not in text and TOKEN not in text
 
