@@ -3,12 +3,13 @@
     python -m bench.bench_coverage --corpus openjdk-17-doc [--corpus git-doc ...]
 
 nginx (bench.nginx) serves the site on 127.0.0.1; the `crawl` command crawls it from its index
-page with the end-to-end benchmark's settings (concurrency 32, per host too, delay 0, robots
-off) and every other setting at its default (max_depth 16, the trap guards, skip_extensions),
-to JSON Lines. The reference is computed without the crawler: the pages reachable from the
-index page by `<a href>`, `<area href>`, `<frame src>`, `<iframe src>` and `<meta
-http-equiv=refresh>`, read with the standard library's `html.parser` from the files on disk
-(a link to a directory is its index.html, as nginx serves it; fragments cut; the site only).
+page (or the corpus's start page, bench.corpus.START_PAGES) with the end-to-end benchmark's
+settings (concurrency 32, per host too, delay 0, robots off) and every other setting at its
+default (max_depth 16, the trap guards, skip_extensions), to JSON Lines. The reference is
+computed without the crawler: the pages reachable from that page by `<a href>`, `<area href>`,
+`<frame src>`, `<iframe src>` and `<meta http-equiv=refresh>`, read with the standard library's
+`html.parser` from the files on disk (a link to a directory is its index.html, as nginx serves
+it; fragments cut; the site only).
 Every page the reference reaches and the crawl does not (or the opposite) is printed with its
 depth; so is every result that is not a 200, by status or error kind.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -26,6 +28,7 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from bench.bench_crawl import CORPORA
+from bench.corpus import start_page
 from bench.nginx import Nginx
 
 SITE = "http://site.test/"
@@ -65,10 +68,10 @@ class _Links(HTMLParser):
     handle_startendtag = handle_starttag
 
 
-def reference(root: Path) -> dict[str, tuple[str, int]]:
+def reference(root: Path, start: str = "index.html") -> dict[str, tuple[str, int]]:
     """Site-relative URL -> (kind: html, other or missing; depth) of everything reachable."""
-    seen = {"index.html": 0}
-    queue = deque(["index.html"])
+    seen = {start: 0}
+    queue = deque([start])
     out: dict[str, tuple[str, int]] = {}
     while queue:
         rel = queue.popleft()
@@ -101,16 +104,21 @@ def reference(root: Path) -> dict[str, tuple[str, int]]:
     return out
 
 
-def run(corpus: str) -> None:
+def run(corpus: str, keep: Path | None = None) -> None:
     root = CORPORA[corpus]()
     with tempfile.TemporaryDirectory(prefix="bench-coverage-") as tmp, Nginx(root) as server:
         config, out = Path(tmp) / "crawl.toml", Path(tmp) / "crawl.jsonl"
         config.write_text(CONFIG)
-        cmd = [sys.executable, "-m", "crawler.cli", server.base_url + "index.html", "-q"]
-        subprocess.run([*cmd, "--config", str(config), "-o", str(out)], check=True)
+        cmd = [sys.executable, "-m", "crawler.cli", server.base_url + start_page(corpus), "-q"]
+        cmd += ["--config", str(config), "-o", str(out)]
+        proc = subprocess.run(cmd, check=True, stderr=subprocess.PIPE, text=True)
         results = [json.loads(line) for line in out.read_text().splitlines()]
         base = server.base_url
-    ref = reference(root)
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            (keep / f"{corpus}.jsonl").write_text(out.read_text())
+            (keep / f"{corpus}.stderr").write_text(proc.stderr)
+    ref = reference(root, start_page(corpus))
     crawled: dict[str, list[dict[str, object]]] = {}
     for r in results:
         url = str(r["url"])
@@ -139,7 +147,13 @@ def run(corpus: str) -> None:
         f"reference, not HTML: {dict(Counter(kind for kind, _ in ref.values() if kind != 'html'))}"
     )
     repeats = sum(len(rs) - 1 for rs in crawled.values())
-    print(f"URLs with more than one result: {repeats}\n", flush=True)
+    print(f"URLs with more than one result: {repeats}")
+    # each distinct log line of the crawl's stderr, its URLs and numbers folded
+    lines = Counter(re.sub(r"\S+://\S+|\d+", "#", line) for line in proc.stderr.splitlines())
+    print(f"stderr: {sum(lines.values())} lines, {len(lines)} distinct")
+    for line, n in lines.most_common(20):
+        print(f"  {n} x {line[:160]}")
+    print(flush=True)
 
 
 def main(argv: list[str]) -> None:
@@ -149,8 +163,10 @@ def main(argv: list[str]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--corpus", choices=tuple(CORPORA), action="append", required=True)
-    for corpus in parser.parse_args(argv).corpus:
-        run(corpus)
+    parser.add_argument("--keep", type=Path, help="keep each crawl's JSON Lines and stderr here")
+    args = parser.parse_args(argv)
+    for corpus in args.corpus:
+        run(corpus, args.keep)
 
 
 if __name__ == "__main__":

@@ -64,6 +64,7 @@ from bench.corpus import (
     ensure_postgres_docs,
     ensure_sqlite_docs,
     ensure_unseen_docs,
+    start_page,
 )
 from bench.nginx import Nginx
 
@@ -138,14 +139,14 @@ def unix_time(iso: str) -> float:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
-def measure_cli(server: Nginx, max_pages: int, tmp: Path) -> Measured:
+def measure_cli(server: Nginx, max_pages: int, tmp: Path, start: str = "index.html") -> Measured:
     """The `crawl` command from its process start: data has pages, distinct, first_request_s
     (nginx's log), last_result_s (the latest fetched_at of its output) and exit_s."""
     config, out = tmp / "cli.toml", tmp / "cli.jsonl"
     config.write_text(CLI_CONFIG.format(max_pages=max_pages))
     out.unlink(missing_ok=True)
     server.clear_log()
-    cmd = [sys.executable, "-m", "crawler.cli", f"{server.base_url}index.html"]
+    cmd = [sys.executable, "-m", "crawler.cli", f"{server.base_url}{start}"]
     m = measure([*cmd, "--config", str(config), "-o", str(out)], json_line=False)
     results = [json.loads(line) for line in out.read_text().splitlines()]
     requests = server.request_times()
@@ -273,7 +274,7 @@ def run_corpus(corpus: str, quick: bool, rounds: int, scrapy_peer: bool) -> None
 
         def run_scrapy() -> Measured:
             logged.clear_log()
-            start = f"start_url={logged.base_url}index.html"
+            start = f"start_url={logged.base_url}{start_page(corpus)}"
             cmd = [sys.executable, "-m", "scrapy", "runspider", str(SPIDER)]
             cmd += ["-a", start, "-a", f"urls_out={urls_out}"]
             if max_pages:
@@ -286,8 +287,9 @@ def run_corpus(corpus: str, quick: bool, rounds: int, scrapy_peer: bool) -> None
         for round_ in range(ours_runs):
             for loop in loops:
                 flag = ["--uvloop"] if loop == "uvloop" else []
-                crawls[loop].append(measure(child_cmd("ours", port, *limit, *flag)))
-            clis.append(measure_cli(logged, max_pages, Path(tmp)))
+                ours_cmd = child_cmd("ours", port, *limit, *flag, "--start", start_page(corpus))
+                crawls[loop].append(measure(ours_cmd))
+            clis.append(measure_cli(logged, max_pages, Path(tmp), start_page(corpus)))
             if with_scrapy and round_ < SCRAPY_RUNS:  # its runs vary most: a median too
                 scrapys.append(run_scrapy())
             if not url_file.exists():
@@ -425,7 +427,11 @@ def child(args: argparse.Namespace) -> None:
     urls = Path(args.urls).read_text().split() if args.urls else []
     if args.run == "ours":
         out = crawl_runs.run_ours(
-            base, max_pages=args.max_pages, use_uvloop=args.uvloop, profile_path=args.profile_out
+            base,
+            max_pages=args.max_pages,
+            use_uvloop=args.uvloop,
+            profile_path=args.profile_out,
+            start=args.start,
         )
     elif args.run == "fetch":
         out = crawl_runs.run_fetch(urls, use_uvloop=args.uvloop)
@@ -450,6 +456,7 @@ def cli(argv: Sequence[str]) -> None:
     parser.add_argument("--uvloop", action="store_true")
     parser.add_argument("--urls", default="")
     parser.add_argument("--profile-out", default="")
+    parser.add_argument("--start", default="index.html", help="the seed, relative to the site")
     parser.add_argument("--patch", default="", help="bench.patches to apply (comma-separated)")
     parser.add_argument(
         "--corpus",

@@ -98,12 +98,17 @@ async def _crawl(seed: str, config: Config, profile: cProfile.Profile | None) ->
 
 
 def run_ours(
-    base: str, *, max_pages: int = 0, use_uvloop: bool = False, profile_path: str = ""
+    base: str,
+    *,
+    max_pages: int = 0,
+    use_uvloop: bool = False,
+    profile_path: str = "",
+    start: str = "index.html",
 ) -> dict[str, Any]:
     import numpy  # noqa: F401  (imported lazily by the crawl: an import, not per-page work)
 
     profile = cProfile.Profile() if profile_path else None
-    out = run_async(_crawl(base + "index.html", bench_config(max_pages), profile), use_uvloop)
+    out = run_async(_crawl(base + start, bench_config(max_pages), profile), use_uvloop)
     if profile is not None:
         profile.dump_stats(profile_path)
     return out

@@ -97,8 +97,8 @@ def extract(
     distinct links are kept, the first in document order, each with all its repeats (a href
     repeated, or differing only from its "#" on, is one link; `truncated` tells, and a WARNING on
     `crawler.links` names the page); `links_found` counts every a/area href (and frame src,
-    and refresh target) seen. `anchors` and `text` read what a focused crawl scores (see
-    `crawler.markup.read_tree`).
+    refresh target, and a frameset page's <noframes> links) seen. `anchors` and `text` read what
+    a focused crawl scores (see `crawler.markup.read_tree`).
 
     Raises ValueError only for bad arguments (a negative `max_links`, a non-bytes body).
     """

@@ -67,6 +67,7 @@ _CANONICAL_CSS = 'link[rel~="canonical" i][href]'
 _A, _AREA, _META, _BASE = tag_ids("a", "area", "meta", "base")
 _LINK_TAGS = frozenset((_A, _AREA))
 _FRAME_TAGS = frozenset(tag_ids("frame", "iframe"))  # their src: a page of the site, often
+(_FRAME,) = tag_ids("frame")
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 # Left out of a page's visible text (removed after the links are read): what is not text, and
 # the boilerplate the pages of a site share (navigation bars, sidebars, headers, footers).
@@ -102,10 +103,11 @@ class Markup:
     """What a body holds for the crawl, as plain values (the lexbor tree is not kept).
 
     `hrefs`: every a/area href, frame/iframe src and <meta http-equiv=refresh> URL in document
-    order (C0 controls and spaces stripped), `nofollow`: the indices in `hrefs` of links with
-    rel=nofollow; `metas`: (lowercased name, content) of each <meta name>; `base_href`: the
-    first <base href> anywhere; `canonical_href`: the first rel=canonical link in <head>;
-    `title`: the first <title> (<head>'s first), whitespace collapsed, at most TITLE_MAX_CHARS.
+    order, then a frameset's <noframes> links (C0 controls and spaces stripped);
+    `nofollow`: the indices in `hrefs` of links with rel=nofollow; `metas`: (lowercased name,
+    content) of each <meta name>; `base_href`: the first <base href> anywhere;
+    `canonical_href`: the first rel=canonical link in <head>; `title`: the first <title>
+    (<head>'s first), whitespace collapsed, at most TITLE_MAX_CHARS.
     Empty when the body is not HTML or could not be parsed.
 
     Read only when asked (a focused crawl): `anchors`, per distinct href (fragment cut, as in
@@ -205,6 +207,7 @@ def read_tree(
     headings: list[str] = []
     hidden: list[LexborNode] = []
     base_href: str | None = None
+    framed = False
     for node in tree.css(_TEXT_TREE_CSS if text else _TREE_CSS):
         tag_id = node.tag_id
         if tag_id in _LINK_TAGS:  # svg:a too, as browsers follow it
@@ -227,6 +230,7 @@ def read_tree(
             src = node.attributes.get("src")
             if src:  # a frameset's pages are only reached through their frames
                 hrefs.append(src.strip(STRIP))
+                framed = framed or tag_id == _FRAME
         elif tag_id == _META:
             attrs = node.attributes
             name = attrs.get("name")
@@ -247,6 +251,8 @@ def read_tree(
         elif tag_id in _HEADING_TAGS:
             headings.append(node.text(deep=True, separator=" "))
 
+    if framed:
+        _noframes_links(tree, hrefs, nofollow)
     head = tree.head or tree
     canonical = head.css_first(_CANONICAL_CSS)
     canonical_href = (canonical.attrs.get("href") or "").strip(STRIP) if canonical else None
@@ -260,6 +266,26 @@ def read_tree(
         True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
         title, details if details is not None else {}, page_text, main_text,
     )  # fmt: skip
+
+
+def _noframes_links(tree: LexborHTMLParser, hrefs: list[str], nofollow: list[int]) -> None:
+    """Append the a/area hrefs of a frameset page's <noframes> elements to `hrefs` (and their
+    rel=nofollow indices to `nofollow`): the parser keeps that markup as raw text, but it links
+    what a frameless client reads (old javadoc's "Non-frame version"). It is defused and
+    parsed as a body of its own; only pages with a <frame src> pay for this."""
+    for node in tree.css("noframes"):
+        raw = node.text(deep=True)
+        if "href" not in raw.lower():
+            continue
+        inner = parse_tree(defuse(raw.encode(), "a <noframes> element"), "a <noframes> element")
+        for link in inner.css("[href]") if inner is not None else ():
+            if link.tag_id in _LINK_TAGS:
+                attrs = link.attributes
+                rel = attrs.get("rel")
+                if rel and "nofollow" in rel.lower().split():
+                    nofollow.append(len(hrefs))
+                href = attrs.get("href") or attrs.get("xlink:href")
+                hrefs.append(href.strip(STRIP) if href else "")
 
 
 def refresh_url(content: str) -> str | None:

@@ -150,6 +150,21 @@ def test_non_html_keeps_its_record() -> None:
             0,
             False,
         ),
+        # a frameset's <noframes> (raw text to the parser) links a page for frameless clients:
+        # old javadoc's "Non-frame version", gettext-doc's javadoc2/index.html; after the frames
+        (
+            "<HTML><HEAD><TITLE>t</TITLE></HEAD><FRAMESET cols='20%,80%'><FRAME src=all.html>"
+            "<FRAME src=c/R.html></FRAMESET><NOFRAMES><H2>Frame Alert</H2><P>Link to <A "
+            "HREF='c/R.html'>Non-frame version.</A> <a href=o.html rel=nofollow>o</a> "
+            "<svg><a xlink:href=s.html></a></svg><area href=m.html></NOFRAMES></HTML>",
+            {},
+            ("all.html", "c/R.html", "c/R.html", "s.html", "m.html"),
+            6,
+            1,
+            False,
+        ),
+        # a page without frames: its <noframes> is shown to nobody, and not read
+        ("<body><noframes><a href=x>x</a></noframes><a href=a>a</a>", {}, ("a",), 1, 0, False),
     ],
 )
 def test_links(
@@ -559,3 +574,11 @@ def test_head_elements_outside_the_head() -> None:
 )
 def test_refresh_url(content: str, url: str | None) -> None:
     assert refresh_url(content) == url
+
+
+def test_noframes_markup_is_defused() -> None:
+    # the <noframes> markup is parsed on its own: absurd nesting in it is defused as a body's
+    deep = "<div>" * 200_000 + "<a href=deep.html>d</a>"
+    body = f"<frameset><frame src=f.html></frameset><noframes>{deep}</noframes>".encode()
+    page = extract(body, "http://a.test/", content_type="text/html")
+    assert page.links[0] == "f.html"
