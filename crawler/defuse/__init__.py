@@ -3,8 +3,8 @@
 Lexbor's tree builder walks the stack of open elements for many tags, so a page nested N deep
 costs O(N^2) (100k nested <div> take ~20 s), and its tree costs ~0.5 KiB per element. `defuse`
 turns elements nested deeper than DEPTH_LIMIT into text and drops the markup after MAX_TAGS
-tags. It runs on the event loop before every parse, so the common case is cheap, in three steps
-that each look closer at fewer pages:
+tags but for its links (`crawler.defuse.tail`). It runs on the event loop before every parse,
+so the common case is cheap, in three steps that each look closer at fewer pages:
 1. a small page with fewer tags than the alarm depth cannot nest deeper (one `bytes.count`,
    ~0.5 us per KB);
 2. `estimate.tag_profile` counts "<" as opens and "</" as closes (numpy, imported at the first
@@ -28,6 +28,7 @@ import re
 
 from crawler.defuse.estimate import named_peak, tag_profile
 from crawler.defuse.model import escape_deep_nesting
+from crawler.defuse.tail import tail_links
 
 __all__ = ["DEPTH_LIMIT", "MAX_ATTRIBUTES", "MAX_TAGS", "STRICT_MAX_TAGS", "defuse"]
 
@@ -39,7 +40,7 @@ DEPTH_LIMIT = 512
 MAX_TAGS = 200_000
 """Tags parsed at most. Lexbor's tree costs about 0.5 KiB per element, so a 10 MiB body of
 nothing but tags would take 0.5 GiB; markup from the (MAX_TAGS + 1)-th "<" left by the
-deep-nesting guard on is dropped."""
+deep-nesting guard on is dropped, but for its links (`crawler.defuse.tail`)."""
 
 STRICT_MAX_TAGS = 10_000
 """Tags parsed at most in strict mode (pages of a host that has served markup built to be slow)."""
@@ -77,7 +78,8 @@ _UP_TO_UNCLEAN = re.compile(rb"(?:" + _CLEAN_TAG + rb"|[^<]++|<(?!/?[A-Za-z]))*+
 
 def defuse(data: bytes, url: str, *, strict: bool = False) -> bytes:
     """`data` made safe to hand to lexbor: elements nested deeper than DEPTH_LIMIT turned into
-    text, then everything from the (MAX_TAGS + 1)-th "<" on dropped. `strict` (for a host
+    text, then everything from the (MAX_TAGS + 1)-th "<" on dropped but for the links a
+    scan finds there (`crawler.defuse.tail`: bare <a> tags appended). `strict` (for a host
     that has served markup built to be slow) also turns into text the tags with MAX_ATTRIBUTES
     attributes or more or a "<" inside, and keeps STRICT_MAX_TAGS tags: the nesting estimates
     can be fooled (see `crawler.defuse.estimate`), the tag cap bounds what that costs."""
@@ -102,8 +104,14 @@ def defuse(data: bytes, url: str, *, strict: bool = False) -> bytes:
     import numpy as np
 
     cut = int(np.flatnonzero(np.frombuffer(data, np.uint8) == _LT)[max_tags])
-    logger.warning("%s: more than %d tags, the rest of the page is not parsed", url, max_tags)
-    return data[:cut]
+    # past the cap, only the links are read (by a scan: crawler.defuse.tail); not in strict
+    # mode, whose cap bounds the time markup built to be slow costs
+    links = b"" if strict else tail_links(data[cut:])
+    logger.warning(
+        "%s: more than %d tags, the rest of the page is not parsed%s", url, max_tags,
+        f" but for its links ({links.count(b'<a ')}, read by a scan)" if links else "",
+    )  # fmt: skip
+    return data[:cut] + links
 
 
 def _escape_unclean_tags(data: bytes, url: str) -> bytes:
