@@ -80,9 +80,9 @@ def content_type(values: list[str]) -> str | None:
     """The Content-Type that counts among all the headers' `values` (see the module docstring):
     a single value without a comma as it is, else the last valid MIME type (if it has no charset,
     with that of the value that began its run of the same type); the values as sent when none
-    is valid."""
+    is valid; None for none, or a blank one."""
     if len(values) == 1 and "," not in values[0]:
-        return values[0]
+        return values[0] if values[0].strip() else None  # an empty header: no type
     chosen: str | None = None
     essence = charset = ""
     for value in (m.group() for v in values for m in _SPLIT.finditer(v)):

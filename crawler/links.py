@@ -37,6 +37,7 @@ __all__ = ["TITLE_MAX_CHARS", "Page", "extract", "is_html", "read_page"]
 T = TypeVar("T")
 
 _HTTP = ("http://", "https://")
+MAX_CANONICAL = 2048  # characters of a rel=canonical URL kept (as [scope] max_url_length's default)
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +154,8 @@ def read_page(
     if base_href is not None:
         base = document_base(url, base_href)
     canonical = _join(base if base.startswith(_HTTP) else url, href) if href else None
+    if canonical is not None and len(canonical) > MAX_CANONICAL:
+        canonical = None  # a hostile page's megabyte of rel=canonical would bloat its record
 
     found, title = len(hrefs), markup.title
     text = None

@@ -312,6 +312,8 @@ async def test_a_robots_txt_whose_body_cannot_be_decoded_keeps_its_status(
         (['text/html; charset="a,b"', "bogus"], 'text/html; charset="a,b"'),
         (["nonsense, more"], "nonsense, more"),  # nothing valid: as sent (the body is sniffed)
         ([], None),
+        ([""], None),  # an empty header: no type (was "" in the results)
+        ([" "], None),
     ],
 )
 def test_content_type_extracts_the_mime_type(values: list[str], expected: str | None) -> None:

@@ -244,6 +244,8 @@ def test_base(head: str, base: str) -> None:
         ("<link rel=canonical href=''>", None),
         ("<link rel=canonical>", None),
         ("<link rel=canonical href='http://[::1'>", None),
+        ("<link rel=canonical href='/" + "c" * 2047 + "'>", None),  # 2,066 characters once joined
+        ("<link rel=canonical href='/" + "c" * 2000 + "'>", "http://site.test/" + "c" * 2000),
         (
             "<link rel=stylesheet href=s.css><link rel=canonical href=/1>"
             "<link rel=canonical href=/2>",
