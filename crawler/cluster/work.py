@@ -175,7 +175,7 @@ class SharedWork:
 
     async def _flush_loop(self) -> None:
         try:
-            while True:
+            while not self._closed:
                 await self._wake.wait()
                 self._wake.clear()
                 await self._flush()
@@ -213,11 +213,15 @@ class SharedWork:
         """Send what the outbox holds, give back the entries claimed for no worker, and stop
         the tasks (after the workers ended)."""
         self.close()
-        for task in (self._claimer, self._flusher):
-            if task is not None and not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        if self._claimer is not None and not self._claimer.done():
+            self._claimer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._claimer
+        if self._flusher is not None and not self._flusher.done():
+            # let a flush under way finish: a Redis call cancelled mid-reply may swallow the
+            # cancellation (redis-py), leaving the task waiting for work that never comes
+            self._wake.set()
+            await self._flusher
         if self._error is None:
             if self._outbox:
                 await self._flush()
