@@ -16,24 +16,23 @@ batch (``put_many``): waiting workers get its best links, not its first.
 In a crawl shared through Redis (`shared`: a `crawler.cluster.ClusterNode`), the seen test and
 the enqueue are one atomic call per page for its in-scope keys (`ClusterNode.admit`), and
 ``max_pages`` caps the URLs admitted by all processes together (the shared Sieve's count).
-The entry points are coroutines for that reason; in memory they never wait.
+A focused shared crawl scores every in-scope link, admits the new ones with their priorities
+in that call and raises queued URLs in one more round trip (`_shared_scored`). The entry
+points are coroutines for that reason; in memory they never wait.
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import math
 from collections import Counter
-from collections.abc import Awaitable, Mapping, Sequence
-from typing import TYPE_CHECKING, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from crawler.entries import Entry
-from crawler.errors import ScoreError
 from crawler.frontier import Frontier
 from crawler.results import CrawlStats
 from crawler.scope import Scope
-from crawler.scoring import Link, ScoreFn
+from crawler.scoring import Link, ScoreFn, score_links
 from crawler.sieve import Dedup, fingerprint
 from crawler.state import CrawlState
 from crawler.urls import UrlNormalizer
@@ -194,12 +193,19 @@ class Admission:
         if not keys or not self.room_for_more():
             return 0
         details = anchors or {}
+        if self.shared is not None:
+            fc = self.fetch_canonical
+            return await self._shared_scored(parent, score, [
+                Link(key if fc else in_scope[key], key, *details.get(origin[key], _NO_DETAILS),
+                     depth, parent.url, title, relevance)
+                for key in keys
+            ])  # fmt: skip
         stats = self.stats
         links: list[Link] = []
         again: list[Link] = []  # links to URLs queued already
         current: list[float] = []  # their priorities as queued
         frontier = self.frontier
-        assert frontier is not None  # a shared crawl is not focused (crawler.cluster)
+        assert frontier is not None  # in memory (a shared crawl scores in `_shared_scored`)
         seen, queued = self._seen, frontier.queued_priority
         for key in keys:
             url = key if self.fetch_canonical else in_scope[key]
@@ -215,7 +221,7 @@ class Admission:
             into.append(Link(url, key, anchor, rel, context, depth, parent.url, title, relevance))
         if not links and not again:
             return 0
-        priorities = await _priorities(score, links + again)
+        priorities = await score_links(score, links + again)
         # Only now are the links taken in (with no await until they are admitted): a score
         # function that fails leaves them unseen, for the page's fetch again after a resume.
         self._raise(again, current, priorities[len(links) :])
@@ -237,6 +243,50 @@ class Admission:
             return 0
         flags = frontier.put_many(entries)
         return sum(self._admitted(e, ok) for e, ok in zip(entries, flags, strict=True))
+
+    async def _shared_scored(self, parent: Entry, score: ScoreFn, links: list[Link]) -> int:
+        """`scored_links` in a crawl shared through Redis. Whether another process admitted a
+        URL is known only once Redis is asked, so every in-scope link is scored; the links new
+        to this process go to the shared frontier with their priorities in one atomic call, and
+        a URL queued already (by this process or another) is raised when a link scores it
+        higher than this process last sent it (one round trip for the page). A link the score
+        function skips is counted, and not offered again by this process."""
+        shared, stats = self.shared, self.stats
+        assert shared is not None
+        from crawler.frontier.redis import ADMITTED, SEEN
+
+        cache = shared.cache
+        priorities = await score_links(score, links)
+        entries: list[Entry] = []
+        again: list[tuple[str, str, float]] = []  # (url, key, priority) to raise, if queued
+        for link, priority in zip(links, priorities, strict=True):
+            best = cache.best(link.key)
+            if best is not None:  # sent by this process: the shared Sieve has it
+                stats.duplicates += 1
+                if priority is not None and priority > best:
+                    again.append((link.url, link.key, priority))
+            elif priority is None:
+                stats.scope_refused["score"] += 1
+                cache.add(link.key, math.inf)
+            else:
+                entries.append(Entry(link.url, link.key, parent.depth + 1, parent.url,
+                                     priority=priority))  # fmt: skip
+        new = 0
+        if entries:
+            flags = await shared.admit(entries)
+            for entry, flag in zip(entries, flags, strict=True):
+                if flag == ADMITTED:
+                    new += self._admitted(entry, True)
+                elif flag == SEEN:  # another process admitted it first
+                    stats.duplicates += 1
+                    again.append((entry.url, entry.key, entry.priority))
+                else:  # a bound of the shared frontier (max_queued, max_queued_per_host)
+                    self._admitted(entry, False)
+        if again:
+            await shared.frontier.set_priorities(again, lower=False)
+            for _, key, priority in again:
+                cache.add(key, priority)
+        return new
 
     def _raise(
         self, links: list[Link], current: list[float], priorities: list[float | None]
@@ -353,50 +403,6 @@ class Admission:
 
 
 _NO_DETAILS = ("", "", "")
-
-
-async def _priorities(score: ScoreFn, links: list[Link]) -> list[float | None]:
-    """The priority `score` gives each link (None = skip). A coroutine function's calls for
-    one page run concurrently; the first failure (in link order) raises ScoreError."""
-    values: list[object] = []
-    waiting: list[int] = []  # indices of awaitable values
-    for i, link in enumerate(links):
-        try:
-            value: object = score(link)
-        except Exception as exc:
-            raise _failed(link, exc) from exc
-        if inspect.isawaitable(value):
-            waiting.append(i)
-        values.append(value)
-    if waiting:
-        done = await asyncio.gather(
-            *(cast("Awaitable[object]", values[i]) for i in waiting), return_exceptions=True
-        )
-        for i, value in zip(waiting, done, strict=True):
-            if isinstance(value, BaseException):
-                if not isinstance(value, Exception):
-                    raise value  # cancellation and the like go through
-                raise _failed(links[i], value) from value
-            values[i] = value
-    return [_priority(link, value) for link, value in zip(links, values, strict=True)]
-
-
-def _priority(link: Link, value: object) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    raise ScoreError(
-        f"the score function returned {value!r} for link {link.url} (found on "
-        f"{link.parent_url}): expected a finite number, or None to skip the link"
-    )
-
-
-def _failed(link: Link, exc: Exception) -> ScoreError:
-    return ScoreError(
-        f"the score function raised {type(exc).__name__}: {exc} for link {link.url} (found on "
-        f"{link.parent_url})"
-    )
 
 
 def _occurrences(hrefs: Sequence[str]) -> dict[str, int]:

@@ -199,12 +199,12 @@ async def run(
     budget, frontier = crawler.budget, crawler.frontier
     if budget is not None and budget.exhausted and frontier is not None and len(frontier):
         # a focused crawl's --max-pages spent, URLs left queued: say so, and how to go on
-        hint = (
-            f"left pending in {state.directory}: run again with a larger --max-pages to go on "
-            "(the budget counts the pages of every run)"
-            if state is not None
-            else "not fetched (with --state DIR they would be kept for a larger --max-pages)"
-        )
+        if state is not None or shared:
+            where = str(state.directory) if state is not None else "the shared crawl (Redis)"
+            hint = (f"left pending in {where}: run again with a larger --max-pages to go on "
+                    "(the budget counts the pages of every run)")  # fmt: skip
+        else:
+            hint = "not fetched (with --state DIR they would be kept for a larger --max-pages)"
         say(quiet, f"fetch budget of {budget.limit:,} pages (max_pages) spent; "
                    f"{len(frontier):,} URLs {hint}")  # fmt: skip
     for seed, target in report.redirected:  # `crawl http://a.org/` -> https://b.org/

@@ -126,7 +126,7 @@ class Crawler:
             except ImportError as exc:  # redis-py is an extra
                 raise ConfigError(f"--redis needs redis-py: pip install "
                                   f"'sieve-crawler[redis]' ({exc})") from None  # fmt: skip
-            check_cluster_config(config, state=state is not None, score=score is not None)
+            check_cluster_config(config, state=state is not None)
         self.stopped = False
         self._ran_out = False
         self._results: asyncio.Queue[CrawlResult | _WorkerDone] = asyncio.Queue()
@@ -187,10 +187,13 @@ class Crawler:
         if self.config.cluster.redis:
             from crawler.cluster import ClusterNode
 
-            self.cluster = node = ClusterNode(self.config, settings(self.config),
+            scored = self.focus is not None  # its max_pages: a budget, free to change
+            self.cluster = node = ClusterNode(self.config, settings(self.config, scored=scored),
                                               clock=self._clock,
                                               host_rule=self.fetcher.rules.host_rule)  # fmt: skip
             await node.open(self.stats.as_dict)
+            if self.budget is not None:  # page results of every process
+                self.budget = await node.budget(self.budget.limit)
             self.frontier = node.work
             frontier = None
         else:

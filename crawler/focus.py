@@ -25,6 +25,7 @@ __all__ = ["Focus"]
 
 RESCORE_EVERY = 10  # pages rated between two rounds of re-scoring queued URLs (0: never)
 RESCORE_SIZE = 2_000  # queued URLs re-scored per round (round robin over all of them)
+RESCORE_SIZE_SHARED = 500  # per round in a crawl shared through Redis (a script call each)
 
 
 class Focus:
@@ -69,7 +70,7 @@ class Focus:
         if self.rescorer is not None and relevance is not None and RESCORE_EVERY:
             self._rated += 1
             if self._rated % RESCORE_EVERY == 0:
-                self.rescore(self.rescorer, admission)
+                await self.rescore(self.rescorer, admission)
         return relevance, new
 
     def moved(self, url: str, target: str) -> None:
@@ -77,13 +78,26 @@ class Focus:
         if self.rescorer is not None and isinstance(self.rescorer, FollowsRedirects):
             self.rescorer.moved(url, target)
 
-    def rescore(self, rescorer: Rescorer, admission: Admission) -> int:
+    async def rescore(self, rescorer: Rescorer, admission: Admission) -> int:
         """Re-prioritize a slice of the queued URLs with what the scorer has learned since
         their links were scored (raised or lowered; a raise journaled with a state, a lowering
         not: a resumed crawl's scorer starts over anyway); returns how many changed. URLs no
-        longer queued (fetched, in flight, refused) are forgotten by the scorer."""
+        longer queued (fetched, in flight, refused) are forgotten by the scorer. In a crawl
+        shared through Redis, a smaller slice in one round trip, and only raised: a URL may be
+        queued at the priority of another process's better link, which this scorer never saw."""
+        if admission.shared is not None:
+            items = rescorer.rescore(RESCORE_SIZE_SHARED)
+            befores = await admission.shared.frontier.set_priorities(items, lower=False)
+            changed = 0
+            for (url, key, priority), was in zip(items, befores, strict=True):
+                if was is None:
+                    rescorer.forget(url)
+                else:
+                    changed += priority > was
+                    admission.shared.cache.add(key, priority)
+            return changed
         frontier, state = admission.frontier, admission.state
-        assert frontier is not None  # a shared crawl (crawler.cluster) is not focused
+        assert frontier is not None
         changed = 0
         for url, key, priority in rescorer.rescore(RESCORE_SIZE):
             was = frontier.set_priority(url, key, priority)

@@ -10,11 +10,16 @@ it may be a coroutine function. ``crawl --focus "words"`` uses the built-in topi
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
-__all__ = ["FollowsRedirects", "Link", "PageText", "Rescorer", "ScoreFn", "Scorer"]
+from crawler.errors import ScoreError
+
+__all__ = ["FollowsRedirects", "Link", "PageText", "Rescorer", "ScoreFn", "Scorer", "score_links"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,3 +85,48 @@ class FollowsRedirects(Protocol):
         """The URL a link was scored for redirected to `target`: learn from `target`'s page
         as from the page behind that link."""
         ...
+
+
+async def score_links(score: ScoreFn, links: list[Link]) -> list[float | None]:
+    """The priority `score` gives each link (None = skip). A coroutine function's calls for
+    one page run concurrently; the first failure (in link order), or a value that is neither a
+    finite number nor None, raises `ScoreError` naming the link."""
+    values: list[object] = []
+    waiting: list[int] = []  # indices of awaitable values
+    for i, link in enumerate(links):
+        try:
+            value: object = score(link)
+        except Exception as exc:
+            raise _failed(link, exc) from exc
+        if inspect.isawaitable(value):
+            waiting.append(i)
+        values.append(value)
+    if waiting:
+        done = await asyncio.gather(
+            *(cast("Awaitable[object]", values[i]) for i in waiting), return_exceptions=True
+        )
+        for i, value in zip(waiting, done, strict=True):
+            if isinstance(value, BaseException):
+                if not isinstance(value, Exception):
+                    raise value  # cancellation and the like go through
+                raise _failed(links[i], value) from value
+            values[i] = value
+    return [_priority(link, value) for link, value in zip(links, values, strict=True)]
+
+
+def _priority(link: Link, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    raise ScoreError(
+        f"the score function returned {value!r} for link {link.url} (found on "
+        f"{link.parent_url}): expected a finite number, or None to skip the link"
+    )
+
+
+def _failed(link: Link, exc: Exception) -> ScoreError:
+    return ScoreError(
+        f"the score function raised {type(exc).__name__}: {exc} for link {link.url} (found on "
+        f"{link.parent_url})"
+    )

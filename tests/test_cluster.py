@@ -181,8 +181,9 @@ def test_what_a_shared_crawl_does_not_do_yet_is_refused_by_name() -> None:
     config = shared(Config(), "redis://127.0.0.1:1/0").override("dedup", enabled=True)
     with pytest.raises(ConfigError, match=r"--redis.*\[dedup\] enabled"):
         Crawler(config)
-    with pytest.raises(ConfigError, match="score function"):
-        Crawler(shared(Config(), "redis://127.0.0.1:1/0"), score=lambda link: 1.0)
+    adaptive = shared(Config(), "redis://127.0.0.1:1/0").override("politeness", adaptive=True)
+    with pytest.raises(ConfigError, match=r"--redis.*\[politeness\] adaptive"):
+        Crawler(adaptive, score=lambda link: 1.0)  # a focused shared crawl is not refused
 
 
 def test_the_sent_cache_is_bounded_and_remembers_recent_keys() -> None:

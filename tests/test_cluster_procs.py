@@ -7,6 +7,7 @@ The fixture site is served by this test's event loop and logs every request with
 from __future__ import annotations
 
 import asyncio
+import io
 import itertools
 import json
 import os
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.cluster import read_status
+from crawler.cluster import format_status, read_status
 from crawler.fixture import FixtureSite
 from crawler.urls import UrlNormalizer
 from tests.redis_server import RedisServer
@@ -152,3 +153,28 @@ async def test_an_interrupted_process_rejoins_and_the_crawl_completes(
     keys = keys_of(first_out) + keys_of(second_out)
     assert set(keys) == site.expected() | site.refused()
     assert len(keys) == len(set(keys))  # a clean stop repeats nothing
+
+
+async def test_two_focused_processes_share_one_fetch_budget(
+    site: FixtureSite, redis: RedisServer, tmp_path: Path
+) -> None:
+    config = write_config(site, tmp_path / "c.toml")
+    outs = [tmp_path / f"focus{i}.jsonl" for i in range(2)]
+    focus = ("--focus", "page", "--max-pages", "12")
+    procs = [await start(site, config, redis.url, out, "-v", *focus) for out in outs]
+    errs = await finish(procs, 120)
+    assert [p.returncode for p in procs] == [0, 0], errs
+    rows = [json.loads(line) for out in outs for line in out.read_text().splitlines()]
+    keys = [URLS.canonicalize(r["url"]) for r in rows]
+    assert len(keys) == len(set(keys))  # no URL fetched twice
+    pages = [r for r in rows if not (r["error"] or "").startswith("robots")]
+    assert 12 <= len(pages) <= 12 + 2 * 4  # one budget; each process's claims in flight past it
+    assert any(r["relevance"] is not None for r in rows)  # rated by each process's scorer
+    status = await read_status(redis.url, "procs")
+    assert status["pages"] == len(rows) and not status["finished"]  # URLs left queued
+    assert status["scored"] >= 1 and 0 <= status["relevant"] <= status["scored"]
+    printed = io.StringIO()
+    format_status(status, printed)
+    rated = f"focus: {status['scored']} pages rated, {status['relevant']} relevant"
+    assert rated in printed.getvalue()
+    assert any("fetch budget of 12 pages (max_pages) spent" in e for e in errs)

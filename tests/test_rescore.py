@@ -220,7 +220,7 @@ async def test_focus_rescore_raises_lowers_journals_and_forgets(tmp_path: Path) 
     taken = await frontier.get()  # 0.html: in flight, no longer queued
     assert taken is not None and taken.url == hrefs[0]
     scorer.later = {hrefs[0]: 5.0, hrefs[1]: -1.0, hrefs[2]: 0.0, hrefs[3]: 2.0}
-    assert focus.rescore(scorer, adm) == 2  # 1 lowered, 3 raised; 2 unchanged
+    assert await focus.rescore(scorer, adm) == 2  # 1 lowered, 3 raised; 2 unchanged
     assert scorer.forgotten == [hrefs[0]]
     frontier.done(taken)
     assert [(e.url, e.priority) for e in await drain(frontier)] == [
@@ -262,8 +262,8 @@ async def test_a_focused_crawl_rescores_its_queue_as_it_learns(
     calls: list[int] = []
     original = Focus.rescore
 
-    def counted(self: Focus, rescorer: Rescorer, admission: Admission) -> int:
-        calls.append(original(self, rescorer, admission))
+    async def counted(self: Focus, rescorer: Rescorer, admission: Admission) -> int:
+        calls.append(await original(self, rescorer, admission))
         return calls[-1]
 
     monkeypatch.setattr(Focus, "rescore", counted)

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import os
 import socket
 import time
@@ -33,6 +34,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from crawler.cluster.budget import SharedBudget
 from crawler.cluster.work import SharedWork
 from crawler.config import Config
 from crawler.entries import Entry
@@ -64,11 +66,10 @@ def redacted(url: str) -> str:
     return f"{scheme}://{user}:[redacted]@{tail}" if ":" in creds else url
 
 
-def check_cluster_config(config: Config, *, state: bool, score: bool) -> None:
+def check_cluster_config(config: Config, *, state: bool) -> None:
     """ConfigError for what a shared crawl does not do (yet), named; nothing otherwise."""
     not_shared = [
         ("--state (the shared crawl's state is Redis itself)", state),
-        ("--focus / [focus] keywords / a score function", score or bool(config.focus.keywords)),
         ("[dedup] enabled (the content index is per process)", config.dedup.enabled),
         ("[politeness] adaptive", config.politeness.adaptive),
     ]
@@ -80,7 +81,8 @@ def check_cluster_config(config: Config, *, state: bool, score: bool) -> None:
 
 class SentCache:
     """The keys this process already sent to the shared Sieve (bounded: two generations of
-    ``capacity / 2`` hashes; the older is dropped when the newer fills)."""
+    ``capacity / 2`` hashes; the older is dropped when the newer fills), each with the best
+    priority this process gave it (a focused crawl raises a queued URL only past that)."""
 
     __slots__ = ("_new", "_old", "capacity", "hits")
 
@@ -88,8 +90,8 @@ class SentCache:
         if capacity < 2:
             raise ValueError(f"capacity must be >= 2, got {capacity}")
         self.capacity = capacity
-        self._new: set[int] = set()
-        self._old: set[int] = set()
+        self._new: dict[int, float] = {}
+        self._old: dict[int, float] = {}
         self.hits = 0
 
     def __contains__(self, key: str) -> bool:
@@ -99,10 +101,26 @@ class SentCache:
             return True
         return False
 
-    def add(self, key: str) -> None:
-        if len(self._new) >= self.capacity // 2:
-            self._old, self._new = self._new, set()
-        self._new.add(hash(key))
+    def best(self, key: str) -> float | None:
+        """The best priority this process sent `key` with (-inf: sent unscored, +inf: never
+        to be raised); None when it did not send it (or the cache forgot)."""
+        h = hash(key)
+        best = self._new.get(h)
+        if best is None and (best := self._old.get(h)) is not None:
+            self.hits += 1
+            self._put(h, best)  # still in use: kept in the newer generation
+        elif best is not None:
+            self.hits += 1
+        return best
+
+    def add(self, key: str, priority: float = -math.inf) -> None:
+        h = hash(key)
+        self._put(h, max(priority, self._new.get(h, -math.inf), self._old.get(h, -math.inf)))
+
+    def _put(self, h: int, priority: float) -> None:
+        if h not in self._new and len(self._new) >= self.capacity // 2:
+            self._old, self._new = self._new, {}
+        self._new[h] = priority
 
     def __len__(self) -> int:
         return len(self._new) + len(self._old)
@@ -115,7 +133,7 @@ class ClusterNode:
     """This process in the shared crawl (see the module docstring). ``await open()`` first,
     ``await close()`` last."""
 
-    __slots__ = ("_beat", "_client", "_run_id", "_settings", "cache", "config", "exact",
+    __slots__ = ("_beat", "_budget", "_client", "_run_id", "_settings", "cache", "config", "exact",
                  "frontier", "owner", "prefix", "rescued", "sieve", "started", "url",
                  "work")  # fmt: skip
 
@@ -158,6 +176,7 @@ class ClusterNode:
         self.cache = SentCache()
         self.started = time.time()
         self._beat: asyncio.Task[None] | None = None
+        self._budget: SharedBudget | None = None
         self._run_id = ""  # the Redis server's run id: a restart changes it
 
     async def open(self, stats: Callable[[], dict[str, Any]]) -> None:
@@ -207,8 +226,14 @@ class ClusterNode:
             if flag < 0:
                 flags[i] = answer = next(answers)
                 if answer <= 1:  # seen or admitted: the Sieve has it now
-                    cache.add(entries[i].key)
+                    cache.add(entries[i].key, entries[i].priority)
         return flags
+
+    async def budget(self, limit: int) -> SharedBudget:
+        """The fetch budget of a focused crawl, `limit` page results over every process."""
+        self._budget = budget = SharedBudget(self._client, self.prefix + "budget", limit)
+        await budget.open()
+        return budget
 
     async def _upkeep(self, stats: Callable[[], dict[str, Any]]) -> None:
         """Renew this process's leases every third of their time; a heartbeat when due."""
@@ -273,6 +298,8 @@ class ClusterNode:
                 await self._beat
         try:
             await self.work.drain()
+            if self._budget is not None:
+                await self._budget.drain()
             if self.work.error is None and self._beat is not None:  # it had joined the crawl
                 await self.sieve.refresh()
                 await self._heartbeat(stats, left=True)

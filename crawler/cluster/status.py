@@ -21,7 +21,7 @@ from crawler.sieve.redis import text
 
 __all__ = ["format_status", "read_status", "status_command"]
 
-SUMMED = ("pages", "errors", "bytes", "admitted", "duplicates", "retries")
+SUMMED = ("pages", "errors", "bytes", "admitted", "duplicates", "retries", "scored", "relevant")
 
 
 async def read_status(url: str, crawl_id: str, *, recent: float = 30.0) -> dict[str, Any]:
@@ -87,6 +87,9 @@ def format_status(status: dict[str, Any], out: IO[str]) -> None:
           f"URLs seen {s['seen_urls']:,}", file=out)  # fmt: skip
     print(f"  fetched {s['pages']:,} pages ({s['errors']:,} errors, {s['bytes']:,} bytes), "
           f"{s['retries']:,} retries, {s['reclaimed']:,} leases reclaimed", file=out)  # fmt: skip
+    if s["scored"]:  # a focused crawl: pages rated, and the share above the threshold
+        print(f"  focus: {s['scored']:,} pages rated, {s['relevant']:,} relevant (harvest rate "
+              f"{s['relevant'] / s['scored']:.1%})", file=out)  # fmt: skip
     print(f"  processes: {s['active_processes']} active of {len(s['processes'])} seen",
           file=out)  # fmt: skip
     for r in s["processes"]:

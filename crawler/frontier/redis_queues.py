@@ -11,7 +11,7 @@ admission (``put_many``/``admit``: the shared Sieve's test-and-set and the enque
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from redis.asyncio import Redis
@@ -154,6 +154,25 @@ class RedisQueues:
         args = [self.prefix, host_key(url), key, repr(-float(priority)), "1", "1"]
         was = await self._run("raise", args)
         return None if was is None else -float(was)
+
+    async def set_priorities(
+        self, items: Sequence[tuple[str, str, float]], *, lower: bool = True
+    ) -> list[float | None]:
+        """`set_priority` for many (url, key, priority) in one round trip (a pipeline of the same
+        script; each call atomic on its own); with ``lower=False`` a priority is only raised.
+        Each entry's priority before, None where no such entry is queued."""
+        script = self._scripts["raise"]
+        pipe = self._client.pipeline(transaction=False)
+        for url, key, priority in items:
+            if priority != priority:
+                raise ValueError(f"priority must be a number, got {priority!r} for {url!r}")
+            args = [self.prefix, host_key(url), key, repr(-float(priority)), "1" if lower else "",
+                    "1"]  # fmt: skip
+            await script(keys=[], args=args, client=pipe)
+        if not items:
+            return []
+        replies = await self._redis(pipe.execute())
+        return [None if was is None else -float(was) for was in replies]
 
     # -- state ----------------------------------------------------------------------------------
     async def robots(self, key: str) -> tuple[int | None, bytes] | None:
