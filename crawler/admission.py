@@ -23,7 +23,6 @@ points are coroutines for that reason; in memory they never wait.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -245,47 +244,55 @@ class Admission:
         return sum(self._admitted(e, ok) for e, ok in zip(entries, flags, strict=True))
 
     async def _shared_scored(self, parent: Entry, score: ScoreFn, links: list[Link]) -> int:
-        """`scored_links` in a crawl shared through Redis. Whether another process admitted a
-        URL is known only once Redis is asked, so every in-scope link is scored; the links new
-        to this process go to the shared frontier with their priorities in one atomic call, and
-        a URL queued already (by this process or another) is raised when a link scores it
-        higher than this process last sent it (one round trip for the page). A link the score
-        function skips is counted, and not offered again by this process."""
+        """`scored_links` in a crawl shared through Redis, with the same choices: one script
+        call tells which links' URLs are queued (and at what priority), this process's cache
+        which of the others it sent before (fetched, in flight or refused: not scored); the
+        rest are scored with them, the new ones admitted with their priorities in one atomic
+        call (another process may have admitted one meanwhile: SEEN, a duplicate), and the
+        queued ones that a link scores higher are raised (one pipeline)."""
         shared, stats = self.shared, self.stats
         assert shared is not None
         from crawler.frontier.redis import ADMITTED, SEEN
 
-        cache = shared.cache
-        priorities = await score_links(score, links)
-        entries: list[Entry] = []
-        again: list[tuple[str, str, float]] = []  # (url, key, priority) to raise, if queued
-        for link, priority in zip(links, priorities, strict=True):
-            best = cache.best(link.key)
-            if best is not None:  # sent by this process: the shared Sieve has it
+        frontier, cache = shared.frontier, shared.cache
+        queued = await frontier.queued_priorities([(link.url, link.key) for link in links])
+        fresh: list[Link] = []
+        again: list[Link] = []  # links to URLs queued already
+        current: list[float] = []  # their priorities as queued
+        for link, priority in zip(links, queued, strict=True):
+            if priority is not None:
                 stats.duplicates += 1
-                if priority is not None and priority > best:
-                    again.append((link.url, link.key, priority))
-            elif priority is None:
-                stats.scope_refused["score"] += 1
-                cache.add(link.key, math.inf)
+                again.append(link)
+                current.append(priority)
+            elif link.key in cache:
+                stats.duplicates += 1
             else:
-                entries.append(Entry(link.url, link.key, parent.depth + 1, parent.url,
-                                     priority=priority))  # fmt: skip
+                fresh.append(link)
+        if not fresh and not again:
+            return 0
+        priorities = await score_links(score, fresh + again)
+        raised = [(link.url, link.key, p) for link, was, p in
+                  zip(again, current, priorities[len(fresh) :], strict=True)
+                  if p is not None and p > was]  # fmt: skip
+        entries: list[Entry] = []
+        for link, priority in zip(fresh, priorities[: len(fresh)], strict=True):
+            if priority is None:
+                stats.scope_refused["score"] += 1
+                cache.add(link.key)  # not offered again by this process
+            else:
+                entries.append(Entry(link.url, link.key, link.depth, parent.url, priority=priority))
         new = 0
-        if entries:
-            flags = await shared.admit(entries)
-            for entry, flag in zip(entries, flags, strict=True):
-                if flag == ADMITTED:
-                    new += self._admitted(entry, True)
-                elif flag == SEEN:  # another process admitted it first
-                    stats.duplicates += 1
-                    again.append((entry.url, entry.key, entry.priority))
-                else:  # a bound of the shared frontier (max_queued, max_queued_per_host)
-                    self._admitted(entry, False)
-        if again:
-            await shared.frontier.set_priorities(again, lower=False)
-            for _, key, priority in again:
-                cache.add(key, priority)
+        flags = await shared.admit(entries) if entries else []
+        for entry, flag in zip(entries, flags, strict=True):
+            if flag == ADMITTED:
+                new += self._admitted(entry, True)
+            elif flag == SEEN:  # admitted by another process since: a duplicate, maybe queued
+                stats.duplicates += 1
+                raised.append((entry.url, entry.key, entry.priority))
+            else:  # a bound of the shared frontier (max_queued, max_queued_per_host)
+                self._admitted(entry, False)
+        if raised:
+            await frontier.set_priorities(raised, lower=False)
         return new
 
     def _raise(

@@ -211,7 +211,7 @@ async def run(
         say(quiet, f"seed {seed} redirected to {target}, another site, outside the crawl's scope: "
                    "nothing of it was crawled; seed the target itself, or add its host to "
                    "[scope] allowed_domains")  # fmt: skip
-    if shared and writer.lines == 0:
+    if shared and writer.lines == 0 and not (budget is not None and budget.exhausted):
         say(quiet, f"the shared crawl {config.cluster.crawl_id!r} has nothing left to do "
                    "(crawl --status shows it)")  # fmt: skip
     # a process of a shared crawl sees the seeds it fetched, maybe not all of them; a resumed

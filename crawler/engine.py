@@ -22,6 +22,7 @@ through the shared crawl. A Redis failure ends the crawl with `SharedStateError`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -187,8 +188,10 @@ class Crawler:
         if self.config.cluster.redis:
             from crawler.cluster import ClusterNode
 
-            scored = self.focus is not None  # its max_pages: a budget, free to change
-            self.cluster = node = ClusterNode(self.config, settings(self.config, scored=scored),
+            shared = settings(self.config, scored=self.focus is not None)
+            if self.focus is not None:  # max_pages is a budget, free to change: not its presence
+                shared["crawl.fetch_budget"] = self.budget is not None
+            self.cluster = node = ClusterNode(self.config, shared,
                                               clock=self._clock,
                                               host_rule=self.fetcher.rules.host_rule)  # fmt: skip
             await node.open(self.stats.as_dict)
@@ -319,6 +322,9 @@ class Crawler:
                             state.checkpoint(self.sieve, self.stats.as_dict())
                             checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
                 budget = self.budget  # spent with URLs left: unfinished (resumable)
+                if self.cluster is not None and budget is not None and budget.exhausted:
+                    with contextlib.suppress(SharedStateError):  # else: as at the last claim
+                        await self.cluster.work.refresh()  # queued now, by every process
                 left = self.frontier is not None and len(self.frontier) > 0
                 spent = budget is not None and budget.exhausted and left
                 self._ran_out = not self.stopped and not spent
@@ -372,7 +378,7 @@ class Crawler:
                         budget.settle(False)
                     break
                 outcome: Outcome | None = None
-                retry = False
+                retry = handled = False
                 try:
                     if entry.kind is EntryKind.ROBOTS:
                         outcome = await pages.fetch_robots(entry)
@@ -383,15 +389,20 @@ class Crawler:
                         outcome, retry, result = await pages.fetch_page(entry)
                         if result is not None:
                             await self._emit(result)
+                    handled = True
                 except (ScoreError, OutputError, StateError, NetworkUnavailable):
                     raise  # ends the crawl: raised by crawl(); with a state, the URL stays pending
                 except Exception as exc:  # a bug handling one URL must not kill the crawl
                     log.exception("internal error while crawling %s", entry.url)
                     await self._emit(failed_result(entry, f"internal: {type(exc).__name__}: {exc}"))
+                    handled = True
                 finally:
-                    frontier.done(entry, outcome, retry=retry)
+                    if handled or self.cluster is None:
+                        frontier.done(entry, outcome, retry=retry)
+                    else:  # aborted: back to the shared frontier (with a state, left pending)
+                        self.cluster.work.give_back(entry)
                     if budget is not None:  # spent by a page's result
-                        budget.settle(entry.kind is EntryKind.PAGE and not retry)
+                        budget.settle(handled and entry.kind is EntryKind.PAGE and not retry)
         except asyncio.CancelledError:
             pass  # aborted: the entry in flight stays pending in the state, if any
         except BaseException as exc:

@@ -87,14 +87,13 @@ class Focus:
         queued at the priority of another process's better link, which this scorer never saw."""
         if admission.shared is not None:
             items = rescorer.rescore(RESCORE_SIZE_SHARED)
-            befores = await admission.shared.frontier.set_priorities(items, lower=False)
+            befores = await admission.shared.frontier.set_priorities(items, lower=True)
             changed = 0
-            for (url, key, priority), was in zip(items, befores, strict=True):
+            for (url, _, priority), was in zip(items, befores, strict=True):
                 if was is None:
                     rescorer.forget(url)
                 else:
-                    changed += priority > was
-                    admission.shared.cache.add(key, priority)
+                    changed += priority != was
             return changed
         frontier, state = admission.frontier, admission.state
         assert frontier is not None

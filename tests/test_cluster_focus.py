@@ -21,7 +21,7 @@ from crawler.components import make_scope, make_sieve, make_urls, settings
 from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.entries import Entry
-from crawler.errors import ConfigError, ScoreError
+from crawler.errors import ConfigError, ScoreError, SharedStateError
 from crawler.fixture import FixtureSite
 from crawler.focus import Focus
 from crawler.results import CrawlResult, CrawlStats
@@ -33,6 +33,7 @@ from tests.redis_server import RedisServer
 TOPIC = [f"/standby-{i}" for i in range(10)]
 OTHER = [f"/misc-{i}" for i in range(10)]
 S = "http://s.test/"
+FILLER = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " * 8
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +154,25 @@ async def test_a_raising_score_fn_ends_a_shared_crawl_with_a_clear_error(
 
     with pytest.raises(ScoreError, match=r"raised ValueError: no model for link http"):
         await _crawl(Crawler(_config(redis_url), score=score), [origin + "/"])
+    # the page whose links failed went back to the shared frontier, its budget slot too: a run
+    # with a score function that works crawls the whole site (was: nothing, the page was done)
+    again = Crawler(_config(redis_url), score=topic_first)
+    results = await _crawl(again, [origin + "/"])
+    assert {r.url.removeprefix(origin) for r in results} == {"/", *TOPIC, *OTHER}
+
+
+async def test_a_process_joining_after_the_budget_is_spent_leaves_the_crawl_unfinished(
+    origin: str, redis_url: str
+) -> None:
+    first = Crawler(_config(redis_url, max_pages=5), score=topic_first)
+    assert len(await _crawl(first, [origin + "/"])) >= 5
+    late = Crawler(_config(redis_url, max_pages=5), score=topic_first)
+    assert await _crawl(late, [origin + "/"]) == []
+    assert late.budget is not None and late.budget.exhausted
+    assert not late.complete and late.frontier is not None and len(late.frontier) >= 10
+    # a focused process without a budget would not keep the others' (refused by name)
+    with pytest.raises(SharedStateError, match=r"other settings \(crawl.fetch_budget\)"):
+        await _crawl(Crawler(_config(redis_url), score=topic_first), [origin + "/"])
 
 
 async def test_what_a_shared_crawl_still_refuses_is_named() -> None:
@@ -178,26 +198,33 @@ async def _node(url: str) -> tuple[ClusterNode, Admission]:
 async def test_a_better_link_raises_a_url_another_process_queued(redis_url: str) -> None:
     (na, a), (nb, b) = await _node(redis_url), await _node(redis_url)
     try:
-        hrefs = [f"{S}{i}.html" for i in range(3)]
+        hrefs = [f"{S}{i}.html" for i in range(4)]
         page = Entry(url=S, key=S, depth=0)
-        assert await a.scored_links(page, hrefs, S, lambda link: 0.5) == 3
-        scores = {hrefs[0]: 3.0, hrefs[1]: 0.1, hrefs[2]: 0.5}
-        assert await b.scored_links(page, hrefs, S, lambda link: scores[link.url]) == 0
-        assert b.stats.duplicates == 3
+        assert await a.scored_links(page, hrefs[:3], S, lambda link: 0.5) == 3
+        scores = {hrefs[0]: 3.0, hrefs[1]: 0.1, hrefs[2]: 0.5, hrefs[3]: 1.0}
+        assert await b.scored_links(page, hrefs, S, lambda link: scores[link.url]) == 1
+        assert b.stats.duplicates == 3 and b.stats.admitted == 1
         queued = [await na.frontier.queued_priority(h, h) for h in hrefs]
-        assert queued == [3.0, 0.5, 0.5]  # raised by the better link; never lowered by a link
-        # this process sent 3.0 already: an equal score costs no round trip, a better one raises
-        calls: list[str] = []
-        assert await b.scored_links(page, hrefs, S, lambda link: calls.append(link.url) or 3.0) == 0
-        assert len(calls) == 3  # each link is scored, whether queued or not
-        assert [await na.frontier.queued_priority(h, h) for h in hrefs] == [3.0, 3.0, 3.0]
-        assert nb.cache.best(hrefs[0]) == 3.0
+        assert queued == [3.0, 0.5, 0.5, 1.0]  # raised by the better link; never lowered by one
+        taken = await na.frontier.get()  # the best: in flight, no longer queued
+        assert taken is not None and taken.url == hrefs[0]
+        scored: list[str] = []
+
+        def again(link: Link) -> float:
+            scored.append(link.url)
+            return 2.0
+
+        # as in memory: the links to queued URLs are scored, not the one this process sent
+        # that is in flight now (one script call tells which are queued)
+        assert await a.scored_links(page, hrefs, S, again) == 0
+        assert scored == hrefs[1:]
+        assert [await na.frontier.queued_priority(h, h) for h in hrefs[1:]] == [2.0, 2.0, 2.0]
     finally:
         await na.close(dict)
         await nb.close(dict)
 
 
-async def test_rescoring_raises_queued_urls_and_forgets_the_others(redis_url: str) -> None:
+async def test_rescoring_sets_queued_priorities_and_forgets_the_others(redis_url: str) -> None:
     node, admission = await _node(redis_url)
     try:
         hrefs = [f"{S}{i}.html" for i in range(3)]
@@ -227,10 +254,10 @@ async def test_rescoring_raises_queued_urls_and_forgets_the_others(redis_url: st
         scorer = Later()
         focus = Focus(None, scorer, CrawlStats())
         assert focus.rescorer is scorer
-        assert await focus.rescore(scorer, admission) == 1  # raised; a lowering is not shared
+        assert await focus.rescore(scorer, admission) == 2  # one raised, one lowered
         assert scorer.forgotten == [hrefs[0]]
         queued = [await node.frontier.queued_priority(h, h) for h in hrefs[1:]]
-        assert queued == [4.0, 1.0]
+        assert queued == [4.0, -1.0]
     finally:
         await node.close(dict)
 
@@ -282,3 +309,32 @@ async def test_the_shared_budget_counts_every_process(redis_url: str) -> None:
         assert await asyncio.wait_for(waiting, 1.0)
     finally:
         await client.aclose()
+
+
+async def test_one_process_through_redis_fetches_in_the_in_memory_order(redis_url: str) -> None:
+    # The home page links 30 pages alternating between two directories, all at one priority
+    # (their anchors say nothing); pages under /wal/ are about the topic, and link home. The
+    # learner, its re-scoring (every 10 pages rated) and the links decide the order: through
+    # Redis they must decide it as in memory, one fetch at a time.
+    async def handler(request: web.Request) -> web.Response:
+        path = request.path
+        if path == "/":
+            body = "".join(f'<p><a href="/{d}/{i}">page {i}</a></p>' for i in range(15)
+                           for d in ("misc", "wal"))  # fmt: skip
+        elif path.startswith(("/misc/", "/wal/")):
+            words = "write-ahead log " * 5 if path.startswith("/wal/") else ""
+            body = f"<p>{words} {FILLER}</p><p><a href=/>home</a></p>"
+        else:
+            return web.Response(status=404)
+        return web.Response(text=f"<title>t</title>{body}", content_type="text/html")
+
+    config = _config(redis_url, concurrency=1).override("focus", keywords=("write-ahead log",))
+    orders = []
+    async with serve(handler) as port:
+        for shared in (False, True):
+            one = config if shared else config.override("cluster", redis="")
+            results = await _crawl(Crawler(one), [f"http://127.0.0.1:{port}/"])
+            orders.append([r.url.split("/")[3] for r in results])
+    memory, redis = orders
+    assert memory[1:11] == ["misc", "wal"] * 5 and memory[11:21] == ["wal"] * 10  # it learned
+    assert redis == memory

@@ -36,7 +36,7 @@ class SharedBudget(FetchBudget):
     """`limit` page results over every process of a shared crawl (see the module docstring).
     ``await open()`` before the first claim, ``await drain()`` before leaving."""
 
-    __slots__ = ("_client", "_key", "_pending", "_poll", "_sender", "shared")
+    __slots__ = ("_client", "_key", "_lock", "_pending", "_poll", "_sender", "shared")
 
     def __init__(self, client: Redis, key: str, limit: int, *, poll: float = 0.2) -> None:
         super().__init__(limit)
@@ -46,21 +46,22 @@ class SharedBudget(FetchBudget):
         self.shared = 0  # every process's page results, as last read or written
         self._pending = 0  # this process's page results not yet added to the counter
         self._sender: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
 
     @property
     def exhausted(self) -> bool:
         return self.shared + self._pending >= self.limit
 
     async def open(self) -> None:
-        await self._read()
+        await self._sync()
 
     async def claim(self) -> bool:
         """Wait for a free slot and take it; False once the shared budget is spent. Within
         `NEAR` slots of the limit, the counter is read again first (a round trip)."""
         if self.shared + self._pending + self.held + NEAR >= self.limit:
-            await self._read()
+            await self._sync()
         while self.shared + self._pending + self.held >= self.limit:
-            await self._read()
+            await self._sync()
             if self.exhausted:
                 return False
             if self.shared + self._pending + self.held >= self.limit:  # ours hold the rest
@@ -78,28 +79,29 @@ class SharedBudget(FetchBudget):
                 self._sender = asyncio.create_task(self._send(), name="shared-budget")
 
     async def drain(self) -> None:
-        """Add what this process spent to the shared counter (before it leaves the crawl)."""
+        """Add what this process spent to the shared counter (before it leaves the crawl);
+        SharedStateError if Redis fails."""
         if self._sender is not None:
             await self._sender
-        if self._pending:
-            await self._send()
+        await self._sync()
 
     async def _send(self) -> None:
-        while self._pending:
+        try:
+            await self._sync()
+        except SharedStateError as exc:  # the crawl's own calls to Redis fail too
+            log.warning("shared fetch budget: %s", exc)  # kept pending: sent by drain()
+
+    async def _sync(self) -> None:
+        """Add this process's unsent page results to the counter and read the total, in one
+        INCRBY under a lock: a read overtaking an addition would count it twice."""
+        async with self._lock:
             n = self._pending
             try:
-                total = await self._client.incrby(self._key, n)
-            except (RedisError, OSError) as exc:  # the crawl's own calls to Redis fail too
-                log.warning("shared fetch budget: %s", SharedStateError(f"Redis: {exc}"))
-                return  # kept pending: sent with the next page result, or by drain()
+                total = int(await self._client.incrby(self._key, n))
+            except (RedisError, OSError) as exc:
+                raise SharedStateError(f"Redis: {exc}") from exc
             self._pending -= n
-            self.shared = int(total)
-
-    async def _read(self) -> None:
-        try:
-            self.shared = int(await self._client.get(self._key) or 0)
-        except (RedisError, OSError) as exc:
-            raise SharedStateError(f"Redis: {exc}") from exc
+            self.shared = total
 
     def __repr__(self) -> str:
         return (

@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
 import os
 import socket
 import time
@@ -81,8 +80,7 @@ def check_cluster_config(config: Config, *, state: bool) -> None:
 
 class SentCache:
     """The keys this process already sent to the shared Sieve (bounded: two generations of
-    ``capacity / 2`` hashes; the older is dropped when the newer fills), each with the best
-    priority this process gave it (a focused crawl raises a queued URL only past that)."""
+    ``capacity / 2`` hashes; the older is dropped when the newer fills)."""
 
     __slots__ = ("_new", "_old", "capacity", "hits")
 
@@ -90,8 +88,8 @@ class SentCache:
         if capacity < 2:
             raise ValueError(f"capacity must be >= 2, got {capacity}")
         self.capacity = capacity
-        self._new: dict[int, float] = {}
-        self._old: dict[int, float] = {}
+        self._new: set[int] = set()
+        self._old: set[int] = set()
         self.hits = 0
 
     def __contains__(self, key: str) -> bool:
@@ -101,26 +99,10 @@ class SentCache:
             return True
         return False
 
-    def best(self, key: str) -> float | None:
-        """The best priority this process sent `key` with (-inf: sent unscored, +inf: never
-        to be raised); None when it did not send it (or the cache forgot)."""
-        h = hash(key)
-        best = self._new.get(h)
-        if best is None and (best := self._old.get(h)) is not None:
-            self.hits += 1
-            self._put(h, best)  # still in use: kept in the newer generation
-        elif best is not None:
-            self.hits += 1
-        return best
-
-    def add(self, key: str, priority: float = -math.inf) -> None:
-        h = hash(key)
-        self._put(h, max(priority, self._new.get(h, -math.inf), self._old.get(h, -math.inf)))
-
-    def _put(self, h: int, priority: float) -> None:
-        if h not in self._new and len(self._new) >= self.capacity // 2:
-            self._old, self._new = self._new, {}
-        self._new[h] = priority
+    def add(self, key: str) -> None:
+        if len(self._new) >= self.capacity // 2:
+            self._old, self._new = self._new, set()
+        self._new.add(hash(key))
 
     def __len__(self) -> int:
         return len(self._new) + len(self._old)
@@ -226,7 +208,7 @@ class ClusterNode:
             if flag < 0:
                 flags[i] = answer = next(answers)
                 if answer <= 1:  # seen or admitted: the Sieve has it now
-                    cache.add(entries[i].key, entries[i].priority)
+                    cache.add(entries[i].key)
         return flags
 
     async def budget(self, limit: int) -> SharedBudget:
@@ -297,9 +279,11 @@ class ClusterNode:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._beat
         try:
-            await self.work.drain()
-            if self._budget is not None:
-                await self._budget.drain()
+            try:
+                await self.work.drain()
+            finally:
+                if self._budget is not None:  # its page results count for the next runs
+                    await self._budget.drain()
             if self.work.error is None and self._beat is not None:  # it had joined the crawl
                 await self.sieve.refresh()
                 await self._heartbeat(stats, left=True)

@@ -153,6 +153,11 @@ class SharedWork:
         else:
             self._send((entry, outcome, retry))
 
+    def give_back(self, entry: Entry) -> None:
+        """An entry whose handling was cut short (the crawl is ending): another worker here
+        may take it; else `drain` gives it back to the shared frontier, leased to nobody."""
+        self._spare.append(entry)
+
     def emitted(self, key: str) -> None:
         """A result for `key` is on its way to the consumer: hold its completion until then."""
         self._unconsumed.add(key)
@@ -233,6 +238,7 @@ class SharedWork:
     async def refresh(self) -> FrontierStats:
         """Read the shared frontier's figures (`stats`)."""
         self.stats = await self._frontier.stats()
+        self._queued = self.stats.queued
         return self.stats
 
     def __len__(self) -> int:

@@ -8,7 +8,7 @@ from typing import Final
 
 from crawler.frontier.redis_lua_keys import COMMON
 
-__all__ = ["ADMIT", "CLAIM", "REPRIORITIZE"]
+__all__ = ["ADMIT", "CLAIM", "QUEUED", "REPRIORITIZE"]
 
 # The seen test and the enqueue in one atomic call (a crash never leaves a URL seen but not
 # queued). ARGV: prefix, '' (no clock), stages, max_queued, max_queued_per_host, keys, respect
@@ -290,3 +290,16 @@ redis.call('HSET', P .. 'stats', 'scored', 1)
 return was and raw or 1
 """
 )
+
+# ARGV: prefix, then host and key of each entry. The score (-priority) each entry is queued at,
+# nil for a key not queued (fetched, in flight, refused, or never admitted): a focused shared
+# crawl scores only the links to new and queued URLs, as the in-memory crawl does.
+QUEUED: Final = r"""
+local P = ARGV[1]
+local out = {}
+for i = 2, #ARGV, 2 do
+    local member = redis.call('HGET', P .. 'qk:' .. ARGV[i], ARGV[i + 1])
+    out[#out + 1] = member and redis.call('ZSCORE', P .. 'q:' .. ARGV[i], member) or false
+end
+return out
+"""

@@ -20,7 +20,7 @@ from redis.exceptions import RedisError
 
 from crawler.entries import Entry
 from crawler.frontier.base import FrontierStats
-from crawler.frontier.redis_lua_queue import ADMIT, REPRIORITIZE
+from crawler.frontier.redis_lua_queue import ADMIT, QUEUED, REPRIORITIZE
 from crawler.frontier.redis_members import entry_of, member_tail, text
 from crawler.hosts import HostRule, host_key
 from crawler.sieve.bloom import hash_pair
@@ -69,7 +69,7 @@ class RedisQueues:
         self._closed = False
         self._dropped_closed = 0
         self._scripts: dict[str, AsyncScript] = {}
-        self._register({"admit": ADMIT, "raise": REPRIORITIZE})
+        self._register({"admit": ADMIT, "queued": QUEUED, "raise": REPRIORITIZE})
 
     def _register(self, sources: dict[str, str]) -> None:
         """Register Lua scripts, by the names ``_run`` calls them."""
@@ -135,6 +135,15 @@ class RedisQueues:
             return None
         score = await self._redis(self._client.zscore(self._key(f"q:{host}"), member))
         return None if score is None else -float(score)
+
+    async def queued_priorities(self, items: Sequence[tuple[str, str]]) -> list[float | None]:
+        """`queued_priority` of many (url, key) in one script call."""
+        if not items:
+            return []
+        args: list[Any] = [self.prefix]
+        for url, key in items:
+            args += (host_key(url), key)
+        return [None if s is None else -float(s) for s in await self._run("queued", args)]
 
     async def reprioritize(
         self, url: str, key: str, priority: float, *, lower: bool = False
