@@ -4,6 +4,7 @@
     python -m bench.bench_focus --simulate   # the offline simulation only (no server)
     python -m bench.bench_focus --simulate --first-link   # simulated, queued priorities kept
     python -m bench.bench_focus --site sqlite3-doc --no-rescore   # one site; re-scoring off
+    python -m bench.bench_focus --redis     # each focused crawl also shared by 2 crawlers via Redis
 
 Sites: Debian's python3.11-doc and sqlite3-doc (and postgresql-doc-15, a held-out site), each served
 by nginx on loopback; git-doc, python-django-doc and openjdk-17-doc (an independent judge's held-out
@@ -25,6 +26,11 @@ time and 8 in flight (completing in the order they were handed out); ``--first-l
 URL keep the priority of the first link found to it (no re-prioritizing: the crawler before).
 ``--site NAME`` (repeatable) runs only those sites; ``--no-rescore`` turns off the periodic
 re-scoring of queued URLs (``crawler.focus.RESCORE_EVERY``) in the crawls and the simulation.
+``--redis`` (concurrency 8 only) crawls each topic a second way beside it: shared through a
+throwaway Debian redis-server by two crawlers of concurrency 4 each (as two ``crawl --redis``
+processes would, here in one process: the same 8 fetches at a time), and adds their harvest
+(relevant pages / page results: the shared budget may run past 150 by the fetches in flight),
+its ratio to breadth-first and their page results.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ import sys
 import time
 from dataclasses import dataclass
 from urllib.parse import unquote
+
+from redis.asyncio import Redis
 
 from bench.focus_sites import (
     BUDGET,
@@ -53,6 +61,7 @@ from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.relevance import TopicScorer
 from crawler.scoring import Link, PageText
+from tests.redis_server import RedisServer
 
 CONCURRENCY = 8
 ROUNDS = 3  # crawls per topic (and breadth-first crawls per site): the table shows medians
@@ -81,6 +90,25 @@ def relative(base: str, url: str) -> str:
     return rel + "index.html" if rel == "" or rel.endswith("/") else rel
 
 
+async def _shared_crawl(base: str, config: Config, redis: str) -> Crawl:
+    """Two crawlers sharing one crawl through Redis, half the concurrency each."""
+    client = Redis.from_url(redis)
+    await client.flushall()
+    await client.aclose()
+    half = max(1, config.crawl.concurrency // 2)
+    config = config.override("crawl", concurrency=half).override("cluster", redis=redis)
+    fetched: list[str] = []
+
+    async def one() -> None:
+        async with Crawler(config) as crawler:
+            async for result in crawler.crawl([base + "index.html"]):
+                fetched.append(relative(base, result.url))
+
+    started = time.perf_counter()
+    await asyncio.gather(one(), one())
+    return Crawl(fetched, time.perf_counter() - started)
+
+
 async def _crawl(base: str, config: Config) -> Crawl:
     fetched = []
     started = time.perf_counter()
@@ -90,8 +118,11 @@ async def _crawl(base: str, config: Config) -> Crawl:
     return Crawl(fetched, time.perf_counter() - started)
 
 
-def crawl(base: str, topic: str | None, budget: int, concurrency: int) -> Crawl:
-    return asyncio.run(_crawl(base, bench_config(topic, budget, concurrency)))
+def crawl(
+    base: str, topic: str | None, budget: int, concurrency: int, redis: str | None = None
+) -> Crawl:
+    config = bench_config(topic, budget, concurrency)
+    return asyncio.run(_shared_crawl(base, config, redis) if redis else _crawl(base, config))
 
 
 def simulated(
@@ -111,7 +142,9 @@ def harvest(crawls: list[Crawl], relevant: frozenset[str]) -> tuple[float, float
     return statistics.median(rates), statistics.median(recalls), statistics.median(walls)
 
 
-def row(spec: SiteSpec, topic: str, bfs: list[Crawl], focus: list[Crawl]) -> tuple[str, float]:
+def row(
+    spec: SiteSpec, topic: str, bfs: list[Crawl], focus: list[Crawl], shared: list[Crawl]
+) -> tuple[str, float]:
     relevant = relevant_pages(spec.name, topic)
     harvest_b, recall_b, _ = harvest(bfs, relevant)
     harvest_f, recall_f, wall_f = harvest(focus, relevant)
@@ -120,10 +153,15 @@ def row(spec: SiteSpec, topic: str, bfs: list[Crawl], focus: list[Crawl]) -> tup
               for b, f in zip(bfs, focus, strict=True)]  # fmt: skip
     ceiling = min(len(relevant), len(focus[0].fetched)) / len(focus[0].fetched) / harvest_b
     mark = "*" if topic in spec.held_out else ""
+    extra = ""
+    if shared:
+        harvest_s = harvest(shared, relevant)[0]
+        pages = statistics.median(len(c.fetched) for c in shared)
+        extra = f" {harvest_s:.1%} | {harvest_s / max(harvest_b, 1e-9):.2f}x | {pages:g} |"
     print(
         f"| {spec.name} | {topic}{mark} | {len(relevant)} | {harvest_b:.1%} | {harvest_f:.1%} | "
         f"**{ratio:.2f}x** | {min(ratios):.2f}-{max(ratios):.2f}x | {ceiling:.1f}x | "
-        f"{recall_b:.0%} | {recall_f:.0%} | {wall_f:.2f} s |",
+        f"{recall_b:.0%} | {recall_f:.0%} | {wall_f:.2f} s |{extra}",
         flush=True,
     )
     return mark, ratio
@@ -168,15 +206,17 @@ def table(
     simulate_only: bool,
     reprioritize: bool,
     only: frozenset[str] = frozenset(),
+    redis: str | None = None,
 ) -> None:
-    """One table: every site and topic, `rounds` crawls each."""
+    """One table: every site and topic, `rounds` crawls each (with `redis`, shared ones too)."""
     how = "simulated crawls" if simulate_only else "real crawls over nginx on loopback"
     how += "" if reprioritize else ", a queued URL keeps its first link's priority"
     print(f"\nbudget {budget} pages, concurrency {concurrency}, {how}, medians of {rounds} "
           f"round(s)\n")  # fmt: skip
+    head = " shared harvest | shared ratio | shared pages |" if redis else ""
     print("| site | topic | relevant pages | BFS harvest | focus harvest | ratio | ratio range "
-          "| ceiling | BFS recall | focus recall | focus wall |")  # fmt: skip
-    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+          f"| ceiling | BFS recall | focus recall | focus wall |{head}")  # fmt: skip
+    print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|" + ("--:|" * 3 if redis else ""))
     ratios: list[tuple[str, float]] = []
     for spec in (*SITES, *UNSEEN_SITES) if only else SITES:  # the unseen sites when named only
         if only and spec.name not in only:
@@ -186,6 +226,7 @@ def table(
         topics = spec.tuned + spec.held_out
         bfs: list[Crawl] = []
         focus: dict[str, list[Crawl]] = {t: [] for t in topics}
+        shared: dict[str, list[Crawl]] = {t: [] for t in topics}
         if simulate_only:
             bfs.append(simulated(spec, None, budget, False, concurrency))
             for topic in topics:
@@ -196,8 +237,12 @@ def table(
                     bfs.append(crawl(server.base_url, None, budget, concurrency))
                     for topic in topics:
                         focus[topic].append(crawl(server.base_url, topic, budget, concurrency))
+                        if redis:
+                            shared[topic].append(
+                                crawl(server.base_url, topic, budget, concurrency, redis)
+                            )
         for topic in topics:
-            ratios.append(row(spec, topic, bfs, focus[topic]))
+            ratios.append(row(spec, topic, bfs, focus[topic], shared[topic]))
     for label, group in (("tuned", ""), ("held-out", "*")):
         values = [r for mark, r in ratios if mark == group]
         if values:
@@ -217,7 +262,10 @@ def main(argv: list[str]) -> int:
         return 2
     budget = 40 if QUICK else BUDGET
     started = time.perf_counter()
-    if simulate_only:
+    if "--redis" in argv:
+        with RedisServer() as server:
+            table(CONCURRENCY, 1 if QUICK else ROUNDS, budget, False, True, only, server.url)
+    elif simulate_only:
         table(1, 1, budget, True, reprioritize, only)
         table(CONCURRENCY, 1, budget, True, reprioritize, only)
     else:
