@@ -17,7 +17,7 @@ In a crawl shared through Redis (`shared`: a `crawler.cluster.ClusterNode`), the
 the enqueue are one atomic call per page for its in-scope keys (`ClusterNode.admit`), and
 ``max_pages`` caps the URLs admitted by all processes together (the shared Sieve's count).
 A focused shared crawl scores every in-scope link, admits the new ones with their priorities
-in that call and raises queued URLs in one more round trip (`_shared_scored`). The entry
+in that call and raises queued URLs in one more round trip (`crawler.cluster.admit`). The entry
 points are coroutines for that reason; in memory they never wait.
 """
 
@@ -96,9 +96,9 @@ class Admission:
         """Put a new (seen-test-approved, in-scope) entry in the frontier and the journal."""
         frontier = self.frontier
         assert frontier is not None  # in memory (a shared crawl admits through `shared`)
-        return self._admitted(entry, frontier.put(entry))
+        return self.record(entry, frontier.put(entry))
 
-    def _admitted(self, entry: Entry, queued: bool) -> bool:
+    def record(self, entry: Entry, queued: bool) -> bool:
         """The bookkeeping of an entry the frontier took (`queued`) or refused."""
         if not queued:
             self.stats.dropped_full += 1
@@ -124,13 +124,13 @@ class Admission:
         flags = await self.shared.admit(entries, self.max_pages)
         for entry, flag in zip(entries, flags, strict=True):
             if flag == ADMITTED:
-                new += self._admitted(entry, True)
+                new += self.record(entry, True)
             elif flag == SEEN:
                 stats.duplicates += 1
             elif flag == OVER_LIMIT:
                 stats.over_limit += 1
             else:  # a bound of the shared frontier (max_queued, max_queued_per_host)
-                self._admitted(entry, False)
+                self.record(entry, False)
         return new
 
     async def links(self, parent: Entry, hrefs: Sequence[str], base: str) -> int:
@@ -194,7 +194,9 @@ class Admission:
         details = anchors or {}
         if self.shared is not None:
             fc = self.fetch_canonical
-            return await self._shared_scored(parent, score, [
+            from crawler.cluster.admit import scored_links  # redis-py: a shared crawl only
+
+            return await scored_links(self, parent, score, [
                 Link(key if fc else in_scope[key], key, *details.get(origin[key], _NO_DETAILS),
                      depth, parent.url, title, relevance)
                 for key in keys
@@ -204,7 +206,7 @@ class Admission:
         again: list[Link] = []  # links to URLs queued already
         current: list[float] = []  # their priorities as queued
         frontier = self.frontier
-        assert frontier is not None  # in memory (a shared crawl scores in `_shared_scored`)
+        assert frontier is not None  # in memory (a shared crawl: crawler.cluster.admit)
         seen, queued = self._seen, frontier.queued_priority
         for key in keys:
             url = key if self.fetch_canonical else in_scope[key]
@@ -241,59 +243,7 @@ class Admission:
         if not entries:
             return 0
         flags = frontier.put_many(entries)
-        return sum(self._admitted(e, ok) for e, ok in zip(entries, flags, strict=True))
-
-    async def _shared_scored(self, parent: Entry, score: ScoreFn, links: list[Link]) -> int:
-        """`scored_links` in a crawl shared through Redis, with the same choices: one script
-        call tells which links' URLs are queued (and at what priority), this process's cache
-        which of the others it sent before (fetched, in flight or refused: not scored); the
-        rest are scored with them, the new ones admitted with their priorities in one atomic
-        call (another process may have admitted one meanwhile: SEEN, a duplicate), and the
-        queued ones that a link scores higher are raised (one pipeline)."""
-        shared, stats = self.shared, self.stats
-        assert shared is not None
-        from crawler.frontier.redis import ADMITTED, SEEN
-
-        frontier, cache = shared.frontier, shared.cache
-        queued = await frontier.queued_priorities([(link.url, link.key) for link in links])
-        fresh: list[Link] = []
-        again: list[Link] = []  # links to URLs queued already
-        current: list[float] = []  # their priorities as queued
-        for link, priority in zip(links, queued, strict=True):
-            if priority is not None:
-                stats.duplicates += 1
-                again.append(link)
-                current.append(priority)
-            elif link.key in cache:
-                stats.duplicates += 1
-            else:
-                fresh.append(link)
-        if not fresh and not again:
-            return 0
-        priorities = await score_links(score, fresh + again)
-        raised = [(link.url, link.key, p) for link, was, p in
-                  zip(again, current, priorities[len(fresh) :], strict=True)
-                  if p is not None and p > was]  # fmt: skip
-        entries: list[Entry] = []
-        for link, priority in zip(fresh, priorities[: len(fresh)], strict=True):
-            if priority is None:
-                stats.scope_refused["score"] += 1
-                cache.add(link.key)  # not offered again by this process
-            else:
-                entries.append(Entry(link.url, link.key, link.depth, parent.url, priority=priority))
-        new = 0
-        flags = await shared.admit(entries) if entries else []
-        for entry, flag in zip(entries, flags, strict=True):
-            if flag == ADMITTED:
-                new += self._admitted(entry, True)
-            elif flag == SEEN:  # admitted by another process since: a duplicate, maybe queued
-                stats.duplicates += 1
-                raised.append((entry.url, entry.key, entry.priority))
-            else:  # a bound of the shared frontier (max_queued, max_queued_per_host)
-                self._admitted(entry, False)
-        if raised:
-            await frontier.set_priorities(raised, lower=False)
-        return new
+        return sum(self.record(e, ok) for e, ok in zip(entries, flags, strict=True))
 
     def _raise(
         self, links: list[Link], current: list[float], priorities: list[float | None]

@@ -268,7 +268,13 @@ async def test_set_priorities_in_one_round_trip(redis_url: str) -> None:
         hrefs = [f"{S}{i}.html" for i in range(3)]
         assert await admission.scored_links(Entry(S, S, 0), hrefs, S, lambda link: 1.0) == 3
         items = [(hrefs[0], hrefs[0], 2.0), (hrefs[1], hrefs[1], 0.0), (S + "x", S + "x", 5.0)]
+        client = Redis.from_url(redis_url)
+        await client.config_resetstat()
         assert await node.frontier.set_priorities(items, lower=False) == [1.0, 1.0, None]
+        calls = await client.info("commandstats")
+        await client.aclose()
+        assert calls["cmdstat_evalsha"]["calls"] == 3
+        assert not [name for name in calls if "exists" in name]  # no check before the pipeline
         assert [await node.frontier.queued_priority(h, h) for h in hrefs[:2]] == [2.0, 1.0]
         assert await node.frontier.set_priorities(items) == [2.0, 1.0, None]  # lowers too
         assert await node.frontier.queued_priority(hrefs[1], hrefs[1]) == 0.0

@@ -37,8 +37,8 @@ class RedisQueues:
     client and prefix). The arguments are ``RedisFrontier``'s, checked there."""
 
     __slots__ = ("_client", "_clock", "_closed", "_dropped_closed", "_host_rule", "_max_queued",
-                 "_max_queued_per_host", "_scripts", "concurrency", "delay", "exact", "prefix",
-                 "respect_robots", "sieve")  # fmt: skip
+                 "_max_queued_per_host", "_raise_loaded", "_scripts", "concurrency", "delay",
+                 "exact", "prefix", "respect_robots", "sieve")  # fmt: skip
 
     def __init__(
         self,
@@ -69,6 +69,7 @@ class RedisQueues:
         self._closed = False
         self._dropped_closed = 0
         self._scripts: dict[str, AsyncScript] = {}
+        self._raise_loaded = ""  # the sha of the REPRIORITIZE script once loaded (set_priorities)
         self._register({"admit": ADMIT, "queued": QUEUED, "raise": REPRIORITIZE})
 
     def _register(self, sources: dict[str, str]) -> None:
@@ -169,15 +170,19 @@ class RedisQueues:
     ) -> list[float | None]:
         """`set_priority` for many (url, key, priority) in one round trip (a pipeline of the same
         script; each call atomic on its own); with ``lower=False`` a priority is only raised.
-        Each entry's priority before, None where no such entry is queued."""
-        script = self._scripts["raise"]
+        Each entry's priority before, None where no such entry is queued. The script is loaded
+        once, not checked before every pipeline (redis-py's ``SCRIPT EXISTS``: a round trip);
+        a Redis restart in between ends the shared crawl anyway."""
+        sha = self._scripts["raise"].sha
+        if self._raise_loaded != sha:
+            await self._redis(self._client.script_load(REPRIORITIZE))
+            self._raise_loaded = sha
         pipe = self._client.pipeline(transaction=False)
         for url, key, priority in items:
             if priority != priority:
                 raise ValueError(f"priority must be a number, got {priority!r} for {url!r}")
-            args = [self.prefix, host_key(url), key, repr(-float(priority)), "1" if lower else "",
-                    "1"]  # fmt: skip
-            await script(keys=[], args=args, client=pipe)
+            pipe.evalsha(sha, 0, self.prefix, host_key(url), key, repr(-float(priority)),
+                         "1" if lower else "", "1")  # fmt: skip
         if not items:
             return []
         replies = await self._redis(pipe.execute())
