@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
 from aiohttp import web
 
 from crawler.config import Config
 from crawler.fixture import FixtureSite
+from tests.redis_server import RedisServer
 
 
 @pytest.fixture
@@ -41,3 +42,21 @@ def site_config(site: FixtureSite, **crawl: object) -> Config:
     if crawl:
         config = config.override("crawl", **crawl)
     return config
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    """A throwaway Debian redis-server on a free loopback port, one per test module."""
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def redis_url(redis_server: RedisServer) -> str:
+    """The module's redis-server, emptied for this test."""
+    from redis.asyncio import Redis  # redis-py: only the tests of a shared crawl need it
+
+    client = Redis.from_url(redis_server.url)
+    await client.flushall()
+    await client.aclose()
+    return redis_server.url

@@ -11,7 +11,6 @@ import itertools
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 from redis.asyncio import Redis
@@ -29,20 +28,6 @@ from crawler.results import CrawlResult
 from crawler.sieve.redis import RedisSieve
 from tests.conftest import site_config
 from tests.redis_server import RedisServer
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    with RedisServer() as s:
-        yield s
-
-
-@pytest.fixture
-async def redis_url(server: RedisServer) -> str:
-    client = Redis.from_url(server.url)
-    await client.flushall()
-    await client.aclose()
-    return server.url
 
 
 def shared(config: Config, url: str, crawl_id: str = "t", **cluster: object) -> Config:

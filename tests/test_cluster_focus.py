@@ -8,7 +8,7 @@ separate processes would), against a real `redis-server` on loopback.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
@@ -28,26 +28,11 @@ from crawler.results import CrawlResult, CrawlStats
 from crawler.scoring import Link
 from crawler.sieve import Dedup
 from tests.conftest import serve, site_config
-from tests.redis_server import RedisServer
 
 TOPIC = [f"/standby-{i}" for i in range(10)]
 OTHER = [f"/misc-{i}" for i in range(10)]
 S = "http://s.test/"
 FILLER = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor " * 8
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    with RedisServer() as s:
-        yield s
-
-
-@pytest.fixture
-async def redis_url(server: RedisServer) -> str:
-    client = Redis.from_url(server.url)
-    await client.flushall()
-    await client.aclose()
-    return server.url
 
 
 def _html(path: str) -> str:
