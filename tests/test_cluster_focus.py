@@ -199,9 +199,9 @@ async def test_a_better_link_raises_a_url_another_process_queued(redis_url: str)
             scored.append(link.url)
             return 2.0
 
-        # as in memory: the links to queued URLs are scored, not the one this process sent
-        # that is in flight now (one script call tells which are queued)
-        assert await a.scored_links(page, hrefs, S, again) == 0
+        # as in memory: the links to queued URLs are scored, not the one in flight, though
+        # this process never sent it (one script call tells which are queued, seen or new)
+        assert await b.scored_links(page, hrefs, S, again) == 0
         assert scored == hrefs[1:]
         assert [await na.frontier.queued_priority(h, h) for h in hrefs[1:]] == [2.0, 2.0, 2.0]
     finally:
@@ -243,6 +243,20 @@ async def test_rescoring_sets_queued_priorities_and_forgets_the_others(redis_url
         assert scorer.forgotten == [hrefs[0]]
         queued = [await node.frontier.queued_priority(h, h) for h in hrefs[1:]]
         assert queued == [4.0, -1.0]
+    finally:
+        await node.close(dict)
+
+
+async def test_peek_tells_queued_seen_and_new_keys_apart(redis_url: str) -> None:
+    node, admission = await _node(redis_url)
+    try:
+        hrefs = [f"{S}{i}.html" for i in range(3)]
+        assert await admission.scored_links(Entry(S, S, 0), hrefs, S, lambda link: 1.5) == 3
+        taken = await node.frontier.get()  # in flight: seen, not queued
+        assert taken is not None and taken.url == hrefs[0]
+        items = [(h, h) for h in [*hrefs, S + "new.html"]]
+        assert await node.frontier.peek(items) == [True, 1.5, 1.5, False]
+        assert await node.frontier.peek([]) == []
     finally:
         await node.close(dict)
 

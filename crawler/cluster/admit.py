@@ -16,27 +16,27 @@ __all__ = ["scored_links"]
 
 async def scored_links(adm: Admission, parent: Entry, score: ScoreFn, links: list[Link]) -> int:
     """`scored_links` in a crawl shared through Redis, with the same choices: one script
-    call tells which links' URLs are queued (and at what priority), this process's cache
-    which of the others it sent before (fetched, in flight or refused: not scored); the
-    rest are scored with them, the new ones admitted with their priorities in one atomic
-    call (another process may have admitted one meanwhile: SEEN, a duplicate), and the
-    queued ones that a link scores higher are raised (one pipeline)."""
+    call tells which links' URLs are queued (and at what priority), seen (fetched, in flight,
+    refused: not scored) or new (the Sieve's test, read only; a key this process's score
+    function skipped counts as seen). New and queued ones are scored; the new ones are
+    admitted with their priorities in one atomic call (another process may have admitted one
+    meanwhile: SEEN, a duplicate), and the queued ones a link scores higher are raised (one
+    pipeline)."""
     shared, stats = adm.shared, adm.stats
     assert shared is not None
-    frontier, cache = shared.frontier, shared.cache
-    queued = await frontier.queued_priorities([(link.url, link.key) for link in links])
+    frontier = shared.frontier
+    known = await frontier.peek([(link.url, link.key) for link in links])
     fresh: list[Link] = []
     again: list[Link] = []  # links to URLs queued already
     current: list[float] = []  # their priorities as queued
-    for link, priority in zip(links, queued, strict=True):
-        if priority is not None:
-            stats.duplicates += 1
-            again.append(link)
-            current.append(priority)
-        elif link.key in cache:
-            stats.duplicates += 1
-        else:
+    for link, what in zip(links, known, strict=True):
+        if what is False and link.key not in shared.cache:
             fresh.append(link)
+        else:  # seen: scored only when still queued (`what` its priority)
+            stats.duplicates += 1
+            if not isinstance(what, bool):
+                again.append(link)
+                current.append(what)
     if not fresh and not again:
         return 0
     priorities = await score_links(score, fresh + again)
@@ -47,7 +47,7 @@ async def scored_links(adm: Admission, parent: Entry, score: ScoreFn, links: lis
     for link, priority in zip(fresh, priorities[: len(fresh)], strict=True):
         if priority is None:
             stats.scope_refused["score"] += 1
-            cache.add(link.key)  # not offered again by this process
+            shared.cache.add(link.key)  # not offered again by this process
         else:
             entries.append(Entry(link.url, link.key, link.depth, parent.url, priority=priority))
     new = 0

@@ -8,7 +8,7 @@ from typing import Final
 
 from crawler.frontier.redis_lua_keys import COMMON
 
-__all__ = ["ADMIT", "CLAIM", "QUEUED", "REPRIORITIZE"]
+__all__ = ["ADMIT", "CLAIM", "PEEK", "REPRIORITIZE"]
 
 # The seen test and the enqueue in one atomic call (a crash never leaves a URL seen but not
 # queued). ARGV: prefix, '' (no clock), stages, max_queued, max_queued_per_host, keys, respect
@@ -291,15 +291,52 @@ return was and raw or 1
 """
 )
 
-# ARGV: prefix, then host and key of each entry. The score (-priority) each entry is queued at,
-# nil for a key not queued (fetched, in flight, refused, or never admitted): a focused shared
-# crawl scores only the links to new and queued URLs, as the in-memory crawl does.
-QUEUED: Final = r"""
+# What the shared crawl knows of some keys, changing nothing (a focused crawl scores only the
+# links to new and queued URLs, as the in-memory crawl does). ARGV: prefix, '' (no clock),
+# stages, exact tier ('1'/''), then (m, k) per stage, then per key: host, key, (start, step) per
+# stage, its fingerprint's bucket and the fingerprint (as for ADMIT). Returns {-1, stages} when
+# the Sieve grew meanwhile (call again), else {0, then per key: the score (-priority) it is
+# queued at, or 1 (seen: fetched, in flight, refused) or 0 (new)}; a score is a string.
+PEEK: Final = r"""
 local P = ARGV[1]
-local out = {}
-for i = 2, #ARGV, 2 do
-    local member = redis.call('HGET', P .. 'qk:' .. ARGV[i], ARGV[i + 1])
-    out[#out + 1] = member and redis.call('ZSCORE', P .. 'q:' .. ARGV[i], member) or false
+local nst = tonumber(ARGV[3])
+local cur = tonumber(redis.call('GET', P .. 'sieve:stages') or '1')
+if cur ~= nst then return {-1, cur} end
+local exact = ARGV[4] == '1'
+local ms, ks = {}, {}
+for s = 1, nst do
+    ms[s], ks[s] = tonumber(ARGV[3 + 2 * s]), tonumber(ARGV[4 + 2 * s])
+end
+local base = 5 + 2 * nst
+local width = 4 + 2 * nst
+local out = {0}
+for at = base, #ARGV, width do
+    local host, key = ARGV[at], ARGV[at + 1]
+    local member = redis.call('HGET', P .. 'qk:' .. host, key)
+    local score = member and redis.call('ZSCORE', P .. 'q:' .. host, member)
+    if score then
+        out[#out + 1] = score
+    else
+        local seen = false
+        for s = 1, nst do
+            local a, b = tonumber(ARGV[at + 2 * s]), tonumber(ARGV[at + 1 + 2 * s])
+            local args = {}
+            for j = 0, ks[s] - 1 do
+                args[#args + 1] = 'GET'
+                args[#args + 1] = 'u1'
+                args[#args + 1] = (a + j * b) % ms[s]
+            end
+            local bits = redis.call('BITFIELD_RO', P .. 'sieve:' .. (s - 1), unpack(args))
+            local all = true
+            for _, v in ipairs(bits) do if v == 0 then all = false break end end
+            if all then seen = true break end
+        end
+        if seen and exact then
+            seen = redis.call('SISMEMBER', P .. 'exact:' .. ARGV[at + 2 + 2 * nst],
+                              ARGV[at + 3 + 2 * nst]) == 1
+        end
+        out[#out + 1] = seen and 1 or 0
+    end
 end
 return out
 """

@@ -20,7 +20,7 @@ from redis.exceptions import RedisError
 
 from crawler.entries import Entry
 from crawler.frontier.base import FrontierStats
-from crawler.frontier.redis_lua_queue import ADMIT, QUEUED, REPRIORITIZE
+from crawler.frontier.redis_lua_queue import ADMIT, PEEK, REPRIORITIZE
 from crawler.frontier.redis_members import entry_of, member_tail, text
 from crawler.hosts import HostRule, host_key
 from crawler.sieve.bloom import hash_pair
@@ -70,7 +70,7 @@ class RedisQueues:
         self._dropped_closed = 0
         self._scripts: dict[str, AsyncScript] = {}
         self._raise_loaded = ""  # the sha of the REPRIORITIZE script once loaded (set_priorities)
-        self._register({"admit": ADMIT, "queued": QUEUED, "raise": REPRIORITIZE})
+        self._register({"admit": ADMIT, "peek": PEEK, "raise": REPRIORITIZE})
 
     def _register(self, sources: dict[str, str]) -> None:
         """Register Lua scripts, by the names ``_run`` calls them."""
@@ -137,14 +137,26 @@ class RedisQueues:
         score = await self._redis(self._client.zscore(self._key(f"q:{host}"), member))
         return None if score is None else -float(score)
 
-    async def queued_priorities(self, items: Sequence[tuple[str, str]]) -> list[float | None]:
-        """`queued_priority` of many (url, key) in one script call."""
+    async def peek(self, items: Sequence[tuple[str, str]]) -> list[float | bool]:
+        """What the shared crawl knows of each (url, key), changing nothing: the priority it is
+        queued at, else True when the Sieve has it (fetched, in flight, refused) and False when
+        it is new (confirmed by the exact tier, when on). One script call."""
         if not items:
             return []
-        args: list[Any] = [self.prefix]
-        for url, key in items:
-            args += (host_key(url), key)
-        return [None if s is None else -float(s) for s in await self._run("queued", args)]
+        while True:
+            layout = self.sieve.layout()
+            args: list[Any] = [self.prefix, "", len(layout), "1" if self.exact else ""]
+            for m, k in layout:
+                args += (m, k)
+            for url, key in items:
+                h1, h2 = hash_pair(key)
+                args += (host_key(url), key, *self.sieve.starts(h1, h2))
+                args += (format((h1 >> 48) & 0xFFFF, "x"), h1)
+            reply = await self._run("peek", args)
+            if int(reply[0]) >= 0:
+                break
+            await self._redis(self.sieve.refresh())  # another process opened a stage
+        return [bool(x) if isinstance(x, int) else -float(x) for x in reply[1:]]
 
     async def reprioritize(
         self, url: str, key: str, priority: float, *, lower: bool = False
