@@ -87,7 +87,8 @@ class SharedBudget(FetchBudget):
 
     async def _send(self) -> None:
         try:
-            await self._sync()
+            while self._pending:  # results settled during a round trip go in the next one
+                await self._sync()
         except SharedStateError as exc:  # the crawl's own calls to Redis fail too
             log.warning("shared fetch budget: %s", exc)  # kept pending: sent by drain()
 
