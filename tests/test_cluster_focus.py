@@ -8,7 +8,7 @@ separate processes would), against a real `redis-server` on loopback.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from aiohttp import web
@@ -169,151 +169,150 @@ async def test_what_a_shared_crawl_still_refuses_is_named() -> None:
 # -- one page's links through two processes' admissions --------------------------------------
 
 
-async def _node(url: str) -> tuple[ClusterNode, Admission]:
-    config = _config(url).override("focus", keywords=("replication",))
-    node = ClusterNode(config, settings(config))
-    await node.open(dict)
-    scope = make_scope(config)
-    scope.add_host("s.test")
-    admission = Admission(urls=make_urls(config), scope=scope, dedup=Dedup(make_sieve(config)),
-                          frontier=None, stats=CrawlStats(), shared=node)  # fmt: skip
-    return node, admission
+Joined = tuple[ClusterNode, Admission]
+Nodes = Callable[[], Awaitable[Joined]]
 
 
-async def test_a_better_link_raises_a_url_another_process_queued(redis_url: str) -> None:
-    (na, a), (nb, b) = await _node(redis_url), await _node(redis_url)
-    try:
-        hrefs = [f"{S}{i}.html" for i in range(4)]
-        page = Entry(url=S, key=S, depth=0)
-        assert await a.scored_links(page, hrefs[:3], S, lambda link: 0.5) == 3
-        scores = {hrefs[0]: 3.0, hrefs[1]: 0.1, hrefs[2]: 0.5, hrefs[3]: 1.0}
-        assert await b.scored_links(page, hrefs, S, lambda link: scores[link.url]) == 1
-        assert b.stats.duplicates == 3 and b.stats.admitted == 1
-        queued = [await na.frontier.queued_priority(h, h) for h in hrefs]
-        assert queued == [3.0, 0.5, 0.5, 1.0]  # raised by the better link; never lowered by one
-        taken = await na.frontier.get()  # the best: in flight, no longer queued
-        assert taken is not None and taken.url == hrefs[0]
-        scored: list[str] = []
+@pytest.fixture
+async def nodes(redis_url: str) -> AsyncIterator[Nodes]:
+    """Opens a process's part of the shared crawl, with its Admission; all closed after."""
+    opened: list[ClusterNode] = []
 
-        def again(link: Link) -> float:
-            scored.append(link.url)
-            return 2.0
+    async def join() -> Joined:
+        config = _config(redis_url).override("focus", keywords=("replication",))
+        node = ClusterNode(config, settings(config))
+        await node.open(dict)
+        opened.append(node)
+        scope = make_scope(config)
+        scope.add_host("s.test")
+        admission = Admission(urls=make_urls(config), scope=scope,
+                              dedup=Dedup(make_sieve(config)), frontier=None, stats=CrawlStats(),
+                              shared=node)  # fmt: skip
+        return node, admission
 
-        # as in memory: the links to queued URLs are scored, not the one in flight, though
-        # this process never sent it (one script call tells which are queued, seen or new)
-        assert await b.scored_links(page, hrefs, S, again) == 0
-        assert scored == hrefs[1:]
-        assert [await na.frontier.queued_priority(h, h) for h in hrefs[1:]] == [2.0, 2.0, 2.0]
-    finally:
-        await na.close(dict)
-        await nb.close(dict)
-
-
-async def test_rescoring_sets_queued_priorities_and_forgets_the_others(redis_url: str) -> None:
-    node, admission = await _node(redis_url)
-    try:
-        hrefs = [f"{S}{i}.html" for i in range(3)]
-        assert await admission.scored_links(Entry(S, S, 0), hrefs, S, lambda link: 1.0) == 3
-        taken = await node.frontier.get()  # 0.html: in flight, no longer queued
-        assert taken is not None and taken.url == hrefs[0]
-
-        class Later:
-            threshold = 0.5
-
-            def __init__(self) -> None:
-                self.forgotten: list[str] = []
-
-            def page(self, text: object) -> float:
-                return 0.0
-
-            def link(self, link: Link) -> float:
-                return 0.0
-
-            def rescore(self, size: int) -> list[tuple[str, str, float]]:
-                return [(hrefs[0], hrefs[0], 9.0), (hrefs[1], hrefs[1], 4.0),
-                        (hrefs[2], hrefs[2], -1.0)]  # fmt: skip
-
-            def forget(self, url: str) -> None:
-                self.forgotten.append(url)
-
-        scorer = Later()
-        focus = Focus(None, scorer, CrawlStats())
-        assert focus.rescorer is scorer
-        assert await focus.rescore(scorer, admission) == 2  # one raised, one lowered
-        assert scorer.forgotten == [hrefs[0]]
-        queued = [await node.frontier.queued_priority(h, h) for h in hrefs[1:]]
-        assert queued == [4.0, -1.0]
-    finally:
+    yield join
+    for node in opened:
         await node.close(dict)
 
 
-async def test_peek_tells_queued_seen_and_new_keys_apart(redis_url: str) -> None:
-    node, admission = await _node(redis_url)
-    try:
-        hrefs = [f"{S}{i}.html" for i in range(3)]
-        assert await admission.scored_links(Entry(S, S, 0), hrefs, S, lambda link: 1.5) == 3
-        taken = await node.frontier.get()  # in flight: seen, not queued
-        assert taken is not None and taken.url == hrefs[0]
-        items = [(h, h) for h in [*hrefs, S + "new.html"]]
-        assert await node.frontier.peek(items) == [True, 1.5, 1.5, False]
-        assert await node.frontier.peek([]) == []
-    finally:
-        await node.close(dict)
+async def test_a_better_link_raises_a_url_another_process_queued(nodes: Nodes) -> None:
+    (na, a), (_, b) = await nodes(), await nodes()
+    hrefs = [f"{S}{i}.html" for i in range(4)]
+    page = Entry(url=S, key=S, depth=0)
+    assert await a.scored_links(page, hrefs[:3], S, lambda link: 0.5) == 3
+    scores = {hrefs[0]: 3.0, hrefs[1]: 0.1, hrefs[2]: 0.5, hrefs[3]: 1.0}
+    assert await b.scored_links(page, hrefs, S, lambda link: scores[link.url]) == 1
+    assert b.stats.duplicates == 3 and b.stats.admitted == 1
+    queued = [await na.frontier.queued_priority(h, h) for h in hrefs]
+    assert queued == [3.0, 0.5, 0.5, 1.0]  # raised by the better link; never lowered by one
+    taken = await na.frontier.get()  # the best: in flight, no longer queued
+    assert taken is not None and taken.url == hrefs[0]
+    scored: list[str] = []
+
+    def again(link: Link) -> float:
+        scored.append(link.url)
+        return 2.0
+
+    # as in memory: the links to queued URLs are scored, not the one in flight, though
+    # this process never sent it (one script call tells which are queued, seen or new)
+    assert await b.scored_links(page, hrefs, S, again) == 0
+    assert scored == hrefs[1:]
+    assert [await na.frontier.queued_priority(h, h) for h in hrefs[1:]] == [2.0, 2.0, 2.0]
 
 
-async def test_set_priorities_in_one_round_trip(redis_url: str) -> None:
-    node, admission = await _node(redis_url)
-    try:
-        hrefs = [f"{S}{i}.html" for i in range(3)]
-        assert await admission.scored_links(Entry(S, S, 0), hrefs, S, lambda link: 1.0) == 3
-        items = [(hrefs[0], hrefs[0], 2.0), (hrefs[1], hrefs[1], 0.0), (S + "x", S + "x", 5.0)]
-        client = Redis.from_url(redis_url)
-        await client.config_resetstat()
-        assert await node.frontier.set_priorities(items, lower=False) == [1.0, 1.0, None]
-        calls = await client.info("commandstats")
-        await client.aclose()
-        assert calls["cmdstat_evalsha"]["calls"] == 3
-        assert not [name for name in calls if "exists" in name]  # no check before the pipeline
-        assert [await node.frontier.queued_priority(h, h) for h in hrefs[:2]] == [2.0, 1.0]
-        assert await node.frontier.set_priorities(items) == [2.0, 1.0, None]  # lowers too
-        assert await node.frontier.queued_priority(hrefs[1], hrefs[1]) == 0.0
-        assert await node.frontier.set_priorities([]) == []
-        with pytest.raises(ValueError, match="must be a number"):
-            await node.frontier.set_priorities([(S, S, float("nan"))])
-    finally:
-        await node.close(dict)
+async def test_rescoring_sets_queued_priorities_and_forgets_the_others(nodes: Nodes) -> None:
+    node, admission = await nodes()
+    hrefs = [f"{S}{i}.html" for i in range(3)]
+    assert await admission.scored_links(Entry(S, S, 0), hrefs, S, lambda link: 1.0) == 3
+    taken = await node.frontier.get()  # 0.html: in flight, no longer queued
+    assert taken is not None and taken.url == hrefs[0]
+
+    class Later:
+        threshold = 0.5
+
+        def __init__(self) -> None:
+            self.forgotten: list[str] = []
+
+        def page(self, text: object) -> float:
+            return 0.0
+
+        def link(self, link: Link) -> float:
+            return 0.0
+
+        def rescore(self, size: int) -> list[tuple[str, str, float]]:
+            return [(hrefs[0], hrefs[0], 9.0), (hrefs[1], hrefs[1], 4.0),
+                    (hrefs[2], hrefs[2], -1.0)]  # fmt: skip
+
+        def forget(self, url: str) -> None:
+            self.forgotten.append(url)
+
+    scorer = Later()
+    focus = Focus(None, scorer, CrawlStats())
+    assert focus.rescorer is scorer
+    assert await focus.rescore(scorer, admission) == 2  # one raised, one lowered
+    assert scorer.forgotten == [hrefs[0]]
+    queued = [await node.frontier.queued_priority(h, h) for h in hrefs[1:]]
+    assert queued == [4.0, -1.0]
+
+
+async def test_peek_tells_queued_seen_and_new_keys_apart(nodes: Nodes) -> None:
+    node, admission = await nodes()
+    hrefs = [f"{S}{i}.html" for i in range(3)]
+    assert await admission.scored_links(Entry(S, S, 0), hrefs, S, lambda link: 1.5) == 3
+    taken = await node.frontier.get()  # in flight: seen, not queued
+    assert taken is not None and taken.url == hrefs[0]
+    items = [(h, h) for h in [*hrefs, S + "new.html"]]
+    assert await node.frontier.peek(items) == [True, 1.5, 1.5, False]
+    assert await node.frontier.peek([]) == []
+
+
+async def test_set_priorities_in_one_round_trip(nodes: Nodes, redis_url: str) -> None:
+    node, admission = await nodes()
+    hrefs = [f"{S}{i}.html" for i in range(3)]
+    assert await admission.scored_links(Entry(S, S, 0), hrefs, S, lambda link: 1.0) == 3
+    items = [(hrefs[0], hrefs[0], 2.0), (hrefs[1], hrefs[1], 0.0), (S + "x", S + "x", 5.0)]
+    client = Redis.from_url(redis_url)
+    await client.config_resetstat()
+    assert await node.frontier.set_priorities(items, lower=False) == [1.0, 1.0, None]
+    calls = await client.info("commandstats")
+    await client.aclose()
+    assert calls["cmdstat_evalsha"]["calls"] == 3
+    assert not [name for name in calls if "exists" in name]  # no check before the pipeline
+    assert [await node.frontier.queued_priority(h, h) for h in hrefs[:2]] == [2.0, 1.0]
+    assert await node.frontier.set_priorities(items) == [2.0, 1.0, None]  # lowers too
+    assert await node.frontier.queued_priority(hrefs[1], hrefs[1]) == 0.0
+    assert await node.frontier.set_priorities([]) == []
+    with pytest.raises(ValueError, match="must be a number"):
+        await node.frontier.set_priorities([(S, S, float("nan"))])
 
 
 async def test_the_shared_budget_counts_every_process(redis_url: str) -> None:
     client = Redis.from_url(redis_url)
-    try:
-        a = SharedBudget(client, "b", 3, poll=0.01)
-        b = SharedBudget(client, "b", 3, poll=0.01)
-        await a.open()
-        await b.open()
-        assert await a.claim() and await a.claim()
-        a.settle(True)
-        a.settle(False)  # given back
-        await a.drain()
-        assert int(await client.get("b") or 0) == 1
-        assert await b.claim() and await b.claim()  # b reads 1 spent: 2 slots left
-        b.settle(True)
-        b.settle(True)
-        await b.drain()
-        assert b.exhausted and not await b.claim()
-        assert not await a.claim()  # a reads the counter again: spent by b
-        assert a.exhausted and int(await client.get("b") or 0) == 3
-        # a slot held by this process's fetch in flight: claim waits for it to be settled
-        c = SharedBudget(client, "c", 1, poll=0.01)
-        await c.open()
-        assert await c.claim()
-        waiting = asyncio.create_task(c.claim())
-        await asyncio.sleep(0.05)
-        assert not waiting.done()
-        c.settle(False)
-        assert await asyncio.wait_for(waiting, 1.0)
-    finally:
-        await client.aclose()
+    a = SharedBudget(client, "b", 3, poll=0.01)
+    b = SharedBudget(client, "b", 3, poll=0.01)
+    await a.open()
+    await b.open()
+    assert await a.claim() and await a.claim()
+    a.settle(True)
+    a.settle(False)  # given back
+    await a.drain()
+    assert int(await client.get("b") or 0) == 1
+    assert await b.claim() and await b.claim()  # b reads 1 spent: 2 slots left
+    b.settle(True)
+    b.settle(True)
+    await b.drain()
+    assert b.exhausted and not await b.claim()
+    assert not await a.claim()  # a reads the counter again: spent by b
+    assert a.exhausted and int(await client.get("b") or 0) == 3
+    # a slot held by this process's fetch in flight: claim waits for it to be settled
+    c = SharedBudget(client, "c", 1, poll=0.01)
+    await c.open()
+    assert await c.claim()
+    waiting = asyncio.create_task(c.claim())
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    c.settle(False)
+    assert await asyncio.wait_for(waiting, 1.0)
 
 
 async def test_one_process_through_redis_fetches_in_the_in_memory_order(redis_url: str) -> None:
