@@ -51,7 +51,6 @@ from crawler.errors import (
     SeedError,
     SharedStateError,
 )
-from crawler.fetcher import Response
 from crawler.focus import Focus
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome
 from crawler.gctune import young_threshold
@@ -59,6 +58,7 @@ from crawler.pages import PageHandler, failed_result
 from crawler.parsing import Parser, switch_interval
 from crawler.recrawl import stored_validators
 from crawler.report import crawl_stats
+from crawler.response import Response
 from crawler.results import CrawlResult, CrawlStats
 from crawler.scope import Scope, split_host
 from crawler.scoring import ScoreFn

@@ -1,7 +1,8 @@
 """HTTP fetching: one aiohttp session, capped streaming bodies, a floor on the transfer rate.
 
-Redirects are not followed here: a 3xx comes back as a `Response` with its `location`, and the
-engine sends the target through canonicalization, scope and the Sieve like any other link.
+Redirects are not followed here: a 3xx comes back as a `Response` (`crawler.response`) with its
+`location`, and the engine sends the target through canonicalization, scope and the Sieve like
+any other link.
 Every aiohttp, asyncio and OS error is translated into a `crawler.errors.FetchError` subclass by
 `crawler.translate.translate_error()`; nothing else in the crawler catches aiohttp's exceptions.
 
@@ -31,7 +32,6 @@ import logging
 import ssl
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import TracebackType
 
 import aiohttp
@@ -43,61 +43,19 @@ from crawler.cookies import CrawlCookieJar
 from crawler.errors import BodyTooLarge, ConnectionReset, DecodingError, TooSlow
 from crawler.fetchwatch import CURRENT, STALE_TRIES, Pacer, StaleConnection, WatchedRequest
 from crawler.guard import AddressGuard, GuardedResolver, parse_address
-from crawler.headers import content_coding, content_type, header_text
+from crawler.headers import content_coding, header_text
 from crawler.noproxy import NoProxy
 from crawler.outage import Outage
 from crawler.resolver import OverrideResolver
+from crawler.response import Response
 from crawler.steering import HostRules, redact, tls_context
 from crawler.translate import Proxied, translate_error
 
-__all__ = ["Fetcher", "Response"]
+__all__ = ["Fetcher"]
 
 log = logging.getLogger(__name__)
 
 ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"
-_CT = "content-type"
-
-
-@dataclass(frozen=True, slots=True)
-class Response:
-    """One HTTP response, body fully read (and decompressed) within the caps."""
-
-    url: str
-    status: int
-    headers: tuple[tuple[str, str], ...]
-    body: bytes = field(repr=False)
-    latency: float
-    elapsed: float
-    ip: str | None = None
-    reason: str = ""
-    version: str = "HTTP/1.1"
-    request_headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # redacted
-    raw_body: bytes | None = field(default=None, repr=False)
-    truncated: bool = False  # the body as sent was cut at the cap (robots.txt, a non-2xx)
-
-    @property
-    def wire_body(self) -> bytes:
-        """The body as the server sent it (still content-encoded), for archiving."""
-        return self.body if self.raw_body is None else self.raw_body
-
-    def header(self, name: str) -> str | None:
-        """The first value of header `name` (case-insensitive), or None."""
-        lname = name.lower()
-        for key, value in self.headers:
-            if key.lower() == lname:
-                return value
-        return None
-
-    @property
-    def content_type(self) -> str | None:
-        """Every Content-Type header read as one (`crawler.headers.content_type`)."""
-        return content_type([v for k, v in self.headers if len(k) == 12 and k.lower() == _CT])
-
-    @property
-    def location(self) -> str | None:
-        if 300 <= self.status < 400:
-            return self.header("Location")
-        return None
 
 
 class Fetcher:

@@ -47,7 +47,7 @@ from crawler.errors import (
 )
 
 if TYPE_CHECKING:
-    from crawler.fetcher import Response
+    from crawler.response import Response
 
 __all__ = ["Outage"]
 

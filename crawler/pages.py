@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from crawler.admission import Admission
 from crawler.config import Config
 from crawler.errors import FetchError, ProtocolError, failure_class
-from crawler.fetcher import Fetcher, Response
+from crawler.fetcher import Fetcher
 from crawler.focus import Focus
 from crawler.frontier import Entry, Frontier, Outcome, host_key
 from crawler.hosts import parse_retry_after
@@ -28,6 +28,7 @@ from crawler.links import read_page
 from crawler.markup import Markup
 from crawler.parsing import Parser
 from crawler.recrawl import conditional_headers
+from crawler.response import Response
 from crawler.results import CrawlResult, CrawlStats
 from crawler.robots import fetch_robots, policy_from_response, product_token
 from crawler.state import CrawlState

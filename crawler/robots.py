@@ -39,7 +39,7 @@ from protego import Protego
 from crawler.errors import BlockedAddress, FetchError
 
 if TYPE_CHECKING:
-    from crawler.fetcher import Response
+    from crawler.response import Response
 
 __all__ = [
     "ALLOW_ALL",

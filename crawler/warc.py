@@ -28,7 +28,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from crawler.errors import OutputError
-from crawler.fetcher import Response
+from crawler.response import Response
 from crawler.steering import ALWAYS_SECRET, redact
 
 __all__ = ["WarcOutput"]

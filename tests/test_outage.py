@@ -21,8 +21,8 @@ from crawler.errors import (
     ProxyError,
     ProxyUnavailable,
 )
-from crawler.fetcher import Response
 from crawler.outage import POISON, Outage
+from crawler.response import Response
 from crawler.translate import Proxied, translate_error
 
 

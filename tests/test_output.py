@@ -183,7 +183,7 @@ async def test_a_body_cut_at_the_cap_is_marked_truncated_in_the_warc(tmp_path: P
 def test_a_status_of_fewer_digits_is_written_with_three(tmp_path: Path) -> None:
     # a server's "000" and "099" were archived as "HTTP/1.1 0 ..." and "HTTP/1.1 99 ...": a
     # status line WARC readers (RFC 9112's three digits) cannot read
-    from crawler.fetcher import Response
+    from crawler.response import Response
 
     warc = WarcOutput(tmp_path / "odd.warc.gz")
     for status in (0, 99, 999):

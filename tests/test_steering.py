@@ -309,7 +309,7 @@ def test_host_rule_for_the_frontier() -> None:
 def test_warc_redacts_credentials_whatever_built_the_response(tmp_path: Path) -> None:
     from warcio.archiveiterator import ArchiveIterator
 
-    from crawler.fetcher import Response
+    from crawler.response import Response
     from crawler.warc import WarcOutput
 
     sent = (("Authorization", "Basic c2VjcmV0"), ("Cookie", "sid=s1"), ("Accept", "text/html"))
