@@ -4,9 +4,9 @@
         async for result in crawler.crawl(["https://example.org/"]):
             ...
 
-Each worker loops: `frontier.get()` (politeness is decided there, before a URL is handed out),
-fetch, extract links (`crawler.pages`: what is done with each URL), then the per-link path
-(`crawler.admission`: ``urls.resolve -> scope.check -> Sieve -> frontier.put``);
+Each worker (`crawler.worker`) loops: `frontier.get()` (politeness is decided there, before a
+URL is handed out), fetch, extract links (`crawler.pages`: what is done with each URL), then
+the per-link path (`crawler.admission`: ``urls.resolve -> scope.check -> Sieve -> frontier.put``);
 `frontier.done()` runs in `finally`. A failure while handling one URL becomes that URL's result
 (`error`), it never kills a worker; a worker that dies anyway ends the crawl with its exception
 instead of vanishing. An output or crawl state that cannot be written (`OutputError`,
@@ -43,18 +43,11 @@ from crawler.components import (
 )
 from crawler.config import Config
 from crawler.crawlrun import CrawlRun
-from crawler.errors import (
-    ConfigError,
-    NetworkUnavailable,
-    OutputError,
-    ScoreError,
-    SeedError,
-    SharedStateError,
-)
+from crawler.errors import ConfigError, SeedError, SharedStateError
 from crawler.focus import Focus
-from crawler.frontier import Entry, EntryKind, Frontier, Outcome
+from crawler.frontier import Entry, Frontier
 from crawler.gctune import young_threshold
-from crawler.pages import PageHandler, failed_result
+from crawler.pages import PageHandler
 from crawler.parsing import Parser, switch_interval
 from crawler.recrawl import stored_validators
 from crawler.report import crawl_stats
@@ -65,7 +58,7 @@ from crawler.scoring import ScoreFn
 from crawler.seen import SeenStore
 from crawler.sieve import Dedup
 from crawler.state import CrawlState
-from crawler.statedb import StateError
+from crawler.worker import FATAL, WorkerDone, run_worker
 
 if TYPE_CHECKING:
     from crawler.cluster import ClusterNode, SharedWork  # redis-py: only for a shared crawl
@@ -74,17 +67,6 @@ if TYPE_CHECKING:
 __all__ = ["Crawler"]
 
 log = logging.getLogger(__name__)
-
-# errors that end the crawl, raised by crawl(): a failed scorer, the shared state in Redis, an
-# output or the crawl state that cannot be written (a full disk), a proxy or network outage
-_FATAL = (ScoreError, SharedStateError, OutputError, StateError, NetworkUnavailable)
-
-
-class _WorkerDone:
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException | None = None) -> None:
-        self.error = error
 
 
 class Crawler:
@@ -130,7 +112,7 @@ class Crawler:
             check_cluster_config(config, state=state is not None)
         self.stopped = False
         self._ran_out = False
-        self._results: asyncio.Queue[CrawlResult | _WorkerDone] = asyncio.Queue()
+        self._results: asyncio.Queue[CrawlResult | WorkerDone] = asyncio.Queue()
         self._room = asyncio.Semaphore(2 * config.crawl.concurrency)
         self._workers: list[asyncio.Task[None]] = []
         self.pages: PageHandler | None = None  # built with the frontier (_prepare)
@@ -299,9 +281,9 @@ class Crawler:
             try:
                 while finished < n:
                     item = await results.get()
-                    if isinstance(item, _WorkerDone):
+                    if isinstance(item, WorkerDone):
                         finished += 1
-                        if isinstance(item.error, _FATAL):
+                        if isinstance(item.error, FATAL):
                             raise item.error
                         if item.error is not None:
                             raise RuntimeError("a crawl worker died") from item.error
@@ -369,45 +351,9 @@ class Crawler:
 
     async def _worker(self) -> None:
         assert self.frontier is not None and self.pages is not None
-        frontier, budget, pages = self.frontier, self.budget, self.pages
-        error: BaseException | None = None
-        try:
-            while budget is None or await budget.claim():
-                if (entry := await frontier.get()) is None:
-                    if budget is not None:
-                        budget.settle(False)
-                    break
-                outcome: Outcome | None = None
-                retry = handled = False
-                try:
-                    if entry.kind is EntryKind.ROBOTS:
-                        outcome = await pages.fetch_robots(entry)
-                    elif entry.kind is EntryKind.REFUSED:
-                        refused = frontier.refusal(entry)  # "robots: ..." or "host_down: ..."
-                        await self._emit(failed_result(entry, refused))  # counted by its kind
-                    else:
-                        outcome, retry, result = await pages.fetch_page(entry)
-                        if result is not None:
-                            await self._emit(result)
-                    handled = True
-                except (ScoreError, OutputError, StateError, NetworkUnavailable):
-                    raise  # ends the crawl: raised by crawl(); with a state, the URL stays pending
-                except Exception as exc:  # a bug handling one URL must not kill the crawl
-                    log.exception("internal error while crawling %s", entry.url)
-                    await self._emit(failed_result(entry, f"internal: {type(exc).__name__}: {exc}"))
-                    handled = True
-                finally:
-                    if handled or self.cluster is None:
-                        frontier.done(entry, outcome, retry=retry)
-                    else:  # aborted: back to the shared frontier (with a state, left pending)
-                        self.cluster.work.give_back(entry)
-                    if budget is not None:  # spent by a page's result
-                        budget.settle(handled and entry.kind is EntryKind.PAGE and not retry)
-        except asyncio.CancelledError:
-            pass  # aborted: the entry in flight stays pending in the state, if any
-        except BaseException as exc:
-            error = exc
-        self._results.put_nowait(_WorkerDone(error))
+        shared = None if self.cluster is None else self.cluster.work
+        error = await run_worker(self.frontier, self.pages, self.budget, shared, self._emit)
+        self._results.put_nowait(WorkerDone(error))
 
     def stats_dict(self) -> dict[str, Any]:
         """Crawl, frontier, Sieve and canonicalizer figures in one JSON-ready dict."""
