@@ -22,6 +22,7 @@ from crawler.steering import HostRules
 from crawler.urls import UrlNormalizer
 
 __all__ = [
+    "dedup_settings",
     "make_fetcher",
     "make_frontier",
     "make_guard",
@@ -166,6 +167,20 @@ def settings(config: Config, *, scored: bool = False) -> dict[str, object]:
     if not (scored or config.focus.keywords):
         out["crawl.max_pages"] = config.crawl.max_pages
     return out
+
+
+def dedup_settings(config: Config) -> dict[str, object]:
+    """The content-dedup settings the processes of a shared crawl must agree on when it is on
+    (they share one content index: `crawler.content.redis`); none when it is off, so a crawl
+    without it is joined by processes without it only."""
+    if not config.dedup.enabled:
+        return {}
+    from crawler.content.fingerprint import VERSION  # numpy: only with dedup on
+
+    d = config.dedup
+    return {"dedup.enabled": True, "dedup.near_distance": d.near_distance,
+            "dedup.follow_duplicates": d.follow_duplicates,
+            "dedup.fingerprint": VERSION}  # fmt: skip
 
 
 def warn_unused_outputs(config: Config, *, state: bool, recorder: bool) -> None:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from crawler.admission import Admission
 from crawler.budget import FetchBudget
 from crawler.components import (
+    dedup_settings,
     make_fetcher,
     make_frontier,
     make_scope,
@@ -63,6 +64,7 @@ from crawler.worker import FATAL, WorkerDone, run_worker
 if TYPE_CHECKING:
     from crawler.cluster import ClusterNode, SharedWork  # redis-py: only for a shared crawl
     from crawler.content import ContentIndex
+    from crawler.content.redis import RedisContentIndex
 
 __all__ = ["Crawler"]
 
@@ -118,7 +120,7 @@ class Crawler:
         self.pages: PageHandler | None = None  # built with the frontier (_prepare)
         self.parser = Parser()
         dc = config.dedup
-        self.content: ContentIndex | None = None
+        self.content: ContentIndex | RedisContentIndex | None = None
         if dc.enabled:  # imported only then: numpy
             from crawler.content import ContentIndex
 
@@ -173,10 +175,14 @@ class Crawler:
             shared = settings(self.config, scored=self.focus is not None)
             if self.focus is not None:  # max_pages is a budget, free to change: not its presence
                 shared["crawl.fetch_budget"] = self.budget is not None
+            if self.content is not None:  # one content index: every process matches alike
+                shared.update(dedup_settings(self.config))
             self.cluster = node = ClusterNode(self.config, shared,
                                               clock=self._clock,
                                               host_rule=self.fetcher.rules.host_rule)  # fmt: skip
             await node.open(self.stats.as_dict)
+            if self.content is not None:
+                self.content = node.content_index(self.config.dedup.near_distance)
             if self.budget is not None:  # page results of every process
                 self.budget = await node.budget(self.budget.limit)
             self.frontier = node.work
@@ -194,10 +200,14 @@ class Crawler:
                 self.budget.spend(
                     self.stats.pages - self.stats.robots_refused - self.stats.host_down
                 )
-            if self.content is not None:
-                self.content.load(state.content())
-        if state is not None and self.content is not None:
-            self.content.store = state.add_content
+        content = self.content
+        if state is not None and content is not None:
+            from crawler.content import ContentIndex
+
+            assert isinstance(content, ContentIndex)  # a shared crawl has no --state
+            if state.resumed:
+                content.load(state.content())
+            content.store = state.add_content
         store = (state.seen if state is not None else SeenStore()) if exact else None
         self.dedup = Dedup(self.sieve, store)
         self.admission = Admission(

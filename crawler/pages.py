@@ -37,6 +37,7 @@ from crawler.urls import UrlNormalizer
 if TYPE_CHECKING:
     from crawler.cluster import SharedWork  # redis-py: only for a shared crawl
     from crawler.content import ContentIndex
+    from crawler.content.redis import RedisContentIndex
 
 __all__ = ["ROBOTS_MAX_BYTES", "PageHandler", "failed_result"]
 
@@ -70,7 +71,7 @@ class PageHandler:
         recrawl: bool,
         recorder: Callable[[Response], None] | None,
         focus: Focus | None,
-        content: ContentIndex | None,
+        content: ContentIndex | RedisContentIndex | None,
     ) -> None:
         """`recrawl`: pages are fetched with their stored validators; `recorder` sees every
         HTTP response as received (robots.txt and redirects included)."""
@@ -166,7 +167,7 @@ class PageHandler:
             user_agent_token=self._token,
             refresh=response.header("Refresh"),
         )
-        dedup = self._content(entry, markup) if page.is_html and response.status < 300 else {}
+        dedup = await self._content(entry, markup) if page.is_html and response.status < 300 else {}
         if not self.config.dedup.follow_duplicates and (
             dedup.get("duplicate_of") or dedup.get("near_duplicate_of")
         ):
@@ -186,15 +187,19 @@ class PageHandler:
             **dedup,
         )
 
-    def _content(self, entry: Entry, markup: Markup) -> dict[str, Any]:
+    async def _content(self, entry: Entry, markup: Markup) -> dict[str, Any]:
         """Content dedup of a 2xx HTML page (`crawler.content`): its fingerprint and matches
         (error pages are left out: every 404 page of a site would be a duplicate)."""
-        if self.content is None:
+        content = self.content
+        if content is None:
             return {}
-        from crawler.content import fingerprint
+        from crawler.content import ContentIndex, fingerprint
 
         fp = fingerprint(markup.content or "")
-        match = self.content.check(entry.url, fp)
+        if isinstance(content, ContentIndex):
+            match = content.check(entry.url, fp)
+        else:  # a crawl shared through Redis: one index for every process
+            match = await content.check(entry.url, fp)
         near = match.near_duplicate_of  # a recrawled page changed: near its own old version
         return {
             "content_hash": fp.content_hex,

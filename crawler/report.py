@@ -33,8 +33,14 @@ def crawl_stats(crawler: Crawler) -> dict[str, Any]:
             "measured_false_positive_rate": dedup.measured_false_positive_rate,
         }
     out["memo_hit_rate"] = round(crawler.urls.memo_hit_rate, 4)
-    if crawler.content is not None:
-        out["content_index"] = {"pages": len(crawler.content), "bytes": crawler.content.nbytes}
+    content = crawler.content
+    if content is not None:
+        from crawler.content import ContentIndex  # numpy: only with dedup on
+
+        if isinstance(content, ContentIndex):
+            out["content_index"] = {"pages": len(content), "bytes": content.nbytes}
+        else:  # shared through Redis: `crawl --status` counts its pages
+            out["content_index"] = {"shared": True, "checked": content.checked}
     guard = crawler.fetcher.guard
     out["ssrf_blocked"] = guard.blocked if guard is not None else 0
     if crawler.fetcher.outage is not None:  # the proxy or the network down (crawler.outage)

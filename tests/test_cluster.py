@@ -163,9 +163,6 @@ async def test_redis_lost_mid_crawl_ends_the_crawl_and_a_rerun_resumes(site: Fix
 
 
 def test_what_a_shared_crawl_does_not_do_yet_is_refused_by_name() -> None:
-    config = shared(Config(), "redis://127.0.0.1:1/0").override("dedup", enabled=True)
-    with pytest.raises(ConfigError, match=r"--redis.*\[dedup\] enabled"):
-        Crawler(config)
     adaptive = shared(Config(), "redis://127.0.0.1:1/0").override("politeness", adaptive=True)
     with pytest.raises(ConfigError, match=r"--redis.*\[politeness\] adaptive") as refused:
         Crawler(adaptive, score=lambda link: 1.0)

@@ -28,7 +28,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -41,6 +41,9 @@ from crawler.errors import ConfigError, SharedStateError
 from crawler.frontier.redis import SEEN, RedisFrontier
 from crawler.hosts import HostRule
 from crawler.sieve.redis import RedisSieve, text
+
+if TYPE_CHECKING:
+    from crawler.content.redis import RedisContentIndex
 
 __all__ = ["ClusterNode", "SentCache", "check_cluster_config", "crawl_prefix", "redacted"]
 
@@ -69,7 +72,6 @@ def check_cluster_config(config: Config, *, state: bool) -> None:
     """ConfigError for what a shared crawl does not do (yet), named; nothing otherwise."""
     not_shared = [
         ("--state (the shared crawl's state is Redis itself)", state),
-        ("[dedup] enabled (the content index is per process)", config.dedup.enabled),
         ("[politeness] adaptive", config.politeness.adaptive),
     ]
     named = [name for name, on in not_shared if on]
@@ -216,6 +218,12 @@ class ClusterNode:
         self._budget = budget = SharedBudget(self._client, self.prefix + "budget", limit)
         await budget.open()
         return budget
+
+    def content_index(self, distance: int) -> RedisContentIndex:
+        """The crawl's content-dedup index, one for every process (``[dedup] enabled``)."""
+        from crawler.content.redis import RedisContentIndex  # numpy: only with dedup on
+
+        return RedisContentIndex(self._client, self.prefix, distance)
 
     async def _upkeep(self, stats: Callable[[], dict[str, Any]]) -> None:
         """Renew this process's leases every third of their time; a heartbeat when due."""

@@ -21,7 +21,8 @@ from crawler.sieve.redis import text
 
 __all__ = ["format_status", "read_status", "status_command"]
 
-SUMMED = ("pages", "errors", "bytes", "admitted", "duplicates", "retries", "scored", "relevant")
+SUMMED = ("pages", "errors", "bytes", "admitted", "duplicates", "retries", "scored", "relevant",
+          "exact_duplicates", "near_duplicates")  # fmt: skip
 
 
 async def read_status(url: str, crawl_id: str, *, recent: float = 30.0) -> dict[str, Any]:
@@ -38,7 +39,8 @@ async def read_status(url: str, crawl_id: str, *, recent: float = 30.0) -> dict[
         pipe.zcard(p + "leases")
         pipe.hgetall(p + "procs")
         pipe.get(p + "sieve:count")
-        meta, counts, hosts, leased, procs, seen = await pipe.execute()
+        pipe.hlen(p + "content:urls")  # the shared content index (crawler.content.redis)
+        meta, counts, hosts, leased, procs, seen, contents = await pipe.execute()
     except (RedisError, OSError) as exc:
         raise SharedStateError(f"cannot read Redis at {redacted(url)}: {exc}") from exc
     finally:
@@ -71,6 +73,7 @@ async def read_status(url: str, crawl_id: str, *, recent: float = 30.0) -> dict[
         "seen_urls": int(seen or 0),
         "handed_out": c.get("handed_out", 0),
         "reclaimed": c.get("reclaimed", 0),
+        "content_pages": int(contents),  # distinct page contents, with [dedup] enabled
         "finished": c.get("queued", 0) == 0 and int(leased) == 0,
         **totals,
         "processes": processes,
@@ -90,6 +93,10 @@ def format_status(status: dict[str, Any], out: IO[str]) -> None:
     if s["scored"]:  # a focused crawl: pages rated, and the share above the threshold
         print(f"  focus: {s['scored']:,} pages rated, {s['relevant']:,} relevant (harvest rate "
               f"{s['relevant'] / s['scored']:.1%})", file=out)  # fmt: skip
+    if s["content_pages"]:  # content dedup: the shared index and the duplicates found
+        dups = f"{s['exact_duplicates']:,} exact / {s['near_duplicates']:,} near"
+        print(f"  content dedup: {s['content_pages']:,} distinct pages, duplicates {dups}",
+              file=out)  # fmt: skip
     print(f"  processes: {s['active_processes']} active of {len(s['processes'])} seen",
           file=out)  # fmt: skip
     for r in s["processes"]:

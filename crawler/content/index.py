@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 from crawler.content.fingerprint import Fingerprint
 
-__all__ = ["KEY_BITS", "MAX_DISTANCE", "ContentIndex", "Match", "NearDuplicateIndex"]
+__all__ = ["KEY_BITS", "MAX_DISTANCE", "ContentIndex", "Match", "NearDuplicateIndex", "block_keys"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,20 @@ MAX_DISTANCE = 10
 """Largest k accepted (11 blocks of 5-6 bits: 32-64 buckets per table; more is a scan)."""
 
 _NONE = -1
+
+
+def block_keys(distance: int) -> list[tuple[int, int]]:
+    """(shift, mask) of each of the `distance` + 1 blocks' table keys: `(simhash >> shift) &
+    mask` is a simhash's key in that block's table. Widths as even as possible (64 = 16+16+16+16
+    for k=3), each keyed by at most `KEY_BITS` of its bits."""
+    blocks = distance + 1
+    layout = []
+    start = 0
+    for i in range(blocks):
+        width = 64 // blocks + (i < 64 % blocks)
+        layout.append((start, (1 << min(width, KEY_BITS)) - 1))
+        start += width
+    return layout
 
 
 class NearDuplicateIndex:
@@ -58,16 +72,9 @@ class NearDuplicateIndex:
         if not 0 <= distance <= MAX_DISTANCE:
             raise ValueError(f"distance must be in 0..{MAX_DISTANCE}, got {distance}")
         self.distance = distance
-        blocks = distance + 1
-        self._shifts: list[int] = []
-        self._masks: list[int] = []
-        start = 0
-        for i in range(blocks):  # widths as even as possible: 64 = 16+16+16+16 for k=3
-            width = 64 // blocks + (i < 64 % blocks)
-            bits = min(width, KEY_BITS)
-            self._shifts.append(start)
-            self._masks.append((1 << bits) - 1)
-            start += width
+        layout = block_keys(distance)
+        self._shifts = [shift for shift, _ in layout]
+        self._masks = [mask for _, mask in layout]
         self._heads = [array("i", [_NONE]) * (mask + 1) for mask in self._masks]
         self._next = array("i")  # page id * blocks + table -> the next older page in its bucket
         self._sims = array("Q")
