@@ -14,7 +14,9 @@ import random
 import pytest
 from redis.asyncio import Redis
 
+from crawler.cluster import ClusterNode
 from crawler.cluster.status import read_status
+from crawler.components import settings
 from crawler.config import Config
 from crawler.content import ContentIndex, Fingerprint
 from crawler.content.redis import RedisContentIndex
@@ -164,3 +166,22 @@ async def test_processes_must_agree_on_dedup(redis_url: str) -> None:
         await _crawl(Crawler(plain), seeds)
         with pytest.raises(SharedStateError, match=r"dedup\.enabled"):
             await _crawl(Crawler(_config(redis_url, port, follow=True)), seeds)
+
+
+async def test_a_process_makes_many_calls_to_redis_at_once(redis_url: str) -> None:
+    # redis-py's default pool raises "Too many connections" past 100 calls at once: a shared
+    # crawl of concurrency 100+ whose workers all await Redis must wait for a connection
+    config = Config().override("cluster", redis=redis_url, crawl_id="many")
+    config = config.override("dedup", enabled=True)
+    node = ClusterNode(config, settings(config))
+    await node.open(dict)
+    try:
+        index = node.content_index(3)
+        rng = random.Random(3)
+        pages = [(f"http://a.test/{i}", Fingerprint(rng.randbytes(16), rng.getrandbits(64)))
+                 for i in range(300)]  # fmt: skip
+        matches = await asyncio.gather(*(index.check(url, fp) for url, fp in pages))
+        assert all(m == (None, None) for m in matches)
+        assert await index.pages() == 300
+    finally:
+        await node.close(dict)

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import RedisError
 
 from crawler.cluster.budget import SharedBudget
@@ -51,6 +51,8 @@ log = logging.getLogger(__name__)
 
 FORMAT = "1"
 POLL_INTERVAL = 0.1  # seconds between the claims of a process that found nothing to do
+MAX_CONNECTIONS = 64  # to Redis, per process; more calls at once wait for a free connection
+POOL_WAIT = 60.0  # seconds a call waits for one before it fails as a Redis error
 LEASE_TTL = 30.0  # default [cluster] lease_ttl: renewed every third of it while the process lives
 
 
@@ -138,7 +140,12 @@ class ClusterNode:
         self.exact = config.sieve.confirm != "none"
         self._settings = {**settings, "sieve.confirm": "exact" if self.exact else "none"}
         self.rescued = 0
-        self._client = Redis.from_url(c.redis, socket_connect_timeout=5.0)
+        # a blocking pool: redis-py's default one raises "Too many connections" past 100
+        # calls at once (a shared crawl of concurrency 100+, each worker awaiting Redis)
+        pool = BlockingConnectionPool.from_url(
+            c.redis, max_connections=MAX_CONNECTIONS, timeout=POOL_WAIT, socket_connect_timeout=5.0
+        )
+        self._client = Redis.from_pool(pool)
         self.sieve = RedisSieve(
             self._client, self.prefix, capacity=s.capacity, error_rate=s.error_rate,
             ratio=s.ratio, growth=s.growth,
