@@ -22,6 +22,10 @@ is one host), no delay, robots off, no depth limit, results to a file per proces
   memory/queued URL = ``used_memory`` delta per URL of 20,000 queued on 50 hosts (apart from
   the crawls), the Sieve's preallocated stage excluded.
 
+On loopback, one more row: 2 processes with content dedup on (``[dedup] enabled``: one shared
+content index, `crawler.content.redis`, one more script call per HTML page), and the index's
+Redis memory per distinct page (``MEMORY USAGE`` of its keys).
+
 Run: `python -m bench cluster` (BENCH_QUICK=1: a smaller site subset).
 """
 
@@ -63,6 +67,7 @@ per_host_concurrency = {per_host}
 respect_robots = false
 """
 LATENCY = 0.1
+DEDUP = "[dedup]\nenabled = true\n"
 
 
 def redis_figures(url: str) -> dict[str, float]:
@@ -146,6 +151,21 @@ async def memory_per_queued_url(url: str, exact: bool, count: int = 20_000) -> t
     return (after - before) / count, sieve.size_in_bytes
 
 
+def content_index_bytes(url: str, crawl_id: str) -> tuple[int, int]:
+    """(distinct pages, bytes) of a shared crawl's content index in Redis."""
+
+    async def read() -> tuple[int, int]:
+        client = Redis.from_url(url)
+        prefix = f"crawl:{crawl_id}:content:"
+        keys = [key async for key in client.scan_iter(match=prefix + "*")]
+        sizes = [int(await client.memory_usage(key, samples=0) or 0) for key in keys]
+        pages = int(await client.hlen(prefix + "urls"))
+        await client.aclose()
+        return pages, sum(sizes)
+
+    return asyncio.run(read())
+
+
 @contextlib.contextmanager
 def slow_site(root: Path) -> Iterator[str]:
     """bench.slow_site serving `root` with LATENCY per response; its base URL."""
@@ -180,6 +200,11 @@ def site_table(
         seed = f"{base_url}index.html"
         memory = run(1, seed, config, tmp, None, f"{name}-memory")
         rows = [run(n, seed, config, tmp, server.url, f"{name}-{n}") for n in PROCESSES]
+        if not slow:  # content dedup shared by 2 processes
+            dedup = tmp / "dedup.toml"
+            dedup.write_text(config.read_text() + DEDUP)
+            rows.append(run(2, seed, dedup, tmp, server.url, f"{name}-dedup") | {"dedup": 1})
+            index = content_index_bytes(server.url, f"{name}-dedup")
     how = f"with {LATENCY * 1000:.0f} ms per response" if slow else "via nginx on loopback"
     print(f"\n{site.name} ({site.root()}) {how}")
     print(f"{'crawl':<22} {'pages':>6} {'distinct':>8} {'wall s':>7} {'pages/s':>8} "
@@ -187,15 +212,20 @@ def site_table(
           f"{'Redis CPU us/page':>17} {'trips/page':>10}")  # fmt: skip
     one, one_steady = rows[0]["rate"], rows[0]["steady"]
     for name, r in [("in memory (1 process)", memory)] + [
-        (f"Redis, {r['procs']} process{'es' if r['procs'] > 1 else ''}", r) for r in rows
-    ]:
+        (f"Redis, {r['procs']} process{'es' if r['procs'] > 1 else ''}"
+         f"{', dedup' if 'dedup' in r else ''}", r) for r in rows
+    ]:  # fmt: skip
         redis_cpu = f"{r['redis_cpu'] / r['pages'] * 1e6:>17.0f}" if "redis_cpu" in r else "-"
         trips = f"{r['commands'] / r['pages']:>10.2f}" if "commands" in r else "-"
         print(f"{name:<22} {r['pages']:>6.0f} {r['distinct']:>8.0f} {r['wall']:>7.2f} "
               f"{r['rate']:>8.0f} {r['rate'] / one:>8.2f}x {r['steady']:>8.0f} "
               f"{r['steady'] / one_steady:>8.2f}x {r['cpu'] / r['pages'] * 1e3:>11.2f} "
               f"{redis_cpu:>17} {trips:>10}")  # fmt: skip
-    return max(rows, key=lambda r: r["steady"])
+    if not slow:
+        pages, size = index
+        print(f"shared content index: {pages:,} distinct pages, {size:,} bytes in Redis "
+              f"({size / max(pages, 1):.0f} bytes a page)")  # fmt: skip
+    return max((r for r in rows if "dedup" not in r), key=lambda r: r["steady"])
 
 
 def main() -> None:

@@ -161,8 +161,8 @@ async def test_a_process_joining_after_the_budget_is_spent_leaves_the_crawl_unfi
 
 
 async def test_what_a_shared_crawl_still_refuses_is_named() -> None:
-    config = _config("redis://127.0.0.1:1/0").override("dedup", enabled=True)
-    with pytest.raises(ConfigError, match=r"\[dedup\] enabled"):
+    config = _config("redis://127.0.0.1:1/0").override("politeness", adaptive=True)
+    with pytest.raises(ConfigError, match=r"\[politeness\] adaptive"):
         Crawler(config, score=topic_first)
 
 
