@@ -118,7 +118,7 @@ class Admission:
         """Admit `entries` through the shared crawl (seen test and enqueue in one atomic call);
         how many were new and queued. Each refusal is counted like in memory."""
         assert self.shared is not None
-        from crawler.frontier.redis import ADMITTED, OVER_LIMIT, SEEN
+        from crawler.frontier.redis import ADMITTED, HOST_LIMIT, OVER_LIMIT, SEEN
 
         stats, new = self.stats, 0
         flags = await self.shared.admit(entries, self.max_pages)
@@ -129,6 +129,8 @@ class Admission:
                 stats.duplicates += 1
             elif flag == OVER_LIMIT:
                 stats.over_limit += 1
+            elif flag == HOST_LIMIT:  # [scope] max_pages_per_host, over every process
+                stats.scope_refused["host_limit"] += 1
             else:  # a bound of the shared frontier (max_queued, max_queued_per_host)
                 self.record(entry, False)
         return new

@@ -118,6 +118,8 @@ def make_frontier(
 
 
 def make_scope(config: Config) -> Scope:
+    """The crawl's scope. In a crawl shared through Redis, `max_pages_per_host` is counted
+    there, over every process (`crawler.cluster.ClusterNode.admit`): not by this scope."""
     sc, c = config.scope, config.crawl
     return Scope(
         allowed_domains=sc.allowed_domains,
@@ -125,7 +127,7 @@ def make_scope(config: Config) -> Scope:
         exclude=sc.exclude,
         skip_extensions=sc.skip_extensions,
         max_depth=c.max_depth,
-        max_pages_per_host=sc.max_pages_per_host,
+        max_pages_per_host=0 if config.cluster.redis else sc.max_pages_per_host,
         max_url_length=sc.max_url_length,
         max_path_depth=sc.max_path_depth,
         max_segment_repeats=sc.max_segment_repeats,

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+from aiohttp import web
 from redis.asyncio import Redis
 
 from crawler.cli import main
@@ -26,7 +27,7 @@ from crawler.frontier.redis import RedisFrontier
 from crawler.progress import progress_line
 from crawler.results import CrawlResult
 from crawler.sieve.redis import RedisSieve
-from tests.conftest import site_config
+from tests.conftest import serve, site_config
 from tests.redis_server import RedisServer
 
 
@@ -252,3 +253,29 @@ def test_without_redis_py_a_shared_crawl_is_a_clear_error() -> None:
         done = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == 2, done.stderr
         assert "pip install 'sieve-crawler[redis]'" in done.stderr, done.stderr
+
+
+async def test_max_pages_per_host_counts_over_every_process(redis_url: str) -> None:
+    # two hosts of 12 pages each, linked from both homes; a cap of 5 URLs a host must hold for
+    # the crawl, not for each process (each would admit 5 of its own)
+    async def handler(request: web.Request) -> web.Response:
+        links = "".join(f'<a href="http://{h}:{request.url.port}/p{i}">{i}</a>'
+                        for h in ("a.test", "b.test") for i in range(12))  # fmt: skip
+        return web.Response(text=f"<title>{request.path}</title>{links}", content_type="text/html")
+
+    async with serve(handler) as port:
+        config = Config().override("fetch", resolve={"a.test": "127.0.0.1", "b.test": "127.0.0.1"})
+        config = config.override("politeness", delay=0.0, respect_robots=False)
+        config = config.override("crawl", concurrency=2)
+        config = config.override(
+            "scope", max_pages_per_host=5, allowed_domains=("a.test", "b.test")
+        )
+        config = shared(config, redis_url)
+        seeds = [f"http://a.test:{port}/", f"http://b.test:{port}/"]
+        a, b = Crawler(config), Crawler(config)
+        ra, rb = await asyncio.gather(crawl_all(a, seeds), crawl_all(b, seeds))
+    hosts = [r.url.split("/")[2].split(":")[0] for r in ra + rb]
+    assert sorted(hosts) == ["a.test"] * 5 + ["b.test"] * 5
+    assert ra and rb, "both took part"
+    refused = a.stats.scope_refused["host_limit"] + b.stats.scope_refused["host_limit"]
+    assert refused >= 2 * (12 + 1 - 5)  # each host's other pages, refused at least once

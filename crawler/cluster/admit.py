@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from crawler.admission import Admission
 from crawler.entries import Entry
-from crawler.frontier.redis import ADMITTED, SEEN
+from crawler.frontier.redis import ADMITTED, HOST_LIMIT, SEEN
 from crawler.scoring import Link, ScoreFn, score_links
 
 __all__ = ["scored_links"]
@@ -58,6 +58,8 @@ async def scored_links(adm: Admission, parent: Entry, score: ScoreFn, links: lis
         elif flag == SEEN:  # admitted by another process since: a duplicate, maybe queued
             stats.duplicates += 1
             raised.append((entry.url, entry.key, entry.priority))
+        elif flag == HOST_LIMIT:  # [scope] max_pages_per_host, over every process
+            stats.scope_refused["host_limit"] += 1
         else:  # a bound of the shared frontier (max_queued, max_queued_per_host)
             adm.record(entry, False)
     if raised:

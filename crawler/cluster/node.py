@@ -206,13 +206,15 @@ class ClusterNode:
 
     async def admit(self, entries: Sequence[Entry], max_admitted: int = 0) -> list[int]:
         """What the shared frontier says of each entry (`crawler.frontier.redis`: ADMITTED,
-        SEEN, FULL, HOST_FULL, OVER_LIMIT); keys this process sent before are SEEN at once."""
+        SEEN, FULL, HOST_FULL, OVER_LIMIT, HOST_LIMIT: ``[scope] max_pages_per_host`` counted
+        over every process); keys this process sent before are SEEN at once."""
         cache = self.cache
         flags = [SEEN if e.key in cache else -1 for e in entries]
         todo = [e for e, f in zip(entries, flags, strict=True) if f < 0]
         if not todo:
             return flags
-        answers = iter(await self.frontier.admit(todo, max_admitted))
+        per_host = self.config.scope.max_pages_per_host
+        answers = iter(await self.frontier.admit(todo, max_admitted, per_host))
         for i, flag in enumerate(flags):
             if flag < 0:
                 flags[i] = answer = next(answers)

@@ -90,6 +90,7 @@ from crawler.frontier.redis_queues import (
     ADMITTED,
     FULL,
     HOST_FULL,
+    HOST_LIMIT,
     OVER_LIMIT,
     SEEN,
     RedisQueues,
@@ -99,7 +100,7 @@ from crawler.hosts import SUSPECT_STREAK, HostRule, down_reason, host_key, robot
 from crawler.robots import RobotsPolicy, policy_from_response
 from crawler.sieve.redis import RedisSieve
 
-__all__ = ["ADMITTED", "FULL", "HOST_FULL", "OVER_LIMIT", "SEEN", "RedisFrontier"]
+__all__ = ["ADMITTED", "FULL", "HOST_FULL", "HOST_LIMIT", "OVER_LIMIT", "SEEN", "RedisFrontier"]
 
 logger = logging.getLogger(__name__)
 

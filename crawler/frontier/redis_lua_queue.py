@@ -16,13 +16,17 @@ __all__ = ["ADMIT", "CLAIM", "PEEK", "REPRIORITIZE"]
 # crawl's ``max_pages``: a key is refused, and stays unseen, once the Sieve's shared count has
 # reached it), exact tier ('1'/''), then (m, k) per stage, then per key: host, tail
 # (key\npayload), score, delay, concurrency, then (start, step) per stage, then its fingerprint's
-# bucket and the fingerprint (the Sieve's h1, signed 64-bit, decimal). The exact tier confirms
+# bucket and the fingerprint (the Sieve's h1, signed 64-bit, decimal), and its scope host (the
+# key's host, port left out: `crawler.scope.split_host`); last, the URLs a host may have
+# admitted (``[scope] max_pages_per_host``, 0: no cap; counted per scope host in
+# ``host_admitted``, for every process: a key of a host at the cap is refused before the Sieve's
+# test, as the in-memory scope does, and stays unseen). The exact tier confirms
 # a key the Bloom filter takes as seen against ``exact:{bucket}`` (sets of fingerprints: 65,536
 # buckets by their top 16 bits, kept as Redis intsets of 8 bytes per key up to 512 keys a
 # bucket, ~33M keys); a key not there is a false positive, rescued (counted in ``stats``
 # ``rescued``) and admitted. Returns {-1, stages} when the Sieve grew meanwhile (call again),
 # else {set bits of the newest stage, count, flag per key}: 1 queued, 0 seen, 2 full, 3 host
-# full, 4 over max admitted.
+# full, 4 over max admitted, 5 over the host's max admitted.
 ADMIT: Final = (
     COMMON
     + r"""
@@ -41,7 +45,9 @@ local cap = tonumber(ARGV[8])
 local admitted = (cap > 0) and tonumber(redis.call('GET', P .. 'sieve:count') or '0') or 0
 local over = 0
 local base = 10 + 2 * nst
-local width = 7 + 2 * nst
+local width = 8 + 2 * nst
+local host_cap = tonumber(ARGV[#ARGV])
+local host_admitted = P .. 'host_admitted'
 local queued = tonumber(redis.call('HGET', P .. 'stats', 'queued') or '0')
 local flags = {}
 local new, flips = 0, 0
@@ -52,9 +58,13 @@ for i = 0, n - 1 do
     local host = ARGV[at]
     local q = P .. 'q:' .. host
     local flag
+    local shost = ARGV[at + 7 + 2 * nst]
     if cap > 0 and admitted + new >= cap then
         flag = 4
         over = over + 1
+    elseif host_cap > 0
+           and tonumber(redis.call('HGET', host_admitted, shost) or '0') >= host_cap then
+        flag = 5
     elseif queued >= maxq then
         flag = 2
         dropped_full = dropped_full + 1
@@ -108,6 +118,7 @@ for i = 0, n - 1 do
                            'robots', robots_state)
             end
             refile(host)
+            if host_cap > 0 then redis.call('HINCRBY', host_admitted, shost, 1) end
             queued = queued + 1
             new = new + 1
         end

@@ -23,13 +23,14 @@ from crawler.frontier.base import FrontierStats
 from crawler.frontier.redis_lua_queue import ADMIT, PEEK, REPRIORITIZE
 from crawler.frontier.redis_members import entry_of, member_tail, text
 from crawler.hosts import HostRule, host_key
+from crawler.scope import split_host
 from crawler.sieve.bloom import hash_pair
 from crawler.sieve.redis import RedisSieve, SharedStateError
 
-__all__ = ["ADMITTED", "FULL", "HOST_FULL", "OVER_LIMIT", "SEEN", "RedisQueues"]
+__all__ = ["ADMITTED", "FULL", "HOST_FULL", "HOST_LIMIT", "OVER_LIMIT", "SEEN", "RedisQueues"]
 
 # what `admit` says of each entry (the ADMIT script's flags)
-SEEN, ADMITTED, FULL, HOST_FULL, OVER_LIMIT = 0, 1, 2, 3, 4
+SEEN, ADMITTED, FULL, HOST_FULL, OVER_LIMIT, HOST_LIMIT = 0, 1, 2, 3, 4, 5
 
 
 class RedisQueues:
@@ -86,10 +87,13 @@ class RedisQueues:
         atomic script (rule 11); True for each entry queued (new and within the bounds)."""
         return [flag == ADMITTED for flag in await self.admit(list(entries))]
 
-    async def admit(self, batch: list[Entry], max_admitted: int = 0) -> list[int]:
+    async def admit(
+        self, batch: list[Entry], max_admitted: int = 0, max_per_host: int = 0
+    ) -> list[int]:
         """`put_many` telling why each entry was or was not queued: ADMITTED, SEEN, FULL,
-        HOST_FULL, or OVER_LIMIT once the shared Sieve counts `max_admitted` keys (0: no cap;
-        a refused key stays unseen)."""
+        HOST_FULL, OVER_LIMIT once the shared Sieve counts `max_admitted` keys, or HOST_LIMIT
+        once the entry's host (its key's, port left out) had `max_per_host` URLs admitted by
+        any process (0: no cap; a refused key stays unseen)."""
         if self._closed:
             self._dropped_closed += len(batch)
             return [FULL] * len(batch)
@@ -100,7 +104,8 @@ class RedisQueues:
         for entry in batch:
             host = host_key(entry.url)
             delay, conc = self._host_settings(host)
-            rows.append((host, member_tail(entry), repr(-entry.priority), repr(delay), conc))
+            rows.append((host, member_tail(entry), repr(-entry.priority), repr(delay), conc,
+                         split_host(entry.key)))  # fmt: skip
         while True:
             layout = self.sieve.layout()
             args: list[Any] = [self.prefix, "", len(layout), self._max_queued,
@@ -110,9 +115,10 @@ class RedisQueues:
             for m, k in layout:
                 args += (m, k)
             for row, (h1, h2) in zip(rows, pairs, strict=True):
-                args += row
+                args += row[:5]
                 args += self.sieve.starts(h1, h2)
-                args += (format((h1 >> 48) & 0xFFFF, "x"), h1)
+                args += (format((h1 >> 48) & 0xFFFF, "x"), h1, row[5])
+            args.append(max_per_host)
             reply = await self._run("admit", args)
             if int(reply[0]) >= 0:
                 break
