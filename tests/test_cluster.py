@@ -11,6 +11,7 @@ import itertools
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -18,6 +19,7 @@ from redis.asyncio import Redis
 
 from crawler.cli import main
 from crawler.cluster import ClusterNode, SentCache, format_status, read_status
+from crawler.components import settings
 from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.entries import Entry
@@ -27,6 +29,7 @@ from crawler.frontier.redis import RedisFrontier
 from crawler.progress import progress_line
 from crawler.results import CrawlResult
 from crawler.sieve.redis import RedisSieve
+from crawler.state import CrawlState
 from tests.conftest import serve, site_config
 from tests.redis_server import RedisServer
 
@@ -163,11 +166,17 @@ async def test_redis_lost_mid_crawl_ends_the_crawl_and_a_rerun_resumes(site: Fix
         assert keys == site.expected() | site.refused()
 
 
-def test_what_a_shared_crawl_does_not_do_yet_is_refused_by_name() -> None:
-    adaptive = shared(Config(), "redis://127.0.0.1:1/0").override("politeness", adaptive=True)
-    with pytest.raises(ConfigError, match=r"--redis.*\[politeness\] adaptive") as refused:
-        Crawler(adaptive, score=lambda link: 1.0)
-    assert "score" not in str(refused.value) and "focus" not in str(refused.value)
+def test_what_a_shared_crawl_does_not_do_is_refused_by_name(tmp_path: Path) -> None:
+    config = shared(Config(), "redis://127.0.0.1:1/0").override("politeness", adaptive=True)
+    config = config.override("dedup", enabled=True)  # both shared now: not refused
+    state = CrawlState.open(tmp_path / "state", settings(config))
+    try:
+        with pytest.raises(ConfigError, match=r"--redis.*--state") as refused:
+            Crawler(config, state=state, score=lambda link: 1.0)
+    finally:
+        state.abandon()
+    message = str(refused.value)
+    assert "adaptive" not in message and "dedup" not in message and "score" not in message
 
 
 def test_the_sent_cache_is_bounded_and_remembers_recent_keys() -> None:
@@ -279,3 +288,24 @@ async def test_max_pages_per_host_counts_over_every_process(redis_url: str) -> N
     assert ra and rb, "both took part"
     refused = a.stats.scope_refused["host_limit"] + b.stats.scope_refused["host_limit"]
     assert refused >= 2 * (12 + 1 - 5)  # each host's other pages, refused at least once
+
+
+async def test_an_adaptive_shared_crawl_slows_down_for_a_slow_host(redis_url: str) -> None:
+    # the engine's latencies reach the shared delay: a host answering in ~50 ms ends with a
+    # delay of that order in Redis, from 0 (the configured delay)
+    async def handler(request: web.Request) -> web.Response:
+        await asyncio.sleep(0.05)
+        links = "".join(f'<a href="/p{i}">{i}</a>' for i in range(8))
+        return web.Response(text=f"<title>{request.path}</title>{links}", content_type="text/html")
+
+    async with serve(handler) as port:
+        config = Config().override("politeness", delay=0.0, respect_robots=False, adaptive=True)
+        config = shared(config.override("crawl", concurrency=2), redis_url)
+        results = await crawl_all(Crawler(config), [f"http://127.0.0.1:{port}/"])
+    assert len(results) == 9
+    client = Redis.from_url(redis_url)
+    try:
+        delay = float(await client.hget(f"crawl:t:h:http://127.0.0.1:{port}", "delay") or 0)
+    finally:
+        await client.aclose()
+    assert 0.01 < delay < 0.2

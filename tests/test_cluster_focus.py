@@ -21,7 +21,7 @@ from crawler.components import make_scope, make_sieve, make_urls, settings
 from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.entries import Entry
-from crawler.errors import ConfigError, ScoreError, SharedStateError
+from crawler.errors import ScoreError, SharedStateError
 from crawler.fixture import FixtureSite
 from crawler.focus import Focus
 from crawler.results import CrawlResult, CrawlStats
@@ -158,12 +158,6 @@ async def test_a_process_joining_after_the_budget_is_spent_leaves_the_crawl_unfi
     # a focused process without a budget would not keep the others' (refused by name)
     with pytest.raises(SharedStateError, match=r"other settings \(crawl.fetch_budget\)"):
         await _crawl(Crawler(_config(redis_url), score=topic_first), [origin + "/"])
-
-
-async def test_what_a_shared_crawl_still_refuses_is_named() -> None:
-    config = _config("redis://127.0.0.1:1/0").override("politeness", adaptive=True)
-    with pytest.raises(ConfigError, match=r"\[politeness\] adaptive"):
-        Crawler(config, score=topic_first)
 
 
 # -- one page's links through two processes' admissions --------------------------------------

@@ -71,15 +71,11 @@ def redacted(url: str) -> str:
 
 
 def check_cluster_config(config: Config, *, state: bool) -> None:
-    """ConfigError for what a shared crawl does not do (yet), named; nothing otherwise."""
-    not_shared = [
-        ("--state (the shared crawl's state is Redis itself)", state),
-        ("[politeness] adaptive", config.politeness.adaptive),
-    ]
-    named = [name for name, on in not_shared if on]
-    if named:
-        raise ConfigError("not available with --redis (a crawl shared through Redis) yet: "
-                          + "; ".join(named))  # fmt: skip
+    """ConfigError for what a shared crawl does not do, named; nothing otherwise."""
+    if state:
+        raise ConfigError("not available with --redis (a crawl shared through Redis): --state "
+                          "(Redis is the shared crawl's state: run the same command again to "
+                          "go on)")  # fmt: skip
 
 
 class SentCache:
@@ -153,7 +149,7 @@ class ClusterNode:
         self.frontier = RedisFrontier(
             self._client, self.prefix, self.sieve, delay=p.delay,
             per_host_concurrency=p.per_host_concurrency, max_delay=p.max_delay,
-            max_queued=config.crawl.max_queued,
+            adaptive=p.adaptive, max_queued=config.crawl.max_queued,
             max_queued_per_host=config.crawl.max_queued_per_host, backoff_base=p.backoff_base,
             backoff_max=p.backoff_max, max_retry_after=p.max_retry_after,
             lease_ttl=c.lease_ttl or LEASE_TTL, clock=clock,

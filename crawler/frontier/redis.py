@@ -38,7 +38,8 @@ Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
      queued pages, its retries and pages admitted later are handed out first, at once, as
      REFUSED entries (``refusal()``: ``host_down: ...``), each to one process, leased until
      ``done()`` (the engine's, once the result is out) but holding no slot.
-     Not yet: the adaptive delay.
+     So is the adaptive delay (``adaptive``): each outcome's latency moves the host's shared
+     delay as ``Politeness.response`` moves a host's in memory (DONE), whichever process fetched.
   5. kept with ``respect_robots`` (off by default here; the engine passes its setting): a host
      whose policy is unknown or expired hands out its ROBOTS entry first (leased like a page;
      reclaimed, it is asked again) and nothing else until ``set_robots()``, which stores the
@@ -85,7 +86,7 @@ from redis.asyncio import Redis
 from crawler.entries import Entry, EntryKind, Outcome
 from crawler.frontier.redis_lua_leases import DONE, RECLAIM, REFUSE, RENEW, SET_ROBOTS
 from crawler.frontier.redis_lua_queue import CLAIM
-from crawler.frontier.redis_members import blame_args, entry_of, member_tail, text
+from crawler.frontier.redis_members import blame_args, entry_of, latency_args, member_tail, text
 from crawler.frontier.redis_queues import (
     ADMITTED,
     FULL,
@@ -105,7 +106,7 @@ __all__ = ["ADMITTED", "FULL", "HOST_FULL", "HOST_LIMIT", "OVER_LIMIT", "SEEN", 
 logger = logging.getLogger(__name__)
 
 DEFAULT_LEASE_TTL: Final = 60.0 + 30.0  # the fetch's total_timeout + 30 s
-_DONE_HEAD: Final = 8  # the DONE script's arguments before the entries'
+_DONE_HEAD: Final = 10  # the DONE script's arguments before the entries'
 
 
 class RedisFrontier(RedisQueues):
@@ -113,7 +114,8 @@ class RedisFrontier(RedisQueues):
     (same client and prefix; opened here). ``await open()`` before use."""
 
     __slots__ = ("_candidates", "_down", "_flying", "_max_delay", "_next_reclaim", "_policies",
-                 "_rng", "_robots_asked", "_sleep", "backoff_base", "backoff_max", "lease_ttl",
+                 "_rng", "_robots_asked", "_sleep", "adaptive", "backoff_base", "backoff_max",
+                 "lease_ttl",
                  "max_host_failures", "max_retry_after", "owner", "poll_interval",
                  "reclaim_interval", "robots_max_attempts", "robots_ttl", "turn",
                  "user_agent")  # fmt: skip
@@ -127,6 +129,7 @@ class RedisFrontier(RedisQueues):
         delay: float = 0.0,
         per_host_concurrency: int = 1,
         max_delay: float = 60.0,
+        adaptive: bool = False,
         max_queued: int = 1_000_000,
         max_queued_per_host: int = 100_000,
         backoff_base: float = 1.0,
@@ -166,6 +169,7 @@ class RedisFrontier(RedisQueues):
                          respect_robots=respect_robots, clock=clock,
                          host_rule=host_rule)  # fmt: skip
         self._max_delay = max(float(max_delay), self.delay)
+        self.adaptive = adaptive
         self.backoff_base, self.backoff_max = float(backoff_base), float(backoff_max)
         self.max_retry_after = float(max_retry_after)
         self.lease_ttl = float(lease_ttl)
@@ -295,7 +299,8 @@ class RedisFrontier(RedisQueues):
             args += (flying[1], "1" if retry else "", tail, blame,
                      outcome.attempt if outcome is not None else 0,
                      "" if wait is None else repr(wait),
-                     repr(0.5 + 0.5 * self._rng.random()))  # fmt: skip
+                     repr(0.5 + 0.5 * self._rng.random()),
+                     *latency_args(outcome))  # fmt: skip
             flags.append(None)
             urls.append(entry.url)
         answers = await self._run("done", args) if len(args) > _DONE_HEAD else []
@@ -310,7 +315,8 @@ class RedisFrontier(RedisQueues):
         """The DONE script's arguments before the entries' (``_DONE_HEAD`` of them)."""
         return [self.prefix, self._now_arg(), repr(self.backoff_base), repr(self.backoff_max),
                 repr(self.max_retry_after), SUSPECT_STREAK, self.max_host_failures,
-                down_reason(self.max_host_failures)]  # fmt: skip
+                down_reason(self.max_host_failures), "1" if self.adaptive else "",
+                repr(self._max_delay)]  # fmt: skip
 
     async def maybe_reclaim(self) -> None:
         """Run ``reclaim()`` when its timer (every ``reclaim_interval`` seconds) is due."""
@@ -337,7 +343,7 @@ class RedisFrontier(RedisQueues):
             flying = self._flying.pop(id(entry), None)
             if flying is None or entry.kind is EntryKind.ROBOTS:
                 continue  # a ROBOTS entry is simply asked again once its lease expires
-            args += (flying[1], "2", member_tail(entry), "", 0, "", "1")
+            args += (flying[1], "2", member_tail(entry), "", 0, "", "1", "", "")
         return sum(await self._run("done", args)) if len(args) > _DONE_HEAD else 0
 
     async def reclaim(self, limit: int = 1000) -> int:
@@ -359,7 +365,8 @@ class RedisFrontier(RedisQueues):
                 body or b"", "1" if policy.temporary else "", crawl_delay, repr(self._max_delay),
                 repr(self.robots_ttl), self.robots_max_attempts,
                 repr(0.5 + 0.5 * self._rng.random()), repr(self.backoff_base),
-                repr(self.backoff_max), repr(delay), conc, lease]  # fmt: skip
+                repr(self.backoff_max), repr(delay), conc, lease,
+                "1" if self.adaptive else ""]  # fmt: skip
         if await self._run("robots", args) == 1 and policy.temporary:
             logger.warning("robots.txt of %s unreachable %d times: refusing its pages",
                            host, self.robots_max_attempts)  # fmt: skip

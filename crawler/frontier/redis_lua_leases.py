@@ -12,12 +12,18 @@ from crawler.frontier.redis_lua_keys import COMMON
 __all__ = ["DONE", "RECLAIM", "REFUSE", "RENEW", "SET_ROBOTS"]
 
 # ARGV: prefix, now, backoff_base, backoff_max, max_retry_after, suspect streak,
-# max_host_failures (0: never), the reason a host is down, then per entry: lease id, retry
-# ('1'; '2': given back unfetched, not counted as a retry; ''), retry tail (key\npayload with
-# retries + 1), blame ('host', 'suspect', 'url', ''), attempt, wait ('' or seconds,
-# Retry-After), jitter. The max_host_failures-th HOST failure in a row (the ``failures`` the
-# backoff counts) puts the host down (circuit breaker, ``crawler.hosts``): ``down`` = the
-# reason in its hash, and ``refile`` makes its queued pages (a retry among them) refusals.
+# max_host_failures (0: never), the reason a host is down, adaptive delay ('1'/''), max_delay,
+# then per entry: lease id, retry ('1'; '2': given back unfetched, not counted as a retry;
+# ''), retry tail (key\npayload with retries + 1), blame ('host', 'suspect', 'url', ''),
+# attempt, wait ('' or seconds, Retry-After), jitter, latency ('' or seconds to the response
+# headers), status ('' none). The adaptive delay (``crawler.hosts.Politeness.response``):
+# the host's ``delay`` moves to the mean of itself and latency / its concurrency, never below
+# its ``floor`` (its delay with robots.txt's Crawl-delay; ``base`` before any) nor above
+# max(max_delay, floor); an error status never lowers it; the host's next start is then no
+# sooner than its ``last`` start + the new delay. The max_host_failures-th HOST failure in a
+# row (the ``failures`` the backoff counts) puts the host down (circuit breaker,
+# ``crawler.hosts``): ``down`` = the reason in its hash, and ``refile`` makes its queued pages
+# (a retry among them) refusals.
 # Returns per entry 1, 2 when it put its host down, or 0 when its lease is not current
 # (expired and reclaimed, or done).
 DONE: Final = (
@@ -26,6 +32,22 @@ DONE: Final = (
 local now = clock()
 local bbase, bmax, maxra = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local streak, maxf = tonumber(ARGV[6]), tonumber(ARGV[7])
+local adaptive, max_delay = ARGV[9] == '1', tonumber(ARGV[10])
+local function adapt(hk, latency, status)
+    local st = redis.call('HMGET', hk, 'delay', 'floor', 'base', 'conc', 'last', 'next')
+    local delay = tonumber(st[1] or '0')
+    local floor = tonumber(st[2] or st[3] or '0')
+    local target = (delay + latency / math.max(tonumber(st[4] or '1'), 1)) / 2.0
+    if status == nil or status >= 500 or status == 429 then  -- errors never speed us up
+        target = math.max(target, delay)
+    end
+    delay = math.min(math.max(target, floor), math.max(max_delay, floor))
+    redis.call('HSET', hk, 'delay', fmt(delay))
+    local last = tonumber(st[5] or '')
+    if last then
+        redis.call('HSET', hk, 'next', fmt(math.max(tonumber(st[6] or '0'), last + delay)))
+    end
+end
 local function finish(at)
     local host, score, member = take_lease(ARGV[at])
     if host == nil then return 0 end
@@ -57,6 +79,8 @@ local function finish(at)
     elseif blame == 'url' then
         redis.call('HSET', hk, 'failures', 0, 'suspects', 0)
     end
+    local latency = tonumber(ARGV[at + 7])
+    if adaptive and latency then adapt(hk, latency, tonumber(ARGV[at + 8])) end
     if ARGV[at + 1] ~= '' then
         requeue(host, score, string.sub(member, 1, 16) .. ARGV[at + 2])
         if ARGV[at + 1] == '1' then redis.call('HINCRBY', P .. 'stats', 'retries', 1) end
@@ -65,7 +89,7 @@ local function finish(at)
     return answer
 end
 local out = {}
-for at = 9, #ARGV, 7 do out[#out + 1] = finish(at) end
+for at = 11, #ARGV, 9 do out[#out + 1] = finish(at) end
 return out
 """
 )
@@ -142,7 +166,9 @@ return out
 # A robots.txt answer (crawler.hosts.Politeness.robots, shared). ARGV: prefix, now, host,
 # status ('' none), body, temporary ('1'/''), Crawl-delay ('' none), max_delay, robots_ttl,
 # robots_max_attempts, jitter, backoff_base, backoff_max, delay, concurrency (for a host not
-# seen yet: preloading), the id of the ROBOTS lease this answers ('' none: preloading).
+# seen yet: preloading), the id of the ROBOTS lease this answers ('' none: preloading),
+# adaptive delay ('1'/''): a policy's delay (``base`` and its Crawl-delay) is the host's
+# ``floor``, and its ``delay`` (kept if higher when adaptive).
 # Robots fields of the host hash: ``robots`` ('need', 'fetching',
 # 'known'), ``robots_expires``, ``robots_failures``, ``robots_policy`` ('ok': a policy from an
 # answer is cached; 'gaveup': unreachable too often, every page refused), ``robots_status``,
@@ -162,13 +188,17 @@ local ttl = tonumber(ARGV[9])
 if ARGV[6] ~= '1' then
     local base = tonumber(redis.call('HGET', hk, 'base') or '0')
     if ARGV[7] ~= '' then base = math.max(base, math.min(tonumber(ARGV[7]), tonumber(ARGV[8]))) end
+    local delay = base
+    if ARGV[17] == '1' then  -- adaptive: a higher delay (slow answers) is kept
+        delay = math.max(tonumber(redis.call('HGET', hk, 'delay') or '0'), base)
+    end
     redis.call('HSET', hk, 'robots', 'known', 'robots_expires', fmt(now + ttl),
                'robots_failures', 0, 'robots_policy', 'ok', 'robots_status', ARGV[4],
-               'robots_body', ARGV[5], 'delay', fmt(base))
+               'robots_body', ARGV[5], 'delay', fmt(delay), 'floor', fmt(base))
     local last = tonumber(redis.call('HGET', hk, 'last') or '')
     if last then
         local nxt = tonumber(redis.call('HGET', hk, 'next') or '0')
-        redis.call('HSET', hk, 'next', fmt(math.max(nxt, last + base)))
+        redis.call('HSET', hk, 'next', fmt(math.max(nxt, last + delay)))
     end
     refile(host)
     return 1

@@ -15,7 +15,7 @@ from crawler.entries import Entry, Outcome
 from crawler.hosts import blame_of, parse_retry_after
 from crawler.sieve.redis import text
 
-__all__ = ["blame_args", "entry_of", "member_tail", "text"]
+__all__ = ["blame_args", "entry_of", "latency_args", "member_tail", "text"]
 
 
 def member_tail(entry: Entry) -> str:
@@ -46,3 +46,11 @@ def blame_args(outcome: Outcome | None) -> tuple[str, float | None]:
     if outcome.retry_after is not None and outcome.status is not None:
         wait = parse_retry_after(outcome.retry_after)
     return ("" if blame is None else blame.value), wait
+
+
+def latency_args(outcome: Outcome | None) -> tuple[str, str]:
+    """An outcome's latency and status as the DONE script reads them ('' for none): what the
+    adaptive delay follows."""
+    if outcome is None or outcome.latency is None:
+        return "", ""
+    return repr(outcome.latency), "" if outcome.status is None else str(outcome.status)
