@@ -67,6 +67,25 @@ async def test_the_shared_index_answers_as_the_in_memory_one(redis_url: str, k: 
         await client.aclose()
 
 
+async def test_pages_alike_but_for_numbers_do_not_crowd_a_shared_bucket(redis_url: str) -> None:
+    # one simhash for many distinct contents (or simhash 0): filed once, so the bucket every
+    # insert rewrites (and Redis is blocked meanwhile, for every process) stays one record
+    client = Redis.from_url(redis_url)
+    try:
+        index, rng = RedisContentIndex(client, "crawl:t:", 3), random.Random(8)
+        for sim in (0x0123_4567_89AB_CDEF, 0):
+            for i in range(300):
+                match = await index.check(f"http://c.test/{sim}/{i}",
+                                          Fingerprint(rng.randbytes(16), sim))  # fmt: skip
+                first = None if i == 0 or sim == 0 else f"http://c.test/{sim}/0"
+                assert match == (None, first)
+            bucket = await client.hstrlen("crawl:t:content:t0", str(sim & 0xFFFF))
+            assert bucket == 12  # one record
+        assert await index.pages() == 600
+    finally:
+        await client.aclose()
+
+
 async def test_the_shared_index_checks_its_arguments(redis_url: str) -> None:
     client = Redis.from_url(redis_url)
     try:

@@ -64,7 +64,7 @@ class NearDuplicateIndex:
     """Simhashes (64-bit ints) with ids 0, 1, 2... in the order added; `query` returns the
     smallest id within `distance` bits."""
 
-    __slots__ = ("_heads", "_masks", "_next", "_shifts", "_sims", "candidates", "distance")
+    __slots__ = ("_heads", "_masks", "_next", "_shifts", "_sims", "candidates", "distance", "equal")
 
     def __init__(self, distance: int = 3) -> None:
         if isinstance(distance, bool) or not isinstance(distance, int):
@@ -79,17 +79,24 @@ class NearDuplicateIndex:
         self._next = array("i")  # page id * blocks + table -> the next older page in its bucket
         self._sims = array("Q")
         self.candidates = 0  # simhashes compared by queries (for the benchmark)
+        self.equal = False  # the last query met its very simhash
 
     def __len__(self) -> int:
         return len(self._sims)
 
-    def add(self, simhash: int) -> int:
-        """Add a simhash; returns its id."""
+    def add(self, simhash: int, *, file: bool = True) -> int:
+        """Add a simhash; returns its id. With `file` false it gets its id but no place in the
+        tables, so no query finds it: for a simhash an earlier id has (queries find that one:
+        its id is smaller), which keeps pages alike but for their numbers (one simhash for a
+        thousand calendar months) from crowding one bucket that every query walks."""
         doc = len(self._sims)
         if doc >= 2**31 - 1:
             raise OverflowError("NearDuplicateIndex holds at most 2**31 - 1 simhashes")
         self._sims.append(simhash)
         nxt = self._next
+        if not file:
+            nxt.extend(array("i", [_NONE]) * len(self._heads))
+            return doc
         for heads, shift, mask in zip(self._heads, self._shifts, self._masks, strict=True):
             key = (simhash >> shift) & mask
             nxt.append(heads[key])
@@ -97,20 +104,25 @@ class NearDuplicateIndex:
         return doc
 
     def query(self, simhash: int) -> int | None:
-        """The smallest id whose simhash is within `distance` bits of `simhash`, or None."""
+        """The smallest id whose simhash is within `distance` bits of `simhash`, or None;
+        `equal` tells whether a filed id has this very simhash."""
         best = -1
         k, sims, nxt, blocks = self.distance, self._sims, self._next, len(self._heads)
         seen = 0
+        equal = False
         for t, (heads, shift, mask) in enumerate(
             zip(self._heads, self._shifts, self._masks, strict=True)
         ):
             doc = heads[(simhash >> shift) & mask]
             while doc != _NONE:  # newest first: walk the whole bucket for the earliest
                 seen += 1
-                if (sims[doc] ^ simhash).bit_count() <= k and (best < 0 or doc < best):
+                bits = (sims[doc] ^ simhash).bit_count()
+                if bits <= k and (best < 0 or doc < best):
                     best = doc
+                equal = equal or bits == 0
                 doc = nxt[doc * blocks + t]
         self.candidates += seen
+        self.equal = equal
         return None if best < 0 else best
 
     def simhash(self, doc: int) -> int:
@@ -143,7 +155,8 @@ Store = Callable[[int, bytes, str], None]
 class ContentIndex:
     """Every distinct page content seen so far: exact and near lookup, and the pages' URLs."""
 
-    __slots__ = ("_exact_heads", "_exact_next", "_hashes", "_url_ends", "_urls", "near", "store")
+    __slots__ = ("_exact_heads", "_exact_next", "_hashes", "_url_ends", "_urls", "_zero", "near",
+                 "store")  # fmt: skip
 
     def __init__(self, distance: int = 3, store: Store | None = None) -> None:
         self.near = NearDuplicateIndex(distance)
@@ -153,6 +166,7 @@ class ContentIndex:
         self._exact_next = array("i")
         self._urls = bytearray()
         self._url_ends = array("Q")
+        self._zero = False  # a page of simhash 0 is filed (the first: `_filed`)
 
     def __len__(self) -> int:
         return len(self._url_ends)
@@ -172,9 +186,11 @@ class ContentIndex:
         return None
 
     def _add(self, fp: Fingerprint, url: str) -> int:
+        """Add a page (after `_near` queried its simhash: a simhash filed already is not filed
+        again, `NearDuplicateIndex.add`)."""
         if len(fp.content_hash) != 16:
             raise ValueError("content hashes are 16 bytes")
-        doc = self.near.add(fp.simhash)
+        doc = self.near.add(fp.simhash, file=self._filed(fp.simhash))
         self._hashes += fp.content_hash
         key = int.from_bytes(fp.content_hash[:2], "little")
         self._exact_next.append(self._exact_heads[key])
@@ -205,11 +221,20 @@ class ContentIndex:
     def _near(self, simhash: int) -> int | None:
         return self.near.query(simhash) if simhash else None
 
+    def _filed(self, simhash: int) -> bool:
+        """Whether to file `simhash` in the near tables: not when a page filed has it (the
+        last `_near` query saw; for 0, which is never queried, the first page of 0 only)."""
+        if simhash:
+            return not self.near.equal
+        first, self._zero = not self._zero, True
+        return first
+
     def load(self, rows: Iterable[tuple[int, bytes, str]]) -> int:
         """Add saved (simhash, content hash, URL) rows, oldest first; returns how many."""
         n = 0
         for simhash, digest, url in rows:
             if self.find_exact(digest) is None:
+                self._near(simhash)
                 self._add(Fingerprint(digest, simhash), url)
                 n += 1
         return n
