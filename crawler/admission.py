@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from crawler.entries import Entry
 from crawler.frontier import Frontier
 from crawler.results import CrawlStats
-from crawler.scope import Scope
+from crawler.scope import Scope, split_host
 from crawler.scoring import Link, ScoreFn, score_links
 from crawler.sieve import Dedup, fingerprint
 from crawler.state import CrawlState
@@ -111,17 +111,18 @@ class Admission:
 
     async def seed(self, entry: Entry) -> bool:
         if self.shared is not None:
-            return await self._shared([entry]) == 1
+            return await self._shared([entry], seeds=True) == 1
         return self.room_for_more() and self.dedup.add(entry.key) and self.admit(entry)
 
-    async def _shared(self, entries: list[Entry]) -> int:
+    async def _shared(self, entries: list[Entry], *, seeds: bool = False) -> int:
         """Admit `entries` through the shared crawl (seen test and enqueue in one atomic call);
-        how many were new and queued. Each refusal is counted like in memory."""
+        how many were new and queued. Each refusal is counted like in memory. `seeds` are not
+        refused by `max_pages_per_host` (as in memory: no scope test) but count toward it."""
         assert self.shared is not None
         from crawler.frontier.redis import ADMITTED, HOST_LIMIT, OVER_LIMIT, SEEN
 
         stats, new = self.stats, 0
-        flags = await self.shared.admit(entries, self.max_pages)
+        flags = await self.shared.admit(entries, self.max_pages, seeds=seeds)
         for entry, flag in zip(entries, flags, strict=True):
             if flag == ADMITTED:
                 new += self.record(entry, True)
@@ -159,9 +160,12 @@ class Admission:
             self._over_limit(keys)
             return 0
         new = 0
+        capped = self.scope.max_pages_per_host > 0
         for key, is_new in zip(keys, self.dedup.add_many(keys), strict=True):
             if not is_new:
                 stats.duplicates += 1
+            elif capped and not self.scope.host_room(key):  # reached by the page's own links
+                stats.scope_refused["host_limit"] += 1
             elif self.room_for_more():
                 url = key if self.fetch_canonical else in_scope[key]
                 new += self.admit(Entry(url=url, key=key, depth=depth, parent=parent.url))
@@ -233,15 +237,19 @@ class Admission:
         entries: list[Entry] = []
         flags = self.dedup.add_many([link.key for link in links])
         room = self.max_pages - stats.admitted if self.max_pages else len(links)
+        planned: Counter[str] = Counter()  # entries of each host about to be admitted
         for link, priority, is_new in zip(links, priorities[: len(links)], flags, strict=True):
             if not is_new:  # another page admitted it while this one was being scored
                 stats.duplicates += 1
             elif priority is None:
                 stats.scope_refused["score"] += 1
+            elif not self.scope.host_room(link.key, planned[split_host(link.key)]):
+                stats.scope_refused["host_limit"] += 1  # the page's earlier links reached it
             elif len(entries) >= room:
                 stats.over_limit += 1
             else:
                 entries.append(Entry(link.url, link.key, depth, parent.url, priority=priority))
+                planned[split_host(link.key)] += 1
         if not entries:
             return 0
         flags = frontier.put_many(entries)

@@ -22,7 +22,7 @@ from crawler.steering import HostRules
 from crawler.urls import UrlNormalizer
 
 __all__ = [
-    "dedup_settings",
+    "cluster_settings",
     "make_fetcher",
     "make_frontier",
     "make_guard",
@@ -171,18 +171,22 @@ def settings(config: Config, *, scored: bool = False) -> dict[str, object]:
     return out
 
 
-def dedup_settings(config: Config) -> dict[str, object]:
-    """The content-dedup settings the processes of a shared crawl must agree on when it is on
-    (they share one content index: `crawler.content.redis`); none when it is off, so a crawl
-    without it is joined by processes without it only."""
-    if not config.dedup.enabled:
-        return {}
-    from crawler.content.fingerprint import VERSION  # numpy: only with dedup on
+def cluster_settings(config: Config) -> dict[str, object]:
+    """What else the processes of a shared crawl must agree on, when it is on: content dedup
+    (one content index: `crawler.content.redis`) and the adaptive delay (one delay per host,
+    which a process without it would reset). Nothing when they are off, so a crawl without them
+    is joined by processes without them only."""
+    out: dict[str, object] = {}
+    if config.politeness.adaptive:
+        out["politeness.adaptive"] = True
+    if config.dedup.enabled:
+        from crawler.content.fingerprint import VERSION  # numpy: only with dedup on
 
-    d = config.dedup
-    return {"dedup.enabled": True, "dedup.near_distance": d.near_distance,
-            "dedup.follow_duplicates": d.follow_duplicates,
-            "dedup.fingerprint": VERSION}  # fmt: skip
+        d = config.dedup
+        out.update({"dedup.enabled": True, "dedup.near_distance": d.near_distance,
+                    "dedup.follow_duplicates": d.follow_duplicates,
+                    "dedup.fingerprint": VERSION})  # fmt: skip
+    return out
 
 
 def warn_unused_outputs(config: Config, *, state: bool, recorder: bool) -> None:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from crawler.admission import Admission
 from crawler.budget import FetchBudget
 from crawler.components import (
-    dedup_settings,
+    cluster_settings,
     make_fetcher,
     make_frontier,
     make_scope,
@@ -175,8 +175,7 @@ class Crawler:
             shared = settings(self.config, scored=self.focus is not None)
             if self.focus is not None:  # max_pages is a budget, free to change: not its presence
                 shared["crawl.fetch_budget"] = self.budget is not None
-            if self.content is not None:  # one content index: every process matches alike
-                shared.update(dedup_settings(self.config))
+            shared.update(cluster_settings(self.config))  # one content index, one delay
             self.cluster = node = ClusterNode(self.config, shared,
                                               clock=self._clock,
                                               host_rule=self.fetcher.rules.host_rule)  # fmt: skip

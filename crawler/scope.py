@@ -265,6 +265,13 @@ class Scope:
             return "include", host
         return None, host
 
+    def host_room(self, key: str, planned: int = 0) -> bool:
+        """Whether `key`'s host may have one more URL admitted (`max_pages_per_host`), with
+        `planned` more of its URLs about to be: a page's links pass `check` together, before
+        any of them is admitted, so each is asked again as it is admitted."""
+        limit = self.max_pages_per_host
+        return not limit or self._per_host[split_host(key)] + planned < limit
+
     def admitted(self, key: str) -> None:
         """Count one URL admitted to the frontier against its host's page limit."""
         if self.max_pages_per_host:

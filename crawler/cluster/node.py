@@ -49,7 +49,7 @@ __all__ = ["ClusterNode", "SentCache", "check_cluster_config", "crawl_prefix", "
 
 log = logging.getLogger(__name__)
 
-FORMAT = "1"
+FORMAT = "2"  # 2 (2026-11-27): the per-host cap, the adaptive delay and leases' last start
 POLL_INTERVAL = 0.1  # seconds between the claims of a process that found nothing to do
 MAX_CONNECTIONS = 64  # to Redis, per process; more calls at once wait for a free connection
 POOL_WAIT = 60.0  # seconds a call waits for one before it fails as a Redis error
@@ -200,7 +200,9 @@ class ClusterNode:
         self._beat = asyncio.create_task(self._upkeep(stats), name="cluster-upkeep")
         log.info("joined the shared crawl %r in %s as %s", self.prefix, where, self.owner)
 
-    async def admit(self, entries: Sequence[Entry], max_admitted: int = 0) -> list[int]:
+    async def admit(
+        self, entries: Sequence[Entry], max_admitted: int = 0, *, seeds: bool = False
+    ) -> list[int]:
         """What the shared frontier says of each entry (`crawler.frontier.redis`: ADMITTED,
         SEEN, FULL, HOST_FULL, OVER_LIMIT, HOST_LIMIT: ``[scope] max_pages_per_host`` counted
         over every process); keys this process sent before are SEEN at once."""
@@ -210,7 +212,7 @@ class ClusterNode:
         if not todo:
             return flags
         per_host = self.config.scope.max_pages_per_host
-        answers = iter(await self.frontier.admit(todo, max_admitted, per_host))
+        answers = iter(await self.frontier.admit(todo, max_admitted, per_host, seeds=seeds))
         for i, flag in enumerate(flags):
             if flag < 0:
                 flags[i] = answer = next(answers)

@@ -13,13 +13,16 @@ formatted ``%.6f`` (Lua's default number format keeps only 14 digits).
 Keys: ``q:{host}`` queue (sorted set: score ``-priority``, member ``{class}{seq:015d}{key}\\n
 {payload}``, class ``0`` for retried/reclaimed entries, ``1`` for new ones, so equal scores pop
 retries first, then FIFO by sequence), ``qk:{host}`` (key -> member, for re-prioritizing),
-``h:{host}`` (host hash: ``delay``, ``base``, ``conc``, ``in_flight``, ``next``, ``backoff_until``,
-``failures``, ``suspects``, ``down``: why it is down, when it is), ``hosts`` (set of hosts seen),
+``h:{host}`` (host hash: ``delay``, ``base`` (the configured delay), ``floor`` (``base``
+raised by robots.txt's Crawl-delay: the adaptive delay's floor), ``conc``, ``in_flight``,
+``next``, ``last`` (the last claim's time), ``backoff_until``, ``failures``, ``suspects``,
+``down``: why it is down, when it is), ``hosts`` (set of hosts seen), ``host_admitted`` (scope
+host -> URLs admitted: ``[scope] max_pages_per_host`` over every process),
 ``ready`` (hosts with work and a free slot, scored by the time their next request may start;
 hosts that are down with queued pages at -inf), ``leases`` (lease id -> expiry),
-``lease`` (lease id -> ``host\\nscore\\nowner\\nnext claimed\\nmember``, ``next`` the host's
-next start before the claim and ``claimed`` the claim's time, empty for a refusal's lease: it
-holds no slot), ``lid`` and ``seq``
+``lease`` (lease id -> ``host\\nscore\\nowner\\nnext claimed last\\nmember``, ``next`` the
+host's next start before the claim, ``claimed`` the claim's time and ``last`` the host's last
+claim before it (``-``: none), empty for a refusal's lease: it holds no slot), ``lid`` and ``seq``
 (counters), ``stats`` (hash of counters; ``queued`` is the number of queued entries),
 ``sieve:*`` (the ``crawler.sieve.redis.RedisSieve`` stages and counters).
 """
@@ -69,7 +72,8 @@ local function requeue(host, score, member)
     return m
 end
 -- read a lease: host, score, owner, the host's next start before the claim and the claim's
--- time ('{next} {time}'; '' for a lease that holds no slot: a refusal's), member; nil when the
+-- time and the host's last start before it ('{next} {time} {last}', last '-' for none; '' for a
+-- lease that holds no slot: a refusal's), member; nil when the
 -- lease is not current
 local function read_lease(id)
     local data = redis.call('HGET', P .. 'lease', id)

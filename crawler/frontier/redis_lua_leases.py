@@ -148,9 +148,14 @@ for i = #ARGV, 3, -1 do
     if host ~= nil and prev ~= '' then
         local hk = P .. 'h:' .. host
         redis.call('HINCRBY', hk, 'in_flight', -1)
-        local before, at = string.match(prev, '^(%S+) (%S+)$')
+        local before, at, last = string.match(prev, '^(%S+) (%S+) (%S+)$')
         if before == nil or redis.call('HGET', hk, 'last') == at then
             redis.call('HSET', hk, 'next', before or prev)  -- nobody claimed the host since
+            if last == '-' then  -- and the last start: an adaptive delay counts from it
+                redis.call('HDEL', hk, 'last')
+            elseif last then
+                redis.call('HSET', hk, 'last', last)
+            end
         end
         redis.call('HSET', P .. 'lease', id, host .. '\n' .. score .. '\n' .. owner .. '\n\n' ..
                    member)  -- no next start: no slot held

@@ -17,7 +17,8 @@ __all__ = ["ADMIT", "CLAIM", "PEEK", "REPRIORITIZE"]
 # reached it), exact tier ('1'/''), then (m, k) per stage, then per key: host, tail
 # (key\npayload), score, delay, concurrency, then (start, step) per stage, then its fingerprint's
 # bucket and the fingerprint (the Sieve's h1, signed 64-bit, decimal), and its scope host (the
-# key's host, port left out: `crawler.scope.split_host`); last, the URLs a host may have
+# key's host, port left out: `crawler.scope.split_host`; after a '!' for a seed, which counts
+# but is not refused, as in memory); last, the URLs a host may have
 # admitted (``[scope] max_pages_per_host``, 0: no cap; counted per scope host in
 # ``host_admitted``, for every process: a key of a host at the cap is refused before the Sieve's
 # test, as the in-memory scope does, and stays unseen). The exact tier confirms
@@ -59,12 +60,14 @@ for i = 0, n - 1 do
     local q = P .. 'q:' .. host
     local flag
     local shost = ARGV[at + 7 + 2 * nst]
-    if cap > 0 and admitted + new >= cap then
+    local checked = string.sub(shost, 1, 1) ~= '!'  -- '!': a seed, counted but not refused
+    if not checked then shost = string.sub(shost, 2) end
+    if checked and host_cap > 0
+       and tonumber(redis.call('HGET', host_admitted, shost) or '0') >= host_cap then
+        flag = 5
+    elseif cap > 0 and admitted + new >= cap then
         flag = 4
         over = over + 1
-    elseif host_cap > 0
-           and tonumber(redis.call('HGET', host_admitted, shost) or '0') >= host_cap then
-        flag = 5
     elseif queued >= maxq then
         flag = 2
         dropped_full = dropped_full + 1
@@ -178,12 +181,13 @@ local function lease(host, score, member)
     local hk = P .. 'h:' .. host
     redis.call('HINCRBY', hk, 'in_flight', 1)
     if turn > 0 then redis.call('HSET', hk, 'claimer', owner) end
-    local st = redis.call('HMGET', hk, 'delay', 'next', 'robots_expires')
+    local st = redis.call('HMGET', hk, 'delay', 'next', 'robots_expires', 'last')
     redis.call('HSET', hk, 'next', fmt(now + tonumber(st[1] or '0')), 'last', fmt(now))
     local id = redis.call('INCR', P .. 'lid')
     redis.call('ZADD', P .. 'leases', fmt(now + ttl), id)
     redis.call('HSET', P .. 'lease', id, host .. '\n' .. score .. '\n' .. owner .. '\n' ..
-               (st[2] or '0') .. ' ' .. fmt(now) .. '\n' .. member)  -- next before, claimed at
+               (st[2] or '0') .. ' ' .. fmt(now) .. ' ' .. (st[4] or '-') .. '\n' ..
+               member)  -- next before, claimed at, last start before
     refile(host)
     out[#out + 1] = tostring(id)
     out[#out + 1] = host

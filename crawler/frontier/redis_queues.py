@@ -88,12 +88,18 @@ class RedisQueues:
         return [flag == ADMITTED for flag in await self.admit(list(entries))]
 
     async def admit(
-        self, batch: list[Entry], max_admitted: int = 0, max_per_host: int = 0
+        self,
+        batch: list[Entry],
+        max_admitted: int = 0,
+        max_per_host: int = 0,
+        *,
+        seeds: bool = False,
     ) -> list[int]:
         """`put_many` telling why each entry was or was not queued: ADMITTED, SEEN, FULL,
         HOST_FULL, OVER_LIMIT once the shared Sieve counts `max_admitted` keys, or HOST_LIMIT
         once the entry's host (its key's, port left out) had `max_per_host` URLs admitted by
-        any process (0: no cap; a refused key stays unseen)."""
+        any process (0: no cap; a refused key stays unseen). `seeds` count toward their hosts'
+        caps but are not refused by them (as in memory)."""
         if self._closed:
             self._dropped_closed += len(batch)
             return [FULL] * len(batch)
@@ -104,8 +110,9 @@ class RedisQueues:
         for entry in batch:
             host = host_key(entry.url)
             delay, conc = self._host_settings(host)
+            scope_host = ("!" if seeds else "") + split_host(entry.key)
             rows.append((host, member_tail(entry), repr(-entry.priority), repr(delay), conc,
-                         split_host(entry.key)))  # fmt: skip
+                         scope_host))  # fmt: skip
         while True:
             layout = self.sieve.layout()
             args: list[Any] = [self.prefix, "", len(layout), self._max_queued,
