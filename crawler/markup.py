@@ -334,14 +334,19 @@ def _page_text(
     if root is None:
         return page_text, ""
     if not text:
+        # nodes compared by `mem_id` (the same lexbor node): selectolax's == and != compare
+        # serialized HTML, two serializations of the subtrees (7 ms for one sqlite3-doc page)
         hidden = root.css(_HIDDEN_CSS)  # within the main content only (itself included)
-        if root != body and any(node == root for node in hidden):
+        root_id = root.mem_id
+        is_body = body is not None and root_id == body.mem_id
+        if not is_body and any(node.mem_id == root_id for node in hidden):
             # a hidden main content (<nav role=main>): none, as when `text` removed it first
             root = body
             if root is None:
                 return page_text, ""
             hidden = root.css(_HIDDEN_CSS)
+        root_id = root.mem_id
         for node in reversed(hidden):
-            if node != root:  # never the node read below (decomposed, it is freed)
+            if node.mem_id != root_id:  # never the node read below (decomposed, it is freed)
                 node.decompose()
     return page_text, root.text(deep=True, separator=" ")[:CONTENT_MAX_CHARS]
