@@ -18,6 +18,7 @@ from crawler.errors import SharedStateError
 from crawler.frontier.redis import HOST_LIMIT, RedisFrontier
 from crawler.results import CrawlResult
 from crawler.robots import policy_from_response
+from crawler.scoring import Link
 from crawler.sieve.redis import RedisSieve
 from tests.conftest import serve
 
@@ -122,3 +123,22 @@ async def test_a_crawl_of_the_previous_format_is_refused(redis_url: str) -> None
         await client.aclose()
     with pytest.raises(SharedStateError, match=r"format '1', expected 2"):
         await _crawl(_config(redis_url), ["http://127.0.0.1:1/"])
+
+
+@pytest.mark.parametrize("shared", [False, True])
+async def test_links_of_a_capped_host_are_not_scored(redis_url: str, shared: bool) -> None:
+    # a focused crawl refuses a capped host's links before scoring them (the scope's test):
+    # only the seed's 12 links are scored, not the same links again on each later page
+    scored: list[Link] = []
+
+    def score(link: Link) -> float:
+        scored.append(link)
+        return 1.0
+
+    async with serve(_handler) as port:
+        crawler = Crawler(_config(redis_url if shared else None), score=score)
+        async with crawler:
+            results = [r async for r in crawler.crawl([f"http://127.0.0.1:{port}/"])]
+    assert len(results) == 5
+    assert len(scored) == 12
+    assert crawler.stats.scope_refused["host_limit"] >= 8 + 4 * 12

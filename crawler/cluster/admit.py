@@ -25,12 +25,15 @@ async def scored_links(adm: Admission, parent: Entry, score: ScoreFn, links: lis
     shared, stats = adm.shared, adm.stats
     assert shared is not None
     frontier = shared.frontier
-    known = await frontier.peek([(link.url, link.key) for link in links])
+    per_host = shared.config.scope.max_pages_per_host
+    known = await frontier.peek([(link.url, link.key) for link in links], per_host)
     fresh: list[Link] = []
     again: list[Link] = []  # links to URLs queued already
     current: list[float] = []  # their priorities as queued
     for link, what in zip(links, known, strict=True):
-        if what is False and link.key not in shared.cache:
+        if what is None:  # its host is at its cap: refused before scoring, as in memory
+            stats.scope_refused["host_limit"] += 1
+        elif what is False and link.key not in shared.cache:
             fresh.append(link)
         else:  # seen: scored only when still queued (`what` its priority)
             stats.duplicates += 1

@@ -309,9 +309,11 @@ return was and raw or 1
 # What the shared crawl knows of some keys, changing nothing (a focused crawl scores only the
 # links to new and queued URLs, as the in-memory crawl does). ARGV: prefix, '' (no clock),
 # stages, exact tier ('1'/''), then (m, k) per stage, then per key: host, key, (start, step) per
-# stage, its fingerprint's bucket and the fingerprint (as for ADMIT). Returns {-1, stages} when
-# the Sieve grew meanwhile (call again), else {0, then per key: the score (-priority) it is
-# queued at, or 1 (seen: fetched, in flight, refused) or 0 (new)}; a score is a string.
+# stage, its fingerprint's bucket and the fingerprint (as for ADMIT), its scope host; last, the
+# per-host cap (``max_pages_per_host``, 0: none). Returns {-1, stages} when the Sieve grew
+# meanwhile (call again), else {0, then per key: 2 when its scope host is at the cap (the
+# in-memory scope refuses such a link first), else the score (-priority) it is queued at, or 1
+# (seen: fetched, in flight, refused) or 0 (new)}; a score is a string.
 PEEK: Final = r"""
 local P = ARGV[1]
 local nst = tonumber(ARGV[3])
@@ -323,13 +325,17 @@ for s = 1, nst do
     ms[s], ks[s] = tonumber(ARGV[3 + 2 * s]), tonumber(ARGV[4 + 2 * s])
 end
 local base = 5 + 2 * nst
-local width = 4 + 2 * nst
+local width = 5 + 2 * nst
+local host_cap = tonumber(ARGV[#ARGV])
 local out = {0}
-for at = base, #ARGV, width do
+for at = base, #ARGV - 1, width do
     local host, key = ARGV[at], ARGV[at + 1]
     local member = redis.call('HGET', P .. 'qk:' .. host, key)
     local score = member and redis.call('ZSCORE', P .. 'q:' .. host, member)
-    if score then
+    if host_cap > 0 and tonumber(redis.call('HGET', P .. 'host_admitted', ARGV[at + 4 + 2 * nst])
+                                 or '0') >= host_cap then
+        out[#out + 1] = 2
+    elseif score then
         out[#out + 1] = score
     else
         local seen = false

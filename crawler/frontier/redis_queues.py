@@ -150,10 +150,14 @@ class RedisQueues:
         score = await self._redis(self._client.zscore(self._key(f"q:{host}"), member))
         return None if score is None else -float(score)
 
-    async def peek(self, items: Sequence[tuple[str, str]]) -> list[float | bool]:
-        """What the shared crawl knows of each (url, key), changing nothing: the priority it is
-        queued at, else True when the Sieve has it (fetched, in flight, refused) and False when
-        it is new (confirmed by the exact tier, when on). One script call."""
+    async def peek(
+        self, items: Sequence[tuple[str, str]], max_per_host: int = 0
+    ) -> list[float | bool | None]:
+        """What the shared crawl knows of each (url, key), changing nothing: None when its
+        host (the key's, port left out) had `max_per_host` URLs admitted (0: no cap), else the
+        priority it is queued at, else True when the Sieve has it (fetched, in flight,
+        refused) and False when it is new (confirmed by the exact tier, when on). One script
+        call."""
         if not items:
             return []
         while True:
@@ -164,12 +168,15 @@ class RedisQueues:
             for url, key in items:
                 h1, h2 = hash_pair(key)
                 args += (host_key(url), key, *self.sieve.starts(h1, h2))
-                args += (format((h1 >> 48) & 0xFFFF, "x"), h1)
+                args += (format((h1 >> 48) & 0xFFFF, "x"), h1, split_host(key))
+            args.append(max_per_host)
             reply = await self._run("peek", args)
             if int(reply[0]) >= 0:
                 break
             await self._redis(self.sieve.refresh())  # another process opened a stage
-        return [bool(x) if isinstance(x, int) else -float(x) for x in reply[1:]]
+        return [
+            (None if x == 2 else bool(x)) if isinstance(x, int) else -float(x) for x in reply[1:]
+        ]
 
     async def reprioritize(
         self, url: str, key: str, priority: float, *, lower: bool = False
