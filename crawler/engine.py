@@ -242,7 +242,9 @@ class Crawler:
             resumed = 0
             for entry in state.pending():
                 resumed += frontier.put(entry)
-                self.scope.admitted(entry.key)
+            if self.scope.max_pages_per_host:  # every URL admitted before counts, done or not
+                for key in state.admitted_keys():
+                    self.scope.admitted(key)
             if resumed:
                 log.info("resuming: %d URLs still to fetch", resumed)
         if not self.config.scope.allowed_domains:  # (+ hosts seeds redirected to, resumed)

@@ -228,6 +228,11 @@ class CrawlState:
                                 redirects=redirects, sitemap=bool(sitemap),
                                 priority=float(priority))  # fmt: skip
 
+    def admitted_keys(self) -> Iterator[str]:
+        """The key of every URL admitted by any run, done or not (per-host counts)."""
+        with self._reading("the admitted URLs"):
+            yield from (key for (key,) in self._db.execute("SELECT key FROM urls"))
+
     def seed_hosts(self, hosts: set[str], meta: str = "seed_hosts") -> set[str]:
         """The seed hosts of every run of this crawl (the default scope), these included;
         `meta="site_hosts"`: the hosts seeds redirected to within their sites instead."""
@@ -377,8 +382,7 @@ class CrawlState:
                 self._lock = -1
 
     def add_content(self, simhash: int, digest: bytes, url: str) -> None:
-        """Journal a page that entered the content-dedup index (committed with the next
-        completion or checkpoint)."""
+        """Journal a page that entered the content index (committed at the next completion)."""
         with self._writing():
             insert_content(self._db, self.directory, simhash, digest, url)
 

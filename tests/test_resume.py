@@ -13,13 +13,16 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
+from crawler.components import settings
 from crawler.config import Config
 from crawler.engine import Crawler
 from crawler.fixture import FixtureSite
 from crawler.results import CrawlResult
+from crawler.state import CrawlState
 from crawler.urls import canonicalize
-from tests.conftest import site_config
+from tests.conftest import serve, site_config
 
 CONCURRENCY = 4
 
@@ -246,3 +249,30 @@ async def test_a_result_not_taken_is_not_in_the_saved_stats(
             taken.append(result)
     fetched = {r.key for r in taken if _spends_budget(r)}
     assert len(fetched) == 6  # the budget, not one page short
+
+
+async def test_a_resumed_crawl_keeps_max_pages_per_host(tmp_path: Path) -> None:
+    # the home links 4 pages, each of which links 3 more: a cap of 5 URLs a host is the home and
+    # its 4 links. Interrupted after 3 results, the resumed run counted only the URLs still
+    # pending, and took 2 more (7 pages for a cap of 5)
+    async def handler(request: web.Request) -> web.Response:
+        p = request.path
+        hrefs = [f"/a{i}" for i in range(4)] if p == "/" else [f"{p}-{i}" for i in range(3)]
+        links = "".join(f'<a href="{h}">x</a>' for h in hrefs)
+        return web.Response(text=f"<title>{p}</title>{links}", content_type="text/html")
+
+    config = Config().override("politeness", delay=0.0, respect_robots=False)
+    config = config.override("crawl", concurrency=1).override("scope", max_pages_per_host=5)
+    fetched: list[str] = []
+    async with serve(handler) as port:
+        for run in range(2):
+            state = CrawlState.open(tmp_path / "state", settings(config))
+            async with (
+                Crawler(config, state=state) as crawler,
+                contextlib.aclosing(crawler.crawl([f"http://127.0.0.1:{port}/"])) as crawl,
+            ):
+                async for result in crawl:
+                    fetched.append(result.url.split("/", 3)[3])
+                    if run == 0 and len(fetched) == 3:
+                        break
+    assert sorted(set(fetched)) == ["", "a0", "a1", "a2", "a3"]
