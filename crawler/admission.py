@@ -237,19 +237,21 @@ class Admission:
         entries: list[Entry] = []
         flags = self.dedup.add_many([link.key for link in links])
         room = self.max_pages - stats.admitted if self.max_pages else len(links)
-        planned: Counter[str] = Counter()  # entries of each host about to be admitted
+        capped = self.scope.max_pages_per_host > 0
+        planned: Counter[str] = Counter()  # with a cap: each host's entries about to be admitted
         for link, priority, is_new in zip(links, priorities[: len(links)], flags, strict=True):
             if not is_new:  # another page admitted it while this one was being scored
                 stats.duplicates += 1
             elif priority is None:
                 stats.scope_refused["score"] += 1
-            elif not self.scope.host_room(link.key, planned[split_host(link.key)]):
+            elif capped and not self.scope.host_room(link.key, planned[split_host(link.key)]):
                 stats.scope_refused["host_limit"] += 1  # the page's earlier links reached it
             elif len(entries) >= room:
                 stats.over_limit += 1
             else:
                 entries.append(Entry(link.url, link.key, depth, parent.url, priority=priority))
-                planned[split_host(link.key)] += 1
+                if capped:
+                    planned[split_host(link.key)] += 1
         if not entries:
             return 0
         flags = frontier.put_many(entries)
