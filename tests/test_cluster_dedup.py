@@ -9,13 +9,14 @@ to. Against a real `redis-server` on loopback.
 from __future__ import annotations
 
 import asyncio
+import io
 import random
 
 import pytest
 from redis.asyncio import Redis
 
 from crawler.cluster import ClusterNode
-from crawler.cluster.status import read_status
+from crawler.cluster.status import format_status, read_status
 from crawler.components import settings
 from crawler.config import Config
 from crawler.content import ContentIndex, Fingerprint
@@ -165,6 +166,11 @@ async def test_processes_know_each_others_pages(redis_url: str) -> None:
     status = await read_status(redis_url, "d")
     assert status["content_pages"] == 2 * len(ORIG) - 1
     assert (status["exact_duplicates"], status["near_duplicates"]) == (exact, near)
+    out = io.StringIO()
+    format_status(status, out)
+    assert f"content dedup: {2 * len(ORIG) - 1} distinct pages, duplicates 1 exact / " in (
+        out.getvalue()
+    )
 
 
 async def test_a_duplicates_links_are_not_followed_by_any_process(redis_url: str) -> None:
