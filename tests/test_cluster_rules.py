@@ -21,6 +21,7 @@ from crawler.robots import policy_from_response
 from crawler.scoring import Link
 from crawler.sieve.redis import RedisSieve
 from tests.conftest import serve
+from tests.test_frontier_redis import Clock
 
 H = "http://h.test"
 
@@ -73,14 +74,6 @@ async def test_the_host_cap_is_the_first_refusal(redis_url: str) -> None:
         assert await f.admit(pages[1:], 1, 1) == [HOST_LIMIT]
     finally:
         await client.aclose()
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def test_a_robots_refusal_gives_back_the_delay_it_took(redis_url: str) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -18,41 +18,17 @@ from crawler.frontier.queues import HostQueue
 from crawler.frontier.redis import RedisFrontier
 from crawler.hosts import Host, Politeness
 from crawler.robots import policy_from_response
-from crawler.sieve.redis import RedisSieve
-from tests.redis_server import RedisServer
+from tests.test_frontier_redis import PREFIX, Clock, frontier
 
-PREFIX = "crawl:a:"
 HOST = "http://slow.test"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    with RedisServer() as s:
-        yield s
-
-
 @pytest.fixture
-async def clients(server: RedisServer) -> AsyncIterator[list[Redis]]:
-    rs = [Redis.from_url(server.url) for _ in range(2)]
-    await rs[0].flushall()
+async def clients(redis_url: str) -> AsyncIterator[list[Redis]]:
+    rs = [Redis.from_url(redis_url) for _ in range(2)]  # two connections: two "processes"
     yield rs
     for r in rs:
         await r.aclose()
-
-
-async def frontier(client: Redis, clock: Clock, **kw: Any) -> RedisFrontier:
-    sieve = RedisSieve(client, PREFIX, capacity=10_000, error_rate=1e-3)
-    f = RedisFrontier(client, PREFIX, sieve, clock=clock, **kw)
-    await f.open()
-    return f
 
 
 def memory_rules(delay: float, concurrency: int) -> Politeness:
