@@ -121,7 +121,8 @@ class Crawler:
         self.parser = Parser()
         dc = config.dedup
         self.content: ContentIndex | RedisContentIndex | None = None
-        if dc.enabled:  # imported only then: numpy
+        # imported only then: numpy (a shared crawl's index lives in Redis: see _prepare)
+        if dc.enabled and not config.cluster.redis:
             from crawler.content import ContentIndex
 
             self.content = ContentIndex(dc.near_distance)
@@ -180,7 +181,7 @@ class Crawler:
                                               clock=self._clock,
                                               host_rule=self.fetcher.rules.host_rule)  # fmt: skip
             await node.open(self.stats.as_dict)
-            if self.content is not None:
+            if self.config.dedup.enabled:
                 self.content = node.content_index(self.config.dedup.near_distance)
             if self.budget is not None:  # page results of every process
                 self.budget = await node.budget(self.budget.limit)
