@@ -10,9 +10,13 @@ async with Crawler(Config()) as crawler:
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
+# Not `typing.TYPE_CHECKING`: `crawl` imports this package first, and importing `typing` here
+# would widen the start-up window in which a Ctrl-C prints a traceback (crawler.command).
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the names below, imported when first used (see __getattr__)
+    from typing import Any
+
     from crawler.config import Config, load_config
     from crawler.engine import Crawler
     from crawler.errors import (

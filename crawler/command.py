@@ -4,13 +4,24 @@ A Ctrl-C while the command's modules load (~0.2 s: aiohttp, asyncio), or outside
 handler (reading the config and seeds, opening the state, printing the summary), ends the
 command with a line on stderr and exit status 130, not a KeyboardInterrupt traceback. With
 ``--state`` the state is untouched or consistent (each of its writes is a transaction).
+
+While the modules load, a SIGINT handler installed by this module's first statements exits at
+once (the import is abandoned wherever it is: a KeyboardInterrupt raised there would print a
+traceback before `entry` could catch it). What comes before this module runs is the
+interpreter's own start-up (~15 ms: `site`, then `crawler/__init__`, which imports nothing); a
+Ctrl-C inside that window is the interpreter's and prints its traceback, as for any Python
+command.
 """
 
 from __future__ import annotations
 
 import signal
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # not typing's: importing it would widen the window (see above)
+if TYPE_CHECKING:
+    from types import FrameType
+    from typing import NoReturn
 
 __all__ = ["entry"]
 
@@ -22,9 +33,21 @@ def interrupted(when: str = "before the crawl started; nothing was fetched") -> 
     sys.exit(128 + signal.SIGINT)
 
 
+def _while_loading(signum: int, frame: FrameType | None) -> None:
+    interrupted()
+
+
+# A SIGINT ignored by whoever started us (a background job of a shell script) stays ignored.
+_LOADING = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+if _LOADING:
+    signal.signal(signal.SIGINT, _while_loading)
+
+
 def entry() -> NoReturn:
     try:
         from crawler.cli import entry as command
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # (not raised while our handler is in place)
         interrupted()
+    if _LOADING:  # the command catches KeyboardInterrupt from here on (`crawler.cli.entry`)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     command()
