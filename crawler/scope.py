@@ -215,6 +215,13 @@ class Scope:
             return "host_limit"
         return None
 
+    def only_depth(self, key: str, *, sitemap: bool = False) -> bool:
+        """Whether `key`, which `check` refused for its depth, passes the other checks (but the
+        per-host count; a `sitemap`'s extension too): a larger `max_depth` would admit it
+        (`crawler.limits` keeps it)."""
+        reason = (self._hot.get(key) or self._old.get(key) or self._classify(key))[0]
+        return reason is None or (sitemap and reason == "extension")
+
     def _classify(self, key: str) -> tuple[str | None, str]:
         """(the first reason that does not depend on depth or counts, or None; the host). A
         link's verdict is cached: navigation links repeat on every page of a site."""

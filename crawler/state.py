@@ -21,9 +21,11 @@ What is kept, and when:
   page with new content, in fetch order, written with the journal; a resumed crawl reloads it.
   Meta ``content_fingerprint`` is the fingerprint version of its rows: another version's index
   is refused (`StateError`), never compared against.
+- ``kept``: the links refused by a limit (``max_pages``, ``max_depth``), written with the
+  journal, offered again by a resume whose limits admit more (`crawler.limits`).
 - ``meta``: format version, the settings that must not change across a resume (scope, URL
-  rules, Sieve parameters, depth and page limits), the stats (as of the last completion) and
-  the crawl's status.
+  rules, Sieve parameters) with the limits as of the last run (free to change:
+  ``limit_changes``), the stats (as of the last completion) and the crawl's status.
 
 A finished crawl can be visited again: `CrawlState.start_recrawl()` begins a new *generation*
 (meta ``generation``, 0 for the first crawl): every known URL is pending again, its validators
@@ -57,8 +59,9 @@ from pathlib import Path
 from typing import Any
 
 from crawler.entries import Entry
+from crawler.limits import KeptLinks, LimitChange, limit_changes
 from crawler.seen import SeenStore
-from crawler.sieve import Sieve, SieveFormatError, fingerprint
+from crawler.sieve import Sieve, fingerprint
 from crawler.statedb import (
     FILENAME,
     LOCKNAME,
@@ -70,6 +73,7 @@ from crawler.statedb import (
     lock_directory,
     note_dedup,
     put_meta,
+    restore_sieve,
 )
 
 __all__ = ["CrawlState", "Validators"]
@@ -85,8 +89,8 @@ _KEEP_VALIDATORS = "etag = COALESCE(?, etag), last_modified = COALESCE(?, last_m
 class CrawlState:
     """The state database of one crawl. Use `CrawlState.open(directory, settings)`."""
 
-    __slots__ = ("_db", "_failed", "_lock", "_raises", "_rows", "directory", "finished",
-                 "previous_status", "resumed", "seen")  # fmt: skip
+    __slots__ = ("_db", "_failed", "_lock", "_raises", "_rows", "directory", "finished", "kept",
+                 "limit_changes", "max_depth", "previous_status", "resumed", "seen")  # fmt: skip
 
     def __init__(
         self, directory: Path, db: sqlite3.Connection, *, resumed: bool, lock: int = -1
@@ -100,6 +104,9 @@ class CrawlState:
         # the status the state had when opened: "running", "interrupted", "finished"; None if new
         self.previous_status = self.status if resumed else None
         self.seen = SeenStore(db)
+        self.kept = KeptLinks(db)  # links refused by a limit (crawler.limits)
+        self.limit_changes: list[LimitChange] = []  # since the previous run
+        self.max_depth = 0  # this run's (0: none)
         self._rows: list[tuple[Any, ...]] = []  # admitted URLs not written yet
         self._raises: list[tuple[float, int, float]] = []  # raised priorities not written yet
 
@@ -133,12 +140,23 @@ class CrawlState:
             db = connect(path, settings, existed)
             state = cls(directory, db, resumed=existed, lock=lock)
             db.execute("BEGIN")
+            state._set_limits(settings)
         except BaseException:
             if db is not None:
                 db.close()
             os.close(lock)
             raise
         return state
+
+    def _set_limits(self, settings: dict[str, Any]) -> None:
+        """Note the limits that changed since the previous run; the settings saved are this
+        run's (committed with the first commit: the next resume compares with them)."""
+        saved = json.loads(get_meta(self._db, "settings") or "{}")
+        self.limit_changes = limit_changes(saved, settings)
+        self.max_depth = int(settings.get("crawl.max_depth") or 0)
+        if self.limit_changes:
+            with self._writing():
+                put_meta(self._db, settings=json.dumps(settings, sort_keys=True))
 
     @property
     def status(self) -> str:
@@ -187,7 +205,7 @@ class CrawlState:
     def restore_sieve(self, new: Sieve) -> Sieve:
         """The Sieve as of the crash: the last snapshot plus every key admitted after it."""
         with self._reading("the Sieve snapshot"):
-            return self._restore_sieve(new)
+            return restore_sieve(self._db, self.directory, new)
 
     @contextlib.contextmanager
     def _reading(self, what: str) -> Iterator[None]:
@@ -195,24 +213,6 @@ class CrawlState:
             yield
         except sqlite3.DatabaseError as exc:
             raise StateError(f"{self.directory}: cannot read {what}: {exc}") from None
-
-    def _restore_sieve(self, new: Sieve) -> Sieve:
-        row = self._db.execute("SELECT upto, data FROM sieve WHERE id = 0").fetchone()
-        sieve, upto = new, 0
-        if row is not None:
-            try:
-                sieve = Sieve.from_bytes(row[1])
-            except SieveFormatError as exc:
-                raise StateError(
-                    f"{self.directory}: the Sieve snapshot is corrupt: {exc}"
-                ) from None
-            upto = int(row[0])
-        replayed = 0
-        for (key,) in self._db.execute("SELECT key FROM urls WHERE id > ? ORDER BY id", (upto,)):
-            sieve.add(key)
-            replayed += 1
-        log.info("state: Sieve restored (%d keys replayed after the snapshot)", replayed)
-        return sieve
 
     def pending(self) -> Iterator[Entry]:
         """Every admitted URL not yet done, in admission order (what was in flight included),
@@ -313,6 +313,7 @@ class CrawlState:
             self._db.execute("BEGIN")
 
     def _write_rows(self) -> None:
+        self.kept.write()
         if self._rows:
             self._db.executemany(
                 "INSERT OR IGNORE INTO urls "

@@ -1,9 +1,10 @@
 """The crawl state's database file, ``DIR/state.sqlite`` (stdlib sqlite3, WAL mode).
 
 Its tables (what each holds and when it is written: `crawler.state`): ``meta``, ``urls`` (the
-journal), ``seen``, ``sieve`` and, created on first use, ``content``. `connect` creates the
-file with its schema and meta, or opens an existing one: checked to be a crawl state of this
-`FORMAT` started with the same settings, then brought up to date (additions only).
+journal), ``seen``, ``sieve``, ``kept`` (the links refused by a limit: `crawler.limits`) and,
+created on first use, ``content``. `connect` creates the file with its schema and meta, or opens
+an existing one: checked to be a crawl state of this `FORMAT` started with the same settings
+(but its `LIMITS`, free to change), then brought up to date (additions only).
 `get_meta`/`put_meta` read and write ``meta``; `content_table` creates the content-dedup table
 and refuses rows of another fingerprint version, `insert_content` / `content_rows` write and
 read it, `note_dedup` marks a run without dedup (its pages are not in the index).
@@ -24,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from crawler.errors import StateError
+from crawler.sieve import Sieve, SieveFormatError
 
 __all__ = [
     "FILENAME",
     "FORMAT",
+    "LIMITS",
     "LOCKNAME",
     "StateError",
     "connect",
@@ -38,6 +41,7 @@ __all__ = [
     "lock_directory",
     "note_dedup",
     "put_meta",
+    "restore_sieve",
 ]
 
 log = logging.getLogger(__name__)
@@ -45,6 +49,8 @@ log = logging.getLogger(__name__)
 FORMAT = 1
 FILENAME = "state.sqlite"
 LOCKNAME = "state.lock"  # held (flock) by the process that has the state open
+# the settings that may change across a resume (`crawler.limits`): the others are the crawl's
+LIMITS = ("crawl.max_pages", "crawl.max_depth")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -68,6 +74,15 @@ CREATE TABLE IF NOT EXISTS sieve (id INTEGER PRIMARY KEY CHECK (id = 0), upto IN
                                   data BLOB NOT NULL);
 """
 
+# a link refused by max_pages or max_depth, once (by its key's fingerprint), in order found;
+# priority NULL: a focused crawl's link refused before it was scored
+_KEPT_SCHEMA = """
+CREATE TABLE IF NOT EXISTS kept (id INTEGER PRIMARY KEY, fp INTEGER NOT NULL UNIQUE,
+                                 key TEXT NOT NULL, url TEXT, depth INTEGER NOT NULL,
+                                 parent TEXT, redirects INTEGER NOT NULL DEFAULT 0,
+                                 sitemap INTEGER NOT NULL DEFAULT 0, priority REAL);
+"""
+
 _CONTENT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS content (id INTEGER PRIMARY KEY, simhash INTEGER NOT NULL,
                                     hash BLOB NOT NULL, url TEXT NOT NULL);
@@ -86,7 +101,7 @@ def connect(path: Path, settings: dict[str, Any], existed: bool) -> sqlite3.Conn
             _check_existing(db, path, settings)
             _migrate(db)
         else:
-            db.executescript(_SCHEMA)
+            db.executescript(_SCHEMA + _KEPT_SCHEMA)
             put_meta(db, format=str(FORMAT), settings=json.dumps(settings, sort_keys=True),
                      status="running", created=time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                              time.gmtime()))  # fmt: skip
@@ -166,6 +181,24 @@ def put_meta(db: sqlite3.Connection, **values: str) -> None:
     db.executemany("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", list(values.items()))
 
 
+def restore_sieve(db: sqlite3.Connection, directory: Path, new: Sieve) -> Sieve:
+    """The Sieve of the state's last snapshot (else `new`) plus every key journaled after it."""
+    row = db.execute("SELECT upto, data FROM sieve WHERE id = 0").fetchone()
+    sieve, upto = new, 0
+    if row is not None:
+        try:
+            sieve = Sieve.from_bytes(row[1])
+        except SieveFormatError as exc:
+            raise StateError(f"{directory}: the Sieve snapshot is corrupt: {exc}") from None
+        upto = int(row[0])
+    replayed = 0
+    for (key,) in db.execute("SELECT key FROM urls WHERE id > ? ORDER BY id", (upto,)):
+        sieve.add(key)
+        replayed += 1
+    log.info("state: Sieve restored (%d keys replayed after the snapshot)", replayed)
+    return sieve
+
+
 def _check_existing(db: sqlite3.Connection, path: Path, settings: dict[str, Any]) -> None:
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if not {"meta", "urls", "seen", "sieve"} <= tables:
@@ -177,7 +210,12 @@ def _check_existing(db: sqlite3.Connection, path: Path, settings: dict[str, Any]
         saved = json.loads(meta["settings"])
     except (KeyError, ValueError):
         raise StateError(f"{path}: the saved settings are missing or corrupt") from None
-    changed = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
+    # a limit's value may change; whether max_pages is one at all tells a focused crawl
+    changed = sorted(
+        k
+        for k in set(saved) | set(settings)
+        if saved.get(k) != settings.get(k) and not (k in LIMITS and k in saved and k in settings)
+    )
     if changed:
         # a focused crawl keeps no max_pages (a budget, free to change): one only on one side
         # means the focus was dropped or added, not max_pages changed
@@ -202,6 +240,9 @@ def _migrate(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE urls ADD COLUMN etag TEXT")
         db.execute("ALTER TABLE urls ADD COLUMN last_modified TEXT")
         log.info("state: added the validator columns to an older state database")
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'kept'").fetchone() is None:
+        db.execute(_KEPT_SCHEMA)  # before limits could change: no refused link was kept
+        log.info("state: added the table of links kept for a larger limit to an older state")
 
 
 def lock_directory(directory: Path) -> int:

@@ -38,9 +38,11 @@ def write_config(site: FixtureSite, path: Path) -> Path:
     return path
 
 
-async def start(site: FixtureSite, tmp: Path, *extra: str) -> asyncio.subprocess.Process:
+async def start(
+    site: FixtureSite, tmp: Path, *extra: str, quiet: bool = True
+) -> asyncio.subprocess.Process:
     args = [*site.seeds, "--config", str(tmp / "c.toml"), "--state", str(tmp / "state"),
-            "-o", str(tmp / "out.jsonl"), "-q", *extra]  # fmt: skip
+            "-o", str(tmp / "out.jsonl"), *["-q"] * quiet, *extra]  # fmt: skip
     return await asyncio.create_subprocess_exec(
         sys.executable, "-m", "crawler.cli", *args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -82,13 +84,17 @@ async def test_sigint_then_resume_equals_uninterrupted_crawl(
 ) -> None:
     site = slow_site
     write_config(site, tmp_path / "c.toml")
-    proc = await start(site, tmp_path)
+    proc = await start(site, tmp_path, quiet=False)
     await wait_for_lines(tmp_path, 8, proc)
     proc.send_signal(signal.SIGINT)
     _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 130, err
     # the command as invoked, ready to paste
     assert f"resume with: {sys.executable} -m crawler.cli " in err.decode()
+    # said last, below the summary: on screen when the command ends
+    last = err.decode().rstrip().splitlines()[-1]
+    assert last.startswith("crawl: interrupted; state saved in") and "resume with:" in last
+    assert "crawl summary" in err.decode()
     before = sum(output_keys(tmp_path).values())
     assert 8 <= before < len(site.expected() | site.refused())
     code, err2 = await run_to_end(site, tmp_path)
@@ -141,9 +147,11 @@ async def test_changed_config_is_refused_then_fresh_starts_over(
     db = sqlite3.connect(tmp_path / "state" / "state.sqlite")
     assert db.execute("SELECT value FROM meta WHERE name = 'status'").fetchone() == ("finished",)
     db.close()
-    code, err = await run_to_end(site, tmp_path, "--max-pages", "9")
+    config = tmp_path / "c.toml"  # a limit may change (tests/test_limits.py), the scope not
+    config.write_text(config.read_text() + "[scope]\nmax_url_length = 1000\n")
+    code, err = await run_to_end(site, tmp_path, "--max-pages", "5")
     assert code == 2
-    assert "crawl.max_pages" in err
+    assert "scope.max_url_length" in err
     assert "--fresh" in err
     code, err = await run_to_end(site, tmp_path, "--max-pages", "9", "--fresh")
     assert code == 0, err

@@ -77,8 +77,8 @@ def test_sieve_snapshot_plus_replay(tmp_path: Path) -> None:
 
 def test_changed_settings_are_refused(tmp_path: Path) -> None:
     CrawlState.open(tmp_path / "s", SETTINGS).abandon()
-    with pytest.raises(StateError, match=r"other settings \(crawl.max_depth\).*--fresh"):
-        CrawlState.open(tmp_path / "s", {**SETTINGS, "crawl.max_depth": 3})
+    with pytest.raises(StateError, match=r"other settings \(scope.include\).*--fresh"):
+        CrawlState.open(tmp_path / "s", {**SETTINGS, "scope.include": ["x"], "crawl.max_depth": 3})
 
 
 def test_fresh_starts_over(tmp_path: Path) -> None:
