@@ -81,16 +81,27 @@ class Admission:
             return False
         return True
 
-    def _over_limit(self, keys: Sequence[str]) -> None:
+    def _over_limit(self, in_scope: Mapping[str, str], depth: int, parent: str) -> None:
         """Count a page's links once `max_pages` URLs were admitted: each new URL refused once
         (its key is not taken in, so another page's link to it counts too; a URL refused while
-        room ran out mid-page was taken in and counts as a duplicate), the others duplicates."""
-        sieve = self.dedup.sieve
-        for key in keys:
-            if key in sieve:
+        room ran out mid-page was taken in and counts as a duplicate), the others duplicates.
+        With a state, the new ones are kept for a larger limit (`crawler.limits`)."""
+        seen = self._seen if self.state is not None else self.dedup.sieve.__contains__
+        for key in in_scope:
+            if seen(key):
                 self.stats.duplicates += 1
             else:
                 self.stats.over_limit += 1
+                self._keep(Entry(self._fetch_url(in_scope, key), key, depth, parent))
+
+    def _fetch_url(self, in_scope: Mapping[str, str], key: str) -> str:
+        return key if self.fetch_canonical else in_scope[key]
+
+    def _keep(self, entry: Entry, *, scored: bool = True) -> None:
+        """With a state, keep a link refused by `max_pages` or `max_depth` in it: a resume with
+        a larger limit offers it again (`crawler.limits`)."""
+        if self.state is not None:
+            self.state.kept.keep(entry, scored=scored)
 
     def admit(self, entry: Entry) -> bool:
         """Put a new (seen-test-approved, in-scope) entry in the frontier and the journal."""
@@ -143,7 +154,7 @@ class Admission:
         resolved once, and the scope and the Sieve (one batch) see each distinct key once; a
         repeat counts as out of scope or as a duplicate, like its first occurrence."""
         depth = parent.depth + 1
-        in_scope = self._in_scope(hrefs, base, depth, None)
+        in_scope = self._in_scope(hrefs, base, depth, None, parent.url)
         keys = list(in_scope)
         if not keys:
             return 0
@@ -157,7 +168,7 @@ class Admission:
             )
         stats = self.stats
         if self.max_pages and stats.admitted >= self.max_pages:
-            self._over_limit(keys)
+            self._over_limit(in_scope, depth, parent.url)
             return 0
         new = 0
         capped = self.scope.max_pages_per_host > 0
@@ -169,6 +180,8 @@ class Admission:
             elif self.room_for_more():
                 url = key if self.fetch_canonical else in_scope[key]
                 new += self.admit(Entry(url=url, key=key, depth=depth, parent=parent.url))
+            else:  # taken in by the Sieve: kept all the same
+                self._keep(Entry(self._fetch_url(in_scope, key), key, depth, parent.url))
         return new
 
     async def scored_links(
@@ -193,7 +206,7 @@ class Admission:
         new links are then left unseen."""
         depth = parent.depth + 1
         origin: dict[str, str] = {}  # key -> the href it came from (its first)
-        in_scope = self._in_scope(hrefs, base, depth, origin)
+        in_scope = self._in_scope(hrefs, base, depth, origin, parent.url)
         keys = list(in_scope)
         if not keys or not self.room_for_more():
             return 0
@@ -278,10 +291,16 @@ class Admission:
         return dedup.exact is None or fingerprint(key) in dedup.exact
 
     def _in_scope(
-        self, hrefs: Sequence[str], base: str, depth: int, origin: dict[str, str] | None
+        self,
+        hrefs: Sequence[str],
+        base: str,
+        depth: int,
+        origin: dict[str, str] | None,
+        parent: str | None = None,
     ) -> dict[str, str]:
         """key -> URL to fetch of the distinct in-scope links of a page (refusals and repeats
-        counted); `origin`, if given, gets key -> the href it was resolved from."""
+        counted); `origin`, if given, gets key -> the href it was resolved from. A link refused
+        for its depth alone is kept (`_keep`; unscored when `origin` is given)."""
         check = self.scope.check
         times = _occurrences(hrefs)
         in_scope: dict[str, str] = {}  # key -> URL to fetch
@@ -298,6 +317,9 @@ class Admission:
             if key in in_scope:
                 repeats += n
             elif (reason := refused.get(key) or check(key, depth)) is not None:
+                if reason == "depth" and key not in refused and self.scope.only_depth(key):
+                    url = key if self.fetch_canonical else fetch_url
+                    self._keep(Entry(url, key, depth, parent), scored=origin is None)
                 refused[key] = reason
                 counts[reason] += n
             else:
@@ -335,6 +357,7 @@ class Admission:
         if self.shared is not None:
             return fetch_url, await self._shared([child]), None
         if not self.room_for_more():
+            self._keep(child)
             return fetch_url, 0, None
         if not self.dedup.add(key):
             self.stats.duplicates += 1
@@ -357,13 +380,19 @@ class Admission:
             return False
         url, key = resolved
         reason = self.scope.check(key, depth)
+        entry = Entry(url=url, key=key, depth=depth, parent=parent, sitemap=True)
         if reason is not None and reason != "extension":  # sitemaps are often .gz
             self.stats.scope_refused[reason] += 1
+            if reason == "depth" and self.scope.only_depth(key, sitemap=True):
+                self._keep(entry)
             return False
-        entry = Entry(url=url, key=key, depth=depth, parent=parent, sitemap=True)
         if self.shared is not None:
             return await self._shared([entry]) == 1
-        if not (self.room_for_more() and self.dedup.add(key)):
+        if not self.room_for_more():
+            if not self._seen(key):
+                self._keep(entry)
+            return False
+        if not self.dedup.add(key):
             return False
         return self.admit(entry)
 

@@ -48,6 +48,7 @@ from crawler.errors import ConfigError, SeedError, SharedStateError
 from crawler.focus import Focus
 from crawler.frontier import Entry, Frontier
 from crawler.gctune import young_threshold
+from crawler.limits import offer_kept
 from crawler.pages import PageHandler
 from crawler.parsing import Parser, switch_interval
 from crawler.recrawl import stored_validators
@@ -256,6 +257,10 @@ class Crawler:
         if guard is not None:
             for host in hosts | {split_host(e.url) for e in entries}:
                 guard.allow_host(host)
+        if state is not None:  # a resume whose limits admit more: the links they refused
+            score = self.focus.score if self.focus is not None else None
+            if offered := await offer_kept(self.admission, state, score):
+                log.info("resuming: %d links kept for a larger limit admitted", offered)
         for entry in entries:
             await self.admission.seed(entry)
         if state is not None and frontier is not None:  # (a run with nothing to fetch: no gap)
