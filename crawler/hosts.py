@@ -27,7 +27,13 @@ max_delay))``): a rule never goes below what the site asks for.
 robots.txt: a policy in force is kept ``robots_ttl`` seconds. An unreachable robots.txt (temporary
 policy) is retried with backoff, and not before its 429/503's Retry-After (capped likewise); a
 cached policy stays in force meanwhile (RFC 9309 2.4). A host with no policy yet gives up after
-``robots_max_attempts`` failures and then refuses its pages.
+``robots_max_attempts`` failures and then refuses its pages (RFC 9309: complete disallow) until
+``robots_ttl`` ends. A *refused* connection (nothing listens on the port: ``RobotsPolicy.refused``)
+is an answer, not a silence: robots.txt is asked once more after the first backoff step
+(``REFUSED_ATTEMPTS``: a server restarting in that time loses nothing), then the host's pages
+fail at once as the connection failures they would be (error kind ``connect``, never requested);
+robots.txt is asked again, before a page found later, once that backoff step ends (1, 2, 4...
+s). Each refused robots.txt counts as a failure of the host for the circuit breaker below.
 
 Circuit breaker: the ``max_host_failures``-th HOST failure in a row (0: never) puts a host
 *down*: the frontier refuses its queued and later pages at once (error ``host_down``) instead of
@@ -44,7 +50,7 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Final
 
 from crawler.errors import Blame, failure_class
-from crawler.robots import RobotsPolicy
+from crawler.robots import REFUSED_ATTEMPTS, RobotsPolicy
 
 if TYPE_CHECKING:
     from crawler.entries import Outcome
@@ -336,7 +342,8 @@ class Politeness:
 
     def robots(self, host: Host, policy: RobotsPolicy, now: float) -> bool:
         """Apply a robots.txt answer (a temporary policy: unreachable). True when ``policy`` came
-        into force, so the host's queue must be swept; a temporary one then means: gave up."""
+        into force, or the host went down (the circuit breaker: refused connections), so the
+        host's queue must be swept; a temporary one then means: gave up."""
         host.robots_fetching = False
         if not policy.temporary:
             host.policy = policy
@@ -355,11 +362,18 @@ class Politeness:
         if policy.retry_after is not None:  # a 429/503's Retry-After, capped
             wait = max(wait, min(policy.retry_after, self.max_retry_after))
         retry_at = now + wait
+        attempts = self.robots_max_attempts
+        if policy.refused:  # an answer: nothing listens there (module docstring)
+            attempts = min(attempts, REFUSED_ATTEMPTS)
+            host.failures += 1
+            if host.down is None and 0 < self.max_host_failures <= host.failures:
+                host.down = down_reason(host.failures)
+                return True
         if host.policy is not None and not host.policy.temporary:
             host.robots_expires = retry_at  # keep the cached policy (RFC 9309 2.4), retry later
-        elif host.robots_failures >= self.robots_max_attempts:
+        elif host.robots_failures >= attempts:
             host.policy = policy
-            host.robots_expires = now + self.robots_ttl
+            host.robots_expires = retry_at if policy.refused else now + self.robots_ttl
             return True
         else:
             host.policy = None

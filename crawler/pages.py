@@ -237,12 +237,13 @@ class PageHandler:
             resolved = self.urls.resolve(location, base)
             return None if resolved is None else resolved[0]
 
-        status, body, latency, error = await fetch_robots(fetch, join, entry.url)
+        got = await fetch_robots(fetch, join, entry.url)
+        status, body, latency = got.status, got.body, got.latency
         value = last[0].header("Retry-After") if last else None
         wait = None if value is None else parse_retry_after(value)
-        policy = policy_from_response(
-            status, body, self.config.crawl.user_agent, error=error, retry_after=wait
-        )
+        policy = policy_from_response(status, body, self.config.crawl.user_agent,
+                                      error=got.error, retry_after=wait,
+                                      refused=got.refused)  # fmt: skip
         self.frontier.set_robots(host_key(entry.url), policy, body)
         if self.config.scope.use_sitemaps and not policy.temporary:
             for loc in policy.sitemaps:

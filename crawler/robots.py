@@ -16,7 +16,9 @@ Status rules (RFC 9309 section 2.3.1):
   is treated like 5xx (Google does the same); allowing everything on a 429 would hammer the host.
 - 5xx, or no response at all (``status=None``: DNS/connection failure, timeout): unreachable,
   disallow everything *for now*; the policy is ``temporary`` and the frontier fetches it again
-  after a backoff.
+  after a backoff. A connection the host *refused* (nothing listens on the port) makes a
+  ``refused`` temporary policy: an answer, not a silence, which the frontier gives up on sooner
+  and whose pages fail as connection errors (``crawler.hosts.Politeness.robots``).
 
 Group selection (RFC 9309 2.2.1): a group is ours when the product token of one of its
 User-agent lines equals ours (``sieve-crawler`` for ``"sieve-crawler/0.1 (+https://x)"``),
@@ -32,7 +34,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from protego import Protego
 
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ALLOW_ALL",
     "DEFAULT_MAX_BYTES",
+    "REFUSED_ATTEMPTS",
+    "RobotsFetch",
     "RobotsPolicy",
     "fetch_robots",
     "policy_from_response",
@@ -53,6 +57,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_BYTES: Final = 512_000  # 500 KiB, the minimum RFC 9309 asks a crawler to parse
+REFUSED_ATTEMPTS: Final = 2  # tries of a robots.txt whose connection the host refused: one quick
+# retry (after the first backoff step), then its pages fail as connection errors (crawler.hosts)
 
 _TOKEN_RE: Final = re.compile(r"[A-Za-z0-9_.\-]+")
 _AFTER_TOKEN: Final = ("", "/", " ", "\t", ";", "(")  # what may follow a product token
@@ -131,7 +137,8 @@ class RobotsPolicy:
 
     ``status`` is the HTTP status it came from (None: unreachable or a default), ``temporary`` is
     True for a disallow-all caused by a server error or an unreachable host (fetch it again later),
-    ``reason`` then says what went wrong ("HTTP 503", "connect: ..."),
+    ``reason`` then says what went wrong ("HTTP 503", "connect: ..."), ``refused`` is True when
+    that was a connection the host refused (ECONNREFUSED: nothing listens on its port),
     ``crawl_delay`` is the delay in seconds asked of our user agent (Crawl-delay, else derived from
     Request-rate), ``sitemaps`` the Sitemap URLs listed in the file (site-wide), ``retry_after``
     the seconds a temporary policy's 429/503 asked us to wait before asking again (Retry-After).
@@ -143,6 +150,7 @@ class RobotsPolicy:
         "_token",
         "crawl_delay",
         "reason",
+        "refused",
         "retry_after",
         "sitemaps",
         "status",
@@ -152,6 +160,7 @@ class RobotsPolicy:
     status: int | None
     temporary: bool
     reason: str | None
+    refused: bool
     retry_after: float | None
     crawl_delay: float | None
     sitemaps: tuple[str, ...]
@@ -171,6 +180,7 @@ class RobotsPolicy:
         token: str = "*",
         reason: str | None = None,
         retry_after: float | None = None,
+        refused: bool = False,
     ) -> None:
         if crawl_delay is not None and not crawl_delay >= 0.0:
             raise ValueError(f"crawl_delay must be >= 0 seconds, got {crawl_delay!r}")
@@ -178,6 +188,7 @@ class RobotsPolicy:
         setter(self, "status", status)
         setter(self, "temporary", temporary)
         setter(self, "reason", reason)
+        setter(self, "refused", refused and temporary)
         setter(self, "retry_after", retry_after)
         setter(self, "_disallow_all", disallow_all or temporary)
         setter(self, "crawl_delay", crawl_delay)
@@ -260,13 +271,15 @@ def policy_from_response(
     max_bytes: int = DEFAULT_MAX_BYTES,
     error: str | None = None,
     retry_after: float | None = None,
+    refused: bool = False,
 ) -> RobotsPolicy:
     """Build the policy for the final response to a robots.txt fetch (see the module docstring).
 
     ``status`` is the final HTTP status after redirects (None when no response was received),
     ``body`` the response body (any length: it is truncated here at ``max_bytes``), ``user_agent``
     our User-Agent header or its product token, ``error`` why no response came (for the reason
-    of a temporary disallow-all), ``retry_after`` the seconds a 429/503 asked us to wait.
+    of a temporary disallow-all), ``retry_after`` the seconds a 429/503 asked us to wait,
+    ``refused``: no response because the host refused the connection (see `RobotsFetch`).
     """
     if status is not None and not 100 <= status <= 599:
         raise ValueError(
@@ -278,7 +291,8 @@ def policy_from_response(
     if status is None or status >= 500 or status == 429:
         reason = f"HTTP {status}" if status is not None else (error or "no response")
         wait = retry_after if status in (429, 503) else None
-        return RobotsPolicy(status=status, temporary=True, reason=reason, retry_after=wait)
+        return RobotsPolicy(status=status, temporary=True, reason=reason, retry_after=wait,
+                            refused=refused and status is None)  # fmt: skip
     if status >= 300 or status < 200:
         # 3xx left over after the redirect limit, 4xx: "unavailable", crawl without restriction.
         return RobotsPolicy(status=status)
@@ -307,16 +321,29 @@ def policy_from_response(
 MAX_REDIRECTS = 5
 
 
+class RobotsFetch(NamedTuple):
+    """What a robots.txt fetch got, for `policy_from_response`: the final `status` (None: no
+    response), its `body` and `latency`, why no response came (`error`, ``kind: message``),
+    and whether that was a connection the host refused (`refused`)."""
+
+    status: int | None
+    body: bytes | None
+    latency: float | None
+    error: str | None = None
+    refused: bool = False
+
+
 async def fetch_robots(
     fetch: Callable[[str], Awaitable[Response]],
     join: Callable[[str, str], str | None],
     url: str,
-) -> tuple[int | None, bytes | None, float | None, str | None]:
+) -> RobotsFetch:
     """Fetch robots.txt following up to 5 redirects (RFC 9309 section 2.3.1.2).
 
     `fetch(url)` does one capped GET; `join(location, base)` resolves a Location. Returns the
     (status, body, latency) that `policy_from_response` turns into a policy: status None when
-    unreachable (also for a status outside 100-599: no HTTP class says what it means); 404
+    unreachable (also for a status outside 100-599: no HTTP class says what it means; `refused`
+    when the connection to the host itself was refused, not to a redirect's target); 404
     (allow all) after too many redirects, a redirect without a usable Location,
     or when the SSRF guard refuses the host itself (so that each of its URLs then gets its own
     "blocked" result rather than a misleading robots refusal).
@@ -328,8 +355,9 @@ async def fetch_robots(
         except FetchError as exc:
             logger.info("robots.txt %s unreachable: %s", target, exc.describe())
             if isinstance(exc, BlockedAddress) and target == url:
-                return 404, None, latency, None
-            return None, None, latency, exc.describe()
+                return RobotsFetch(404, None, latency)
+            refused = exc.refused and target == url
+            return RobotsFetch(None, None, latency, exc.describe(), refused)
         status, body, latency = response.status, response.body, response.latency
         location = response.location
         if location is None:
@@ -339,9 +367,9 @@ async def fetch_robots(
             break
         target = nxt
     else:
-        return 404, None, latency, None
+        return RobotsFetch(404, None, latency)
     if status is not None and 300 <= status < 400:
-        return 404, None, latency, None
+        return RobotsFetch(404, None, latency)
     if status is not None and not 100 <= status <= 599:  # LinkedIn's 999, a 099: no HTTP class
-        return None, None, latency, f"protocol: HTTP status {status} is not 100-599"
-    return status, body, latency, None
+        return RobotsFetch(None, None, latency, f"protocol: HTTP status {status} is not 100-599")
+    return RobotsFetch(status, body, latency)

@@ -114,6 +114,7 @@ def translate_error(
         # "Connection refused" (the errno's own words), not asyncio's "Connect call failed"
         why = os.strerror(exc.errno) if exc.errno else exc.strerror or str(exc)
         error = ConnectError(f"cannot connect to {exc.host}:{exc.port}: {why}")
+        error.refused = exc.errno == errno.ECONNREFUSED
         return _network(error) if exc.errno in _NETWORK_ERRNOS else error
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return ConnectError(f"connect timed out: {exc}")

@@ -274,7 +274,9 @@ async def test_frontier_bounds_are_counted_not_silent(site: FixtureSite) -> None
     assert len(results) < len(site.expected() | site.refused())
 
 
-async def test_unreachable_host_is_refused_with_the_reason() -> None:
+async def test_a_host_refusing_connections_fails_as_a_connection_error() -> None:
+    """A refused connection is an answer: robots.txt is asked twice, then the page's result is
+    that connection failure (it was counted as a robots refusal after 6 tries, ~21 s)."""
     import socket
 
     with socket.socket() as sock:  # a port nobody listens on
@@ -284,10 +286,10 @@ async def test_unreachable_host_is_refused_with_the_reason() -> None:
     async with Crawler(config) as crawler:
         [result] = [r async for r in crawler.crawl([f"http://127.0.0.1:{port}/"])]
     assert result.error is not None
-    assert result.error.startswith(
-        f"robots: robots.txt unreachable (connect: cannot connect to 127.0.0.1:{port}"
-    )
-    assert result.error.endswith("; RFC 9309: complete disallow)")
+    assert result.error.startswith(f"connect: cannot connect to 127.0.0.1:{port}")
+    assert "robots.txt, 2 tries" in result.error
+    assert crawler.stats.errors["connect"] == 1 and crawler.stats.robots_refused == 0
+    assert crawler.stats.robots_fetches == 2
 
 
 async def test_gil_switch_interval_is_lowered_during_the_crawl_only(site: FixtureSite) -> None:

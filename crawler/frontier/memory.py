@@ -124,6 +124,8 @@ class Frontier(Handout):
             self._dropped[1] += 1
             return False
         policy = host.policy
+        if policy is not None and policy.temporary and self._now() >= host.robots_expires:
+            host.policy = policy = None  # given up on, long enough: robots.txt asked again first
         fetch = url if policy is None or host.down is not None else policy.fetchable(url, entry.key)
         if fetch is not None and fetch != url:  # the page without its session id
             entry = replace(entry, url=fetch)
@@ -384,7 +386,14 @@ class Frontier(Handout):
 
     def _set_policy(self, host: Host, policy: RobotsPolicy) -> None:
         if self._rules.robots(host, policy, self._now()):
-            if policy.temporary:
+            if host.down is not None:
+                logger.warning("%s is down (%s); refusing its %d queued pages", host.key,
+                               host.down, host.queue.size)  # fmt: skip
+            elif policy.refused:  # each page's result says it (kind "connect"): no warning
+                logger.info("%s refused the connection to its robots.txt %d times: its %d "
+                            "queued pages fail as connection errors", host.key,
+                            host.robots_failures, host.queue.size)  # fmt: skip
+            elif policy.temporary:
                 logger.warning("robots.txt of %s unreachable %d times: refusing its pages",
                                host.key, host.robots_failures)  # fmt: skip
             for entry in reversed(sweep(host, self._refusals)):  # without their session ids

@@ -98,7 +98,7 @@ from crawler.frontier.redis_queues import (
 )
 from crawler.frontier.refusals import UNREACHABLE
 from crawler.hosts import SUSPECT_STREAK, HostRule, down_reason, host_key, robots_url
-from crawler.robots import RobotsPolicy, policy_from_response
+from crawler.robots import REFUSED_ATTEMPTS, RobotsPolicy, policy_from_response
 from crawler.sieve.redis import RedisSieve
 
 __all__ = ["ADMITTED", "FULL", "HOST_FULL", "HOST_LIMIT", "OVER_LIMIT", "SEEN", "RedisFrontier"]
@@ -355,21 +355,26 @@ class RedisFrontier(RedisQueues):
         """Give a host (its key, or any URL on it) its robots.txt answer, for every process:
         the status and `body` are stored (``robots()`` gives them back to rebuild the policy),
         the Crawl-delay raises the shared delay, a temporary policy (unreachable) backs the host
-        off and, after ``robots_max_attempts``, refuses its pages (``crawler.hosts.Politeness``
-        rules). Call it before ``done()`` on the ROBOTS entry; it may also preload a host."""
+        off and, after ``robots_max_attempts`` (``REFUSED_ATTEMPTS`` when the host refused the
+        connection), refuses its pages (``crawler.hosts.Politeness`` rules; here the refusal
+        stays ``robots: ...`` and is kept ``robots_ttl``). Call it before ``done()`` on the
+        ROBOTS entry; it may also preload a host."""
         host = host_key(key)
         lease = self._robots_asked.pop(host, "")  # a late answer changes nothing
         delay, conc = self._host_settings(host)
         crawl_delay = "" if policy.crawl_delay is None else repr(policy.crawl_delay)
+        attempts = self.robots_max_attempts
+        if policy.refused:  # an answer: nothing listens there
+            attempts = min(attempts, REFUSED_ATTEMPTS)
         args = [self.prefix, self._now_arg(), host, "" if policy.status is None else policy.status,
                 body or b"", "1" if policy.temporary else "", crawl_delay, repr(self._max_delay),
-                repr(self.robots_ttl), self.robots_max_attempts,
+                repr(self.robots_ttl), attempts,
                 repr(0.5 + 0.5 * self._rng.random()), repr(self.backoff_base),
                 repr(self.backoff_max), repr(delay), conc, lease,
                 "1" if self.adaptive else ""]  # fmt: skip
         if await self._run("robots", args) == 1 and policy.temporary:
             logger.warning("robots.txt of %s unreachable %d times: refusing its pages",
-                           host, self.robots_max_attempts)  # fmt: skip
+                           host, attempts)  # fmt: skip
 
     def refusal(self, entry: Entry) -> str:
         """Why a REFUSED entry was refused, as a result's error (`kind: message`): its host is

@@ -1,7 +1,9 @@
 """Refusing a host's pages: which queued pages a host's state refuses, and why.
 
 A page is refused when its host is down (``max_host_failures``), when its robots.txt disallows
-it, or when robots.txt is unreachable (RFC 9309: then nothing may be fetched). The in-memory
+it, or when robots.txt is unreachable (RFC 9309: then nothing may be fetched); when the host
+refused the connection to its robots.txt, the refusal is that connection failure
+(``connect: ...``). The in-memory
 :class:`crawler.frontier.memory.Frontier` moves such pages to its refusals (``sweep``), hands
 them out at once as REFUSED entries and names the reason in the result's error (``refusal``).
 """
@@ -28,6 +30,9 @@ def refusal(host: Host | None) -> str:
     if host is not None and host.down is not None:
         return f"host_down: {host.down}"
     policy = host.policy if host is not None else None
+    if policy is not None and policy.refused and policy.reason:  # its pages would be refused too
+        tries = host.robots_failures if host is not None else 0
+        return f"{policy.reason} (fetching its host's robots.txt, {tries} tries; not requested)"
     if policy is None or policy.temporary:
         why = f"{policy.reason}; " if policy is not None and policy.reason else ""
         return f"robots: robots.txt unreachable ({why}RFC 9309: complete disallow)"
