@@ -19,6 +19,7 @@ closed.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import gc
@@ -33,7 +34,7 @@ from typing import Any, NoReturn, TypeVar
 from crawler.cli_args import apply_overrides, build_parser, output_paths
 from crawler.cli_run import run, run_demo, tell
 from crawler.command import interrupted
-from crawler.config import load_config
+from crawler.config import Config, load_config
 from crawler.errors import (
     ConfigError,
     NetworkUnavailable,
@@ -42,10 +43,16 @@ from crawler.errors import (
     SeedError,
     SharedStateError,
 )
-from crawler.output import check_not_inputs, check_output_paths, open_output, repair_jsonl
+from crawler.output import (
+    check_not_inputs,
+    check_output_paths,
+    earlier_results,
+    open_output,
+    repair_jsonl,
+)
 from crawler.progress import print_summary
 from crawler.seeds import collect_seeds, read_seeds
-from crawler.statedb import StateError
+from crawler.statedb import FILENAME, StateError
 
 __all__ = ["main", "read_seeds", "repair_jsonl"]
 
@@ -75,14 +82,44 @@ def run_loop(main: Coroutine[Any, Any, T]) -> T:
         return runner.run(main)
 
 
-def write_stats(path: str, stats: dict[str, Any]) -> int:
-    """Write the stats JSON; 0, or 2 with a message if it cannot be written."""
+def write_stats(option: str, path: str, stats: dict[str, Any]) -> int:
+    """Write the stats JSON; 0, or 2 with a message naming `option` if it cannot be written."""
     try:
         Path(path).write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
-        tell(f"crawl: error: stats {path}: cannot write: {exc.strerror or exc}")
+        tell(f"crawl: error: {option} {path}: cannot write: {exc.strerror or exc}")
         return 2
     return 0
+
+
+def check_outputs(config: Config, args: argparse.Namespace) -> dict[str, str]:
+    """Check every output path before anything is created or crawled (`crawler.output`): not an
+    input, an existing -o file the crawler's JSON Lines (unless -O), an existing --warc series
+    WARC files, every place writable; then the missing directories are made. Returns the output
+    files keyed by the option that named each. A ConfigError names the option."""
+    files, directories = output_paths(config, args)
+    inputs = [t for t in args.targets if "://" not in t] + [args.config or ""]
+    check_not_inputs(files, {path: path for path in inputs if path})
+    resuming = config.state.dir and (Path(config.state.dir) / FILENAME).exists()
+    if args.overwrite_output is not None and resuming and not args.fresh:
+        raise ConfigError(f"-O {args.overwrite_output}: this crawl resumes the state in "
+                              f"{config.state.dir}: emptying its output would lose the results "
+                              "of the earlier runs; use -o to append (or --fresh to start "
+                              "over)")  # fmt: skip
+    for option, path in files.items():
+        if path in ("", "-") or not Path(path).is_file():
+            continue
+        try:
+            if path == config.output.path and args.overwrite_output is None:
+                repair_jsonl(Path(path), check_only=True)
+            elif path == config.output.warc:
+                from crawler.warc import check_series  # warcio: only with a WARC output
+
+                check_series(Path(path))
+        except (ConfigError, OutputError) as exc:
+            raise ConfigError(f"{option} {exc}") from None
+    check_output_paths(files, directories)
+    return files
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,17 +155,21 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)  # fmt: skip
             return 2
         seeds = [] if args.demo else collect_seeds(args.targets, config.scope.max_url_length)
-        files, directories = output_paths(config, args)
-        check_output_paths(files, directories)
-        inputs = [t for t in args.targets if "://" not in t] + [args.config or ""]
-        check_not_inputs(files, {path: path for path in inputs if path})
+        files = check_outputs(config, args)
         if config.output.path in ("", "-") and sys.stdout is None:
             raise ConfigError("stdout is closed: give -o PATH for the results")
+        output = next(option for option, path in files.items() if path == config.output.path)
     except (ConfigError, SeedError) as exc:
         print(f"crawl: error: {exc}", file=sys.stderr)
         return 2
     try:
-        with open_output(config.output.path) as out:
+        if not args.quiet and args.overwrite_output is None:
+            held = earlier_results(config.output.path)
+            if held is not None:
+                tell(f"crawl: {output} {config.output.path}: appending to its {held} "
+                     "(-O PATH empties it first)")  # fmt: skip
+        overwrite = args.overwrite_output is not None
+        with open_output(config.output.path, option=output, overwrite=overwrite) as out:
             if args.demo:
                 outcome = run_loop(run_demo(config, out, args.delay is not None, args.quiet))
             else:
@@ -161,9 +202,13 @@ def main(argv: list[str] | None = None) -> int:
             print_summary(stats, sys.stderr)
     if outcome.error:
         tell(f"crawl: error: {outcome.error}")
+    status = outcome.status
     if config.output.stats:
-        return write_stats(config.output.stats, stats) or outcome.status
-    return outcome.status
+        stats_option = next(o for o, path in files.items() if path == config.output.stats)
+        status = write_stats(stats_option, config.output.stats, stats) or status
+    if outcome.last:
+        tell(outcome.last)
+    return status
 
 
 def entry() -> NoReturn:

@@ -11,6 +11,7 @@ import argparse
 import re
 from typing import NoReturn
 
+from crawler.cli_settings import apply_settings
 from crawler.config import Config
 from crawler.errors import ConfigError
 
@@ -33,6 +34,23 @@ class _Parser(argparse.ArgumentParser):
         super().error(message)
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed distribution's version, read only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help=str(kwargs.get("help")))
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("sieve-crawler")
+        except PackageNotFoundError:  # run from a source tree that was not installed
+            number = "unknown (not installed)"
+        print(f"crawl (sieve-crawler) {number}")  # on stdout, as --version does elsewhere
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="crawl",
@@ -49,8 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed URLs, or files with one URL per line ('#' comments allowed)",
     )
     parser.add_argument("--config", metavar="PATH", help="TOML config (see config.toml)")
-    parser.add_argument(
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument(
         "-o", "--output", metavar="PATH", help="JSON Lines output (appended to); '-' = stdout"
+    )
+    output.add_argument(
+        "-O",
+        "--overwrite-output",
+        metavar="PATH",
+        help="JSON Lines output, emptied first (refused on a resume: use -o)",
     )
     parser.add_argument("--stats", metavar="PATH", help="write the final stats as JSON")
     parser.add_argument("--warc", metavar="PATH", help="archive every exchange to WARC (.warc.gz)")
@@ -108,6 +133,61 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="crawl the bundled fixture site on loopback (no network needed)",
     )
+    common = parser.add_argument_group("common settings (any other: -s SECTION.KEY=VALUE)")
+    common.add_argument("--user-agent", metavar="UA", help="the User-Agent sent ([crawl])")
+    common.add_argument(
+        "--per-host-concurrency",
+        type=int,
+        metavar="N",
+        help="requests in flight to one host at most (default 1)",
+    )
+    common.add_argument(
+        "--allow-domain",
+        action="append",
+        metavar="DOMAIN",
+        help="crawl this domain and its subdomains (repeatable; default: the seeds' hosts)",
+    )
+    common.add_argument(
+        "--include",
+        action="append",
+        metavar="REGEX",
+        help="follow only URLs matching one of these (repeatable)",
+    )
+    common.add_argument(
+        "--exclude",
+        action="append",
+        metavar="REGEX",
+        help="skip URLs matching any of these (repeatable)",
+    )
+    common.add_argument(
+        "--dedup",
+        action="store_true",
+        default=None,
+        help="content dedup of HTML pages ([dedup] enabled)",
+    )
+    common.add_argument(
+        "--sitemaps",
+        action="store_true",
+        default=None,
+        help="seed each host with its robots.txt sitemaps ([scope] use_sitemaps)",
+    )
+    common.add_argument(
+        "--ignore-robots",
+        action="store_true",
+        default=None,
+        help="do not fetch or obey robots.txt (only for sites that are yours)",
+    )
+    common.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        dest="settings",
+        metavar="SECTION.KEY=VALUE",
+        help="set any config key, e.g. -s dedup.near_distance=4 (repeatable; "
+        "the value read as TOML, else as a string)",
+    )
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     verbosity = parser.add_mutually_exclusive_group()
     verbosity.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
     verbosity.add_argument("-q", "--quiet", action="store_true", help="only errors on stderr")
@@ -121,6 +201,11 @@ _FLAGS = {
     "[crawl] concurrency": "--concurrency",
     "[politeness] delay": "--delay",
     "[output] path": "-o",
+    "[crawl] user_agent": "--user-agent",
+    "[politeness] per_host_concurrency": "--per-host-concurrency",
+    "[scope] allowed_domains": "--allow-domain",
+    "[scope] include": "--include",
+    "[scope] exclude": "--exclude",
     "[output] stats": "--stats",
     "[output] warc": "--warc",
     "[state] dir": "--state",
@@ -140,22 +225,26 @@ def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
         raise ConfigError(message) from None
 
 
+def _given(**values: object) -> dict[str, object]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
 def _apply_overrides(config: Config, args: argparse.Namespace) -> Config:
-    crawl = {
-        k: v
-        for k, v in (
-            ("max_pages", args.max_pages),
-            ("max_depth", args.max_depth),
-            ("concurrency", args.concurrency),
-        )
-        if v is not None
-    }
-    if crawl:
-        config = config.override("crawl", **crawl)
-    if args.delay is not None:
-        config = config.override("politeness", delay=args.delay)
-    if args.output is not None:
-        config = config.override("output", path=args.output)
+    config = apply_settings(config, args.settings)
+    a = args
+    for section, values in (
+        ("crawl", _given(max_pages=a.max_pages, max_depth=a.max_depth,
+                         concurrency=a.concurrency, user_agent=a.user_agent)),
+        ("politeness", _given(delay=a.delay, per_host_concurrency=a.per_host_concurrency,
+                              respect_robots=None if a.ignore_robots is None else False)),
+        ("scope", _given(allowed_domains=a.allow_domain, include=a.include, exclude=a.exclude,
+                         use_sitemaps=a.sitemaps)),
+        ("dedup", _given(enabled=a.dedup)),
+    ):  # fmt: skip
+        if values:
+            config = config.override(section, **values)
+    if (path := args.output if args.output is not None else args.overwrite_output) is not None:
+        config = config.override("output", path=path)
     if args.stats is not None:
         config = config.override("output", stats=args.stats)
     if args.warc is not None:
@@ -179,8 +268,9 @@ def output_paths(config: Config, args: argparse.Namespace) -> tuple[dict[str, st
         return flag if given is not None else key
 
     o = config.output
+    output = "-O" if args.overwrite_output is not None else "-o"
     files = {
-        name("-o", args.output, "[output] path"): o.path,
+        name(output, args.output or args.overwrite_output, "[output] path"): o.path,
         name("--warc", args.warc, "[output] warc"): o.warc,
         name("--stats", args.stats, "[output] stats"): o.stats,
     }

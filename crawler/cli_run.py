@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING
 from crawler.components import settings
 from crawler.config import Config
 from crawler.engine import Crawler
+from crawler.limits import notes
 from crawler.output import JsonlWriter
 from crawler.progress import ProgressReporter
 from crawler.seeds import SeedReport
@@ -48,6 +49,7 @@ class Outcome:
     status: int
     summary: bool = True
     error: str = ""  # printed after the summary
+    last: str = ""  # printed last of all: how to resume an interrupted crawl
 
 
 def command_line(args: Sequence[str]) -> str:
@@ -127,6 +129,8 @@ async def run(
         admitted, done = state.counts()  # (a recrawl just started is not "resumed")
         what = "recrawl" if state.generation else "crawl"
         say(quiet, f"resuming the {what} in {state.directory} ({done:,} of {admitted:,} URLs done)")
+    for line in notes(state) if state is not None else ():  # the limits changed since
+        say(quiet, line)
     try:
         crawler = Crawler(config, recorder=warc.write if warc is not None else None, state=state)
     except BaseException:  # (a shared crawl refuses --state): the state's lock goes with it
@@ -186,8 +190,8 @@ async def run(
             if config.cluster.redis
             else "it cannot be resumed: run with --state DIR to make crawls resumable"
         )
-        tell(f"crawl: interrupted{where}; {hint}")
-        return Outcome(crawler, 128 + stopped_by[0])
+        # said last, below the summary, so that the command to resume is on screen at the end
+        return Outcome(crawler, 128 + stopped_by[0], last=f"crawl: interrupted{where}; {hint}")
     if state is not None and state.previous_status == "finished" and writer.lines == 0:
         again = command_line([*without_fresh(args), "--fresh"])
         visit = command_line([*without_fresh(args), "--recrawl"])

@@ -36,6 +36,7 @@ __all__ = [
     "JsonlWriter",
     "check_not_inputs",
     "check_output_paths",
+    "earlier_results",
     "open_output",
     "repair_jsonl",
 ]
@@ -62,6 +63,7 @@ def check_output_paths(files: Mapping[str, str], directories: Mapping[str, str])
                     "holds the crawl state only; write outputs elsewhere"
                 )
     seen: dict[Path, str] = {}
+    to_create: list[tuple[str, Path]] = []
     for option, path in [*files.items(), *directories.items()]:
         if path in ("", "-"):
             continue
@@ -69,11 +71,18 @@ def check_output_paths(files: Mapping[str, str], directories: Mapping[str, str])
         if not is_dir and path.endswith(("/", os.sep)):
             raise ConfigError(f"{option} {path}: names a directory; give a file name")
         target = Path(path)
-        _check_one(option, target, is_dir=is_dir)
         resolved = target.resolve()
         if resolved in seen:
             raise ConfigError(f"{seen[resolved]} and {option} name the same path: {path}")
         seen[resolved] = option
+        _check_one(option, target, is_dir=is_dir)
+        to_create.append((option, target if is_dir else target.parent))
+    for option, missing in to_create:  # nothing is created before every path passed
+        try:
+            missing.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise ConfigError(f"{option} {missing}: cannot create directory: {reason}") from None
 
 
 def check_not_inputs(files: Mapping[str, str], inputs: Mapping[str, str]) -> None:
@@ -87,26 +96,37 @@ def check_not_inputs(files: Mapping[str, str], inputs: Mapping[str, str]) -> Non
 
 
 def _check_one(option: str, target: Path, *, is_dir: bool) -> None:
+    """Check that `target` can be written, creating nothing that stays: a missing file (or the
+    first missing directory on its way) is made and removed again, so a place where nothing can
+    be created (a read-only mount, /proc even for root) is found before the crawl."""
     where = f"{option} {target}"
     if is_dir and target.exists() and not target.is_dir():
         raise ConfigError(f"{where}: not a directory")
     if not is_dir and target.is_dir():
         raise ConfigError(f"{where}: is a directory; give a file name")
     directory = target if is_dir else target.parent
-    for parent in (directory, *directory.parents):
-        if parent.exists():
-            if not parent.is_dir():
-                raise ConfigError(f"{where}: {parent} is not a directory")
-            break
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise ConfigError(f"{where}: cannot create directory {directory}: {reason}") from None
+    base = next((p for p in (directory, *directory.parents) if p.exists()), Path("/"))
+    if not base.is_dir():
+        raise ConfigError(f"{where}: {base} is not a directory")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise ConfigError(f"{where}: cannot write in {base}: permission denied")
     if target.exists() and not os.access(target, os.W_OK):
         raise ConfigError(f"{where}: not writable")
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise ConfigError(f"{where}: cannot write in {directory}: permission denied")
+    try:
+        if base != directory:  # the first missing directory on the way
+            probe = base / directory.relative_to(base).parts[0]
+            probe.mkdir()
+            probe.rmdir()
+        elif is_dir:
+            pass  # an existing directory, writable (checked above)
+        elif target.exists():
+            if target.is_file():  # (not a FIFO: opening one would wait for its reader)
+                os.close(os.open(target, os.O_WRONLY | os.O_APPEND))
+        else:
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            target.unlink()
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot write: {exc.strerror or exc}") from None
 
 
 class JsonlWriter:
@@ -200,8 +220,9 @@ class JsonlWriter:
 
 
 @contextlib.contextmanager
-def open_output(path: str) -> Iterator[TextIO]:
-    """stdout, or `path` opened for appending (never truncated) after `repair_jsonl`.
+def open_output(path: str, *, option: str = "-o", overwrite: bool = False) -> Iterator[TextIO]:
+    """stdout, or `path` opened for appending (never truncated) after `repair_jsonl`; emptied
+    first with `overwrite` (`-O`). Errors name the `option` that gave the path.
 
     A lone surrogate (text that was bytes no codec could read) is written as its JSON escape
     (``\\udcff``, ``errors="backslashreplace"``), never a UnicodeEncodeError ending the crawl."""
@@ -211,10 +232,11 @@ def open_output(path: str) -> Iterator[TextIO]:
         yield sys.stdout
         return
     try:
-        repair_jsonl(Path(path))
-        fh = open(path, "a", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
-    except OSError as exc:  # past the checks made before the crawl (/proc for root, a race)
-        raise OutputError(f"{path}: cannot open: {exc.strerror or exc}") from exc
+        if not overwrite:
+            repair_jsonl(Path(path))
+        fh = open(path, "w" if overwrite else "a", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+    except OSError as exc:  # past the checks made before the crawl (a race)
+        raise OutputError(f"{option} {path}: cannot open: {exc.strerror or exc}") from exc
     try:
         yield fh
     except BaseException:
@@ -224,7 +246,27 @@ def open_output(path: str) -> Iterator[TextIO]:
     try:
         fh.close()
     except OSError as exc:  # the last lines could not be written (a full disk)
-        raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+        raise OutputError(f"{option} {path}: cannot write: {exc.strerror or exc}") from exc
+
+
+def earlier_results(path: str) -> str | None:
+    """What an output file to be appended to holds already ("12 results", "3.2 GB of results"),
+    or None when it is empty, missing or stdout: `crawl -o` says so before it appends."""
+    if path in ("", "-"):
+        return None
+    try:
+        size = os.path.getsize(path)
+        if size == 0:
+            return None
+        if size > 64 << 20:  # not read through for a count
+            return (
+                f"{size / 1e9:.1f} GB of results" if size >= 1e9 else f"{size >> 20} MiB of results"
+            )
+        with open(path, "rb") as fh:
+            lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+    except OSError:
+        return None
+    return f"{lines:,} result{'s' * (lines != 1)}"
 
 
 _RESULT_START = b'{"url":'  # every line CrawlResult.to_json writes starts so
@@ -236,8 +278,9 @@ def _starts_as_a_result(head: bytes) -> bool:
     return head == _RESULT_START[: len(head)]
 
 
-def repair_jsonl(path: Path) -> None:
-    """Cut a partial last line left by a crash, so appended records start on a line of their own.
+def repair_jsonl(path: Path, *, check_only: bool = False) -> None:
+    """Cut a partial last line left by a crash, so appended records start on a line of their own
+    (`check_only`: refuse a file that is not the crawler's, change nothing).
 
     The URL of a cut line was not marked done in the state, so a resumed crawl writes it again.
     A file that is not the crawler's JSON Lines (its first line, or the partial last one, does
@@ -245,7 +288,7 @@ def repair_jsonl(path: Path) -> None:
     Lines) is a ConfigError, never cut or appended to.
     """
     try:
-        with open(path, "r+b") as fh:
+        with open(path, "rb" if check_only else "r+b") as fh:
             size = fh.seek(0, os.SEEK_END)
             if size == 0:
                 return
@@ -271,6 +314,8 @@ def repair_jsonl(path: Path) -> None:
             if not _starts_as_a_result(fh.read(len(_RESULT_START))):  # a crash cuts a record
                 raise ConfigError(f"{path}: its last line is not a crawl result: not a JSON "
                                   "Lines output of the crawler; give a new file")  # fmt: skip
+            if check_only:
+                return
             fh.truncate(end)
             log.warning("%s: removed a partial last line (%d bytes)", path, size - end)
     except FileNotFoundError:

@@ -51,10 +51,7 @@ class WarcOutput:
         if max_size < 1:
             raise ValueError(f"max_size must be >= 1 byte, got {max_size}")
         self.path = Path(path)
-        index = 0  # every file of an earlier run's series: the last is appended to, after a cut
-        while index == 0 or self._name(index).exists():
-            _check_existing(self._name(index))
-            index += 1
+        check_series(self.path)
         self.max_size = max_size
         self._info = {"software": "sieve-crawler/0.1", "format": "WARC File Format 1.1"}
         self._info.update(info or {})
@@ -66,13 +63,7 @@ class WarcOutput:
         self.error: OutputError | None = None  # the first failed write; later ones refused
 
     def _name(self, index: int) -> Path:
-        if index == 0:
-            return self.path
-        name = self.path.name
-        for suffix in (".warc.gz", ".warc"):
-            if name.endswith(suffix):
-                return self.path.with_name(f"{name[: -len(suffix)]}-{index:05d}{suffix}")
-        return self.path.with_name(f"{name}-{index:05d}")
+        return _series_name(self.path, index)
 
     def _open(self) -> WARCWriter:
         if self._writer is not None and self._file is not None:
@@ -160,6 +151,27 @@ class WarcOutput:
 
     def __repr__(self) -> str:
         return f"<WarcOutput {str(self.path)!r} files={len(self.files)} records={self.records}>"
+
+
+def check_series(path: Path) -> None:
+    """Check every file of an earlier run's series at `path` (the last is appended to, after a
+    cut): an `OutputError` for one that is not a gzipped WARC. Creates and changes nothing."""
+    index = 0
+    name = path
+    while index == 0 or name.exists():
+        _check_existing(name)
+        index += 1
+        name = _series_name(path, index)
+
+
+def _series_name(path: Path, index: int) -> Path:
+    if index == 0:
+        return path
+    name = path.name
+    for suffix in (".warc.gz", ".warc"):
+        if name.endswith(suffix):
+            return path.with_name(f"{name[: -len(suffix)]}-{index:05d}{suffix}")
+    return path.with_name(f"{name}-{index:05d}")
 
 
 def _check_existing(path: Path) -> None:
