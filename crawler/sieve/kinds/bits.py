@@ -70,9 +70,11 @@ class BitStage(Stage):
     ) -> tuple[NDArray[np.bool_], int]:
         pos = self.positions(hb, rows)
         zero = self._zero(pos)
-        new = first_credit(pos, zero) > 0
+        flips, fresh = first_credit(pos, zero)
+        new = flips > 0
         last = commit_prefix(new, room)
-        fresh = np.unique(pos[:last][zero[:last]])
+        if last < new.size:
+            fresh = np.unique(pos[:last][zero[:last]])
         np.bitwise_or.at(self._buf, fresh >> 3, MASKS8[fresh & 7])
         self.count += int(np.count_nonzero(new[:last]))
         return new[:last], last
@@ -81,7 +83,7 @@ class BitStage(Stage):
         return {"capacity": self.capacity, "error_rate": self.error_rate, "count": self.count}
 
     def arrays(self) -> list[bytes]:
-        return [self.bits.tobytes()]
+        return [self._buf.tobytes()]
 
     def load(self, params: dict[str, Any], arrays: list[bytes]) -> BitStage:
         """Fill a freshly built stage from saved parameters and bits (ValueError if they do not
@@ -89,12 +91,12 @@ class BitStage(Stage):
         if self.params() != {**params, "count": 0}:
             raise ValueError(f"stage parameters do not match its shape: {params!r}")
         (raw,) = arrays
-        if len(raw) != len(self.bits) // 8:
-            raise ValueError(f"stage bits: {len(raw)} bytes, expected {len(self.bits) // 8}")
+        if len(raw) != self._buf.size:
+            raise ValueError(f"stage bits: {len(raw)} bytes, expected {self._buf.size}")
         self._buf[:] = np.frombuffer(raw, dtype=np.uint8)
         self.count = check_int("count", params["count"], 0, 1 << 62)
         return self
 
     @property
     def size_in_bytes(self) -> int:
-        return len(self.bits) // 8
+        return int(self._buf.size)

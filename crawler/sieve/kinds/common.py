@@ -104,8 +104,9 @@ def splitmix64_np(x: U64) -> U64:
 MASKS8 = np.array([1 << i for i in range(8)], dtype=np.uint8)
 
 
-def first_credit(pos: NDArray[Any], zero: NDArray[np.bool_]) -> NDArray[np.intp]:
-    """Per row, how many of its zero cells no earlier row of the batch also has.
+def first_credit(pos: NDArray[Any], zero: NDArray[np.bool_]) -> tuple[NDArray[np.intp], Any]:
+    """Per row, how many of its zero cells no earlier row of the batch also has; and the zero
+    cells, sorted, each once.
 
     A cell zero before the batch is made non-zero by the FIRST row (in batch order) that has it,
     and that row is new (it has a zero cell); so a row is new exactly when it is credited at
@@ -113,12 +114,23 @@ def first_credit(pos: NDArray[Any], zero: NDArray[np.bool_]) -> NDArray[np.intp]
     """
     fresh = pos[zero]
     srt = np.sort(fresh)
-    if srt.size > 1 and bool((srt[1:] == srt[:-1]).any()):
-        _, first = np.unique(fresh, return_index=True)
-        got: NDArray[np.intp] = np.bincount(np.nonzero(zero)[0][first], minlength=pos.shape[0])
-        return got
-    counted: NDArray[np.intp] = np.count_nonzero(zero, axis=1)
-    return counted
+    if srt.size < 2 or not bool((srt[1:] == srt[:-1]).any()):
+        counted: NDArray[np.intp] = np.count_nonzero(zero, axis=1)
+        return counted, srt
+    order = np.argsort(fresh, kind="stable")  # equal cells keep batch order: first one first
+    keep = np.concatenate(([True], srt[1:] != srt[:-1]))
+    got: NDArray[np.intp] = np.bincount(np.nonzero(zero)[0][order[keep]], minlength=pos.shape[0])
+    return got, srt[keep]
+
+
+def unique_counts(a: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
+    """`np.unique(a, return_counts=True)` by sorting (numpy's hash-based unique is slower here)."""
+    srt = np.sort(a, axis=None)
+    if not srt.size:
+        return srt, np.zeros(0, dtype=np.intp)
+    starts = np.flatnonzero(np.concatenate(([True], srt[1:] != srt[:-1])))
+    counts: NDArray[np.intp] = np.diff(np.append(starts, srt.size))
+    return srt[starts], counts
 
 
 class Stage(ABC):
