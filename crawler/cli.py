@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     stats = outcome.crawler.stats_dict()
     if not args.quiet and outcome.summary:
         with contextlib.suppress(OSError):  # stderr full or gone: the results are written
-            print_summary(stats, sys.stderr)
+            print_summary(stats, sys.stderr, verbose=args.verbose > 0)
     if outcome.error:
         tell(f"crawl: error: {outcome.error}")
     status = outcome.status

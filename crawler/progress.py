@@ -100,13 +100,16 @@ class ProgressReporter:
         return f"<ProgressReporter {mode}>"
 
 
-def summary_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
-    """The final summary's (figure, value) rows, labelled for a first reading: what counts
-    URLs and what counts refusals of links; URLs seen (the Sieve) and pages fetched apart."""
+def summary_rows(stats: dict[str, Any], *, verbose: bool = False) -> list[tuple[str, str]]:
+    """The final summary's (figure, value) rows: what a user acts on (pages and their answers,
+    the rate, what was left out and why, the focus's harvest); a count of refusals that is zero
+    is left out. `verbose` (`crawl -v`) adds the internals: each scope reason, the Sieve, the
+    canonicalizer's memo. `--stats` has every figure."""
     rows: list[tuple[str, str]] = []
 
-    def add(name: str, value: object) -> None:
-        rows.append((name, str(value)))
+    def add(name: str, value: object, *, always: bool = True) -> None:
+        if always or value:
+            rows.append((name, str(value)))
 
     add("pages (results)", stats["pages"])
     for cls, n in stats["status_classes"].items():
@@ -116,52 +119,57 @@ def summary_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
     add("bytes", f"{stats['bytes']:,}")
     add("duration", f"{stats['elapsed_s']:.2f} s")
     add("pages/s", f"{stats['pages_per_s']:.1f}")
-    add("retries", stats["retries"])
-    if stats.get("unchanged"):
-        add("unchanged (304, recrawl)", stats["unchanged"])
-    add("URLs not fetched: robots.txt", stats["robots_refused"])  # disallowed or unreachable
-    add("links out of scope", stats["out_of_scope"])
-    for reason, n in stats["scope_refused"].items():
-        add(f"  {reason}", n)
-    add("duplicate links", stats["duplicates"])
-    dups = f"{stats['exact_duplicates']} / {stats['near_duplicates']}"
-    add("duplicate pages exact / near", dups if "content_index" in stats else "content dedup off")
-    add("links refused: max_pages reached", stats["over_limit"])
-    add("URLs dropped: queue full", stats["dropped_full"])
+    add("retries", stats["retries"], always=verbose)
+    add("unchanged (304, recrawl)", stats.get("unchanged"), always=False)
     if stats.get("harvest_rate") is not None:
-        add("harvest rate", f"{stats['harvest_rate']:.1%} ({stats['relevant']}/{stats['scored']})")
-    add("memo hit rate", f"{stats['memo_hit_rate']:.1%}")
-    sieve = stats["sieve"]
-    # the Sieve: its estimate from its set bits / its count of the URLs it let through
-    seen = f"~{sieve['approx_items']:,} est. / {sieve['count']:,} counted"
-    add("URLs seen (not all fetched)", seen)
-    add("sieve stages", sieve["stages"])
-    add("sieve bits", f"{sieve['size_in_bytes'] * 8:,}")
-    add("sieve FPR bound", f"{sieve['false_positive_bound']:.2e}")
+        at = stats.get("harvest_threshold")
+        name = f"harvest rate (relevance >= {at:g})" if at is not None else "harvest rate"
+        add(name, f"{stats['harvest_rate']:.1%} ({stats['relevant']}/{stats['scored']})")
+    if "content_index" in stats:
+        add("duplicate pages exact / near", f"{stats['exact_duplicates']} / "
+            f"{stats['near_duplicates']}")  # fmt: skip
+    # URLs (each counted once) apart from links (each occurrence on a page counted)
+    add("URLs not fetched: robots.txt", stats["robots_refused"], always=verbose)
+    add("URLs dropped: queue full", stats["dropped_full"], always=verbose)
+    add("URLs admitted (seeds included)", stats["admitted"])
+    add("links to URLs already seen", stats["duplicates"])
+    add("links out of scope", stats["out_of_scope"], always=verbose)
+    if verbose:
+        for reason, n in stats["scope_refused"].items():
+            add(f"  {reason}", n)
+    add("links not followed: max_pages reached", stats["over_limit"], always=verbose)
+    if verbose:
+        add("memo hit rate", f"{stats['memo_hit_rate']:.1%}")
+        sieve = stats["sieve"]
+        # the Sieve: its estimate from its set bits / its count of the URLs it let through
+        add("sieve: URLs seen", f"~{sieve['approx_items']:,} est. / {sieve['count']:,} counted")
+        add("sieve stages", sieve["stages"])
+        add("sieve bits", f"{sieve['size_in_bytes'] * 8:,}")
+        add("sieve FPR bound", f"{sieve['false_positive_bound']:.2e}")
     return rows
 
 
-def summary_table(stats: dict[str, Any]) -> Table:
+def summary_table(stats: dict[str, Any], *, verbose: bool = False) -> Table:
     """The final summary (`summary_rows`) as a two-column rich table."""
     from rich.table import Table
 
     table = Table(title="crawl summary", show_header=False, title_justify="left")
     table.add_column("figure", style="bold")
     table.add_column("value", justify="right")
-    for name, value in summary_rows(stats):
+    for name, value in summary_rows(stats, verbose=verbose):
         table.add_row(name, value)
     return table
 
 
-def print_summary(stats: dict[str, Any], stream: TextIO) -> None:
+def print_summary(stats: dict[str, Any], stream: TextIO, *, verbose: bool = False) -> None:
     """The summary as a rich table on a terminal; elsewhere (a log file, CI) as plain aligned
     text, without importing rich (~50 ms at the end of every run of the command)."""
     if stream.isatty():
         from rich.console import Console
 
-        Console(file=stream, stderr=True).print(summary_table(stats))
+        Console(file=stream, stderr=True).print(summary_table(stats, verbose=verbose))
         return
-    rows = summary_rows(stats)
+    rows = summary_rows(stats, verbose=verbose)
     left = max(len(name) for name, _ in rows)
     right = max(len(value) for _, value in rows)
     lines = ["crawl summary"]

@@ -33,6 +33,9 @@ def crawl_stats(crawler: Crawler) -> dict[str, Any]:
             "measured_false_positive_rate": dedup.measured_false_positive_rate,
         }
     out["memo_hit_rate"] = round(crawler.urls.memo_hit_rate, 4)
+    scorer = crawler.focus.scorer if crawler.focus is not None else None
+    if scorer is not None:  # what the harvest rate counts as relevant
+        out["harvest_threshold"] = scorer.threshold
     content = crawler.content
     if content is not None:
         from crawler.content import ContentIndex  # numpy: only with dedup on

@@ -108,17 +108,25 @@ async def test_summary_matches_stats(site: FixtureSite) -> None:
     stream = io.StringIO()
     print_summary(stats, stream)
     text = stream.getvalue()
-    for label in ("pages (results)", "URLs not fetched: robots.txt", "duplicate links",
-                  "links refused: max_pages reached", "URLs dropped: queue full",
-                  "URLs seen (not all fetched)", "sieve FPR bound", "pages/s"):  # fmt: skip
+    for label in ("pages (results)", "URLs not fetched: robots.txt", "links to URLs already seen",
+                  "URLs admitted (seeds included)", "pages/s"):  # fmt: skip
         assert label in text
-    assert "over limits" not in text  # refusals and URLs are told apart
-    assert "unchanged (304" not in text  # shown for a recrawl only
+    # what a user acts on: the Sieve's internals and refusals that did not happen are left out
+    for label in ("sieve", "memo hit rate", "URLs dropped: queue full", "max_pages reached",
+                  "unchanged (304"):  # fmt: skip
+        assert label not in text
     stream = io.StringIO()
-    print_summary({**stats, "unchanged": 7}, stream)
+    print_summary({**stats, "unchanged": 7, "over_limit": 3}, stream)
     assert re.search(r"unchanged \(304, recrawl\)\s*│\s*7\b", stream.getvalue())
+    assert re.search(r"links not followed: max_pages reached\s*│\s*3\b", stream.getvalue())
+    stream = io.StringIO()
+    print_summary(stats, stream, verbose=True)  # crawl -v: the internals too
+    verbose = stream.getvalue()
+    for label in ("URLs dropped: queue full", "links not followed: max_pages reached",
+                  "sieve: URLs seen", "sieve FPR bound", "memo hit rate", "retries"):  # fmt: skip
+        assert label in verbose
     seen = f"~{stats['sieve']['approx_items']:,} est. / {stats['sieve']['count']:,} counted"
-    assert seen in text
+    assert seen in verbose
     assert f"{stats['pages']}" in text
     assert "pages " in progress_line(crawler)
 
