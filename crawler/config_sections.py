@@ -177,7 +177,7 @@ DEFAULT_NEAR_DISTANCE = 3  # within crawler.content's MAX_DISTANCE (a test check
 
 @dataclass(frozen=True, slots=True)
 class DedupConfig:
-    enabled: bool = False  # off by default: ~30-65% more CPU per page (README "Content dedup")
+    enabled: bool = False  # off by default: ~30-50% more CPU per page (README "Content dedup")
     near_distance: int = DEFAULT_NEAR_DISTANCE
     follow_duplicates: bool = True
 

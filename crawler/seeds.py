@@ -64,10 +64,21 @@ def _problem(line: str, max_length: int) -> str:
     """What is wrong with a seed URL ("" if nothing)."""
     key = canonicalize(line)
     if key is None:
+        port = _PORT.match(line)
+        if port is not None and not 0 < int(port.group(1)) <= 65535:
+            return f"not a crawlable http(s) URL: port {port.group(1)} is out of range (1-65535)"
         return "not a crawlable http(s) URL"
     if max_length and len(key) > max_length:
         return f"longer than [scope] max_url_length ({max_length:,} characters)"
     return ""
+
+
+# a URL's port, to say what is wrong with one out of range (http://host:99999/)
+_PORT = re.compile(
+    r"\s*[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?(?:\[[^\]/]*\]|[^/?#:]*):(\d+)(?:[/?#]|$)"
+)
+# a scheme whose "://" was mistyped (http//host/, https:\\host, http;//host)
+_MISTYPED = re.compile(r"(https?)(?://|;//|:\\\\|:)(?=[^/\\])(.+)", re.IGNORECASE)
 
 
 def _shown(line: str, limit: int = 200) -> str:
@@ -83,12 +94,16 @@ _FILE_SUFFIXES = frozenset({"txt", "csv", "tsv", "lst", "list", "urls", "json", 
 def suggest_url(target: str) -> str | None:
     """`http://TARGET/` when TARGET looks like a host name (a path after it allowed) rather than
     a file name (``seeds.txt``), else None."""
+    mistyped = _MISTYPED.fullmatch(target)
+    if mistyped is not None:
+        target = mistyped.group(2)
     host = re.split(r"[/:]", target, maxsplit=1)[0].rstrip(".")
     if "." not in host and host != "localhost":
         return None
     if host.rsplit(".", 1)[-1].lower() in _FILE_SUFFIXES or target.startswith((".", "/", "~")):
         return None
-    url = f"http://{target}" if "/" in target else f"http://{target}/"
+    scheme = mistyped.group(1).lower() if mistyped is not None else "http"
+    url = f"{scheme}://{target}" if "/" in target else f"{scheme}://{target}/"
     return url if canonicalize(url) is not None else None
 
 

@@ -105,6 +105,12 @@ def test_empty_seeds_file_is_named(tmp_path: Path) -> None:
         ("seeds.txt", None),  # a missing seeds file, not a host
         ("nothing", None),
         ("./dir.d", None),
+        # a mistyped "://"
+        ("http//host.test/", "http://host.test/"),
+        ("https//example.org/a?b", "https://example.org/a?b"),
+        ("HTTP;//example.org", "http://example.org/"),
+        ("http:example.org/x", "http://example.org/x"),
+        ("http//nothing", None),
     ],
 )
 def test_suggestion_for_an_argument_that_is_neither_file_nor_url(
@@ -123,6 +129,25 @@ def test_host_name_argument_gets_a_suggestion(
         "example.net: neither a seeds file nor a URL (no such file); "
         "did you mean http://example.net/?"
     )
+
+
+@pytest.mark.parametrize(
+    ("seed", "problem"),
+    [
+        ("http://host.test:99999/", "port 99999 is out of range (1-65535)"),
+        ("http://host.test:0/a", "port 0 is out of range (1-65535)"),
+        ("http://user:pw@host.test:70000", "port 70000 is out of range (1-65535)"),
+        ("http://[::1]:65536/", "port 65536 is out of range (1-65535)"),
+    ],
+)
+def test_a_port_out_of_range_is_named(seed: str, problem: str) -> None:
+    with pytest.raises(SeedError) as caught:
+        collect_seeds([seed])
+    assert str(caught.value) == f"{seed}: not a crawlable http(s) URL: {problem}"
+
+
+def test_a_port_in_range_is_a_seed() -> None:
+    assert collect_seeds(["http://host.test:65535/"]) == ["http://host.test:65535/"]
 
 
 @pytest.mark.parametrize(
