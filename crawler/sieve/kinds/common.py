@@ -238,11 +238,14 @@ class Staged(ABC):
             if st.contains(h):
                 return False
         cur = stages[-1]
+        if self._full(cur):  # the next stage opens for the first key the full one lacks
+            if cur.contains(h):
+                return False
+            self._open_stage()
+            cur = self._stages[-1]
         if not cur.insert(h):
             return False
         self._len += 1
-        if self._full(cur):
-            self._open_stage()
         self._added()
         return True
 
@@ -261,10 +264,14 @@ class Staged(ABC):
         hb = self._hash_many(keys)
         out = np.zeros(len(keys), dtype=bool)
         pending = np.arange(len(keys))
+        for st in self._stages[:-1]:
+            pending = pending[~st.present(hb, pending)]
         while pending.size:
-            for st in self._stages[:-1]:
-                pending = pending[~st.present(hb, pending)]
             cur = self._stages[-1]
+            if self._full(cur):  # as in `add`: the rest is checked against it, then grows
+                pending = pending[~cur.present(hb, pending)]
+                self._open_stage()
+                continue
             room = cur.capacity - cur.count if self.grows else None
             new, last = cur.insert_rows(hb, pending, room)
             out[pending[:last]] = new
@@ -272,8 +279,6 @@ class Staged(ABC):
             self._len += credited
             if credited:
                 self._added()
-            if self._full(cur):
-                self._open_stage()
             pending = pending[last:]
         answers: list[bool] = out.tolist()
         return answers

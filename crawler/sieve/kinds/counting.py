@@ -85,7 +85,7 @@ class CountingStage(Stage):
         return double_hash_positions(self.m, self.k, hb[0][rows], hb[1][rows])
 
     def present(self, hb: tuple[U64, U64], rows: NDArray[np.intp]) -> NDArray[np.bool_]:
-        got: NDArray[np.bool_] = self._counters(self._positions(hb, rows)).all(axis=1)
+        got: NDArray[np.bool_] = np.asarray(self._counters(self._positions(hb, rows)).all(axis=1))
         return got
 
     def insert_rows(
