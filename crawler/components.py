@@ -153,10 +153,12 @@ _FREE_TO_CHANGE = frozenset({"urls.memo_size", "sieve.confirm"})
 
 def settings(config: Config, *, scored: bool = False) -> dict[str, object]:
     """The settings a resumed crawl must share with the crawl it resumes: what decides which
-    URLs are admitted and how they are keyed (scope, URL rules, Sieve, depth and page limits).
-    A focused crawl's max_pages is a fetch budget, free to raise on a resume: left out. A crawl
-    is focused with `[focus] keywords` or with a score function (``Crawler(config, score=fn)``,
-    which the config does not show: pass ``scored=True``)."""
+    URLs are admitted and how they are keyed (scope, URL rules, Sieve), and its limits (depth
+    and pages), which a state records apart: they may change across a resume (`crawler.limits`;
+    the processes of a shared crawl agree on them too). A focused crawl's max_pages is a fetch
+    budget: left out, so its absence tells a state the crawl is focused. A crawl is focused
+    with `[focus] keywords` or with a score function (``Crawler(config, score=fn)``, which the
+    config does not show: pass ``scored=True``)."""
     out: dict[str, object] = {}
     for section in ("scope", "urls", "sieve"):
         table = getattr(config, section)
