@@ -103,6 +103,13 @@ class Admission:
         if self.state is not None:
             self.state.kept.keep(entry, scored=scored)
 
+    def _keep_deep(self, entry: Entry, *, scored: bool) -> None:
+        """`_keep` a link refused for its depth alone, unless seen (a page at the limit links
+        to pages admitted long ago: the depth is checked before the seen test)."""
+        if self.scope.only_depth(entry.key) and not self._seen(entry.key):
+            url = entry.key if self.fetch_canonical else entry.url
+            self._keep(Entry(url, entry.key, entry.depth, entry.parent), scored=scored)
+
     def admit(self, entry: Entry) -> bool:
         """Put a new (seen-test-approved, in-scope) entry in the frontier and the journal."""
         frontier = self.frontier
@@ -317,9 +324,8 @@ class Admission:
             if key in in_scope:
                 repeats += n
             elif (reason := refused.get(key) or check(key, depth)) is not None:
-                if reason == "depth" and key not in refused and self.scope.only_depth(key):
-                    url = key if self.fetch_canonical else fetch_url
-                    self._keep(Entry(url, key, depth, parent), scored=origin is None)
+                if reason == "depth" and key not in refused and self.state is not None:
+                    self._keep_deep(Entry(fetch_url, key, depth, parent), scored=origin is None)
                 refused[key] = reason
                 counts[reason] += n
             else:
