@@ -302,8 +302,9 @@ class Crawler:
                         finished += 1
                         if isinstance(item.error, FATAL):
                             raise item.error
-                        if item.error is not None:
-                            raise RuntimeError("a crawl worker died") from item.error
+                        if item.error is not None:  # a bug: the crawl ends now (state kept)
+                            why = f"{type(item.error).__name__}: {item.error}"
+                            raise RuntimeError(f"a crawl worker died: {why}") from item.error
                         continue
                     self.stats.record(item)
                     self.stats.elapsed = time.monotonic() - self.stats.started
@@ -369,8 +370,16 @@ class Crawler:
     async def _worker(self) -> None:
         assert self.frontier is not None and self.pages is not None
         shared = None if self.cluster is None else self.cluster.work
-        error = await run_worker(self.frontier, self.pages, self.budget, shared, self._emit)
-        self._results.put_nowait(WorkerDone(error))
+        error: BaseException | None = None
+        try:
+            error = await run_worker(self.frontier, self.pages, self.budget, shared, self._emit)
+        except asyncio.CancelledError:
+            raise  # aborted (the crawl is ending): not an error
+        except BaseException as exc:  # (run_worker returns its errors): never end unannounced
+            error = exc
+            raise
+        finally:  # crawl() counts its workers' ends: each must say it ended, or it waits forever
+            self._results.put_nowait(WorkerDone(error))
 
     def stats_dict(self) -> dict[str, Any]:
         """Crawl, frontier, Sieve and canonicalizer figures in one JSON-ready dict."""

@@ -220,14 +220,22 @@ class Parser:
             except BaseException as exc:  # a bug, handed to the awaiting worker
                 done.append((future, None, exc))
             busy_since[index] = 0.0
-            if time.monotonic() - started > markup.SLOW_PARSE_SECONDS:
-                self._suspect(url)
-            if not self._wake_pending:  # else the loop will find this result with the others
-                self._wake_pending = True
-                loop = self._loop
-                if loop is not None and not loop.is_closed():
-                    with contextlib.suppress(RuntimeError):  # closed in between
-                        loop.call_soon_threadsafe(self._deliver)
+            try:
+                if time.monotonic() - started > markup.SLOW_PARSE_SECONDS:
+                    self._suspect(url)
+            except Exception:  # a bug: the thread lives on (the last one: every parse waited)
+                logger.exception("parse thread: screening the host of %s failed", url)
+            finally:  # the result is in `done`: the loop must come for it, whatever failed
+                self._wake()
+
+    def _wake(self) -> None:
+        """From a parse thread: have the loop deliver the finished parses."""
+        if not self._wake_pending:  # else the loop will find this result with the others
+            self._wake_pending = True
+            loop = self._loop
+            if loop is not None and not loop.is_closed():
+                with contextlib.suppress(RuntimeError):  # closed in between
+                    loop.call_soon_threadsafe(self._deliver)
 
     def _suspect(self, url: str) -> None:
         """After a parse of markup built to be slow: the host's next pages are parsed strictly."""
@@ -245,7 +253,7 @@ class Parser:
         done = self._done
         while done:
             future, tree, exc = done.popleft()
-            if future.cancelled():
+            if future.done():  # cancelled: its worker was
                 continue
             if exc is not None:
                 future.set_exception(exc)

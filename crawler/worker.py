@@ -5,10 +5,12 @@ fetch budget (a focused crawl's), `frontier.get()`, then fetch robots.txt, emit 
 fetch the page (`crawler.pages`); `frontier.done()` (in a shared crawl, `give_back` for an entry
 left unhandled) runs in `finally`. A failure while handling one URL becomes that URL's result
 (``internal: ...``), it never ends the loop, except the errors that end the crawl (a failed
-scorer, an output or crawl state that cannot be written, a network or proxy outage). Those, and
-whatever is raised outside the handling of one URL (by the frontier, the budget), end the loop
+scorer, an output or crawl state that cannot be written, a lost shared crawl in Redis, a network
+or proxy outage). Those, and whatever is raised outside the handling of one URL (by the
+frontier: ``get()``, ``done()``, a `crawler.frontier.FrontierFailure`; the budget), end the loop
 and are returned: the engine raises the `FATAL` ones as they are, any other as "a crawl worker
-died". Cancelled, the loop returns None: the entry in flight stays pending in the state.
+died", at once (a bug never looks like a slow site: issue 34). Cancelled, the loop returns None:
+the entry in flight stays pending in the state.
 `WorkerDone` is what a worker leaves on the engine's results queue when it ends.
 """
 
@@ -81,19 +83,21 @@ async def run_worker(
                     if result is not None:
                         await emit(result)
                 handled = True
-            except (ScoreError, OutputError, StateError, NetworkUnavailable):
+            except FATAL:
                 raise  # ends the crawl: raised by crawl(); with a state, the URL stays pending
             except Exception as exc:  # a bug handling one URL must not kill the crawl
                 log.exception("internal error while crawling %s", entry.url)
                 await emit(failed_result(entry, f"internal: {type(exc).__name__}: {exc}"))
                 handled = True
             finally:
-                if handled or shared is None:
-                    frontier.done(entry, outcome, retry=retry)
-                else:  # aborted: back to the shared frontier (with a state, left pending)
-                    shared.give_back(entry)
-                if budget is not None:  # spent by a page's result
-                    budget.settle(handled and entry.kind is EntryKind.PAGE and not retry)
+                try:
+                    if handled or shared is None:
+                        frontier.done(entry, outcome, retry=retry)  # its host's slot, always
+                    else:  # aborted: back to the shared frontier (with a state, left pending)
+                        shared.give_back(entry)
+                finally:
+                    if budget is not None:  # spent by a page's result
+                        budget.settle(handled and entry.kind is EntryKind.PAGE and not retry)
     except asyncio.CancelledError:
         pass  # aborted: the entry in flight stays pending in the state, if any
     except BaseException as exc:

@@ -180,7 +180,7 @@ async def test_one_quick_retry_saves_a_host_that_was_restarting() -> None:
         return web.Response(text="<title>up</title>", content_type="text/html")
 
     real = Fetcher.fetch
-    refusals = []
+    refusals: list[str] = []
 
     async def restarting(self: Fetcher, url: str, **kwargs: object) -> object:
         if url.endswith("/robots.txt") and not refusals:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from crawler.entries import Entry, EntryKind, Outcome
 from crawler.frontier.base import FrontierBackend, FrontierStats
+from crawler.frontier.handout import FrontierFailure
 from crawler.frontier.memory import Frontier
 from crawler.hosts import HostRule, host_key, parse_retry_after
 from crawler.simtime import SimulatedLoop
@@ -27,6 +28,7 @@ __all__ = [
     "EntryKind",
     "Frontier",
     "FrontierBackend",
+    "FrontierFailure",
     "FrontierStats",
     "HostRule",
     "Outcome",

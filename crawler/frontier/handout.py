@@ -10,6 +10,14 @@ ready (``put``, ``done``, ``set_robots``, the timer) the frontier calls ``_dispa
 ready entries straight to waiting futures, and arms ONE timer (``loop.call_later``) for the
 schedule's next ready time: no polling. Time: the clock defaults to the running loop's
 ``time()``; tests and benchmarks use :class:`crawler.simtime.SimulatedLoop`.
+
+A failure while handing out (an exception of the frontier's own code: a bug, never a slow site)
+*breaks* the frontier: it closes, and every waiting and later ``get()`` raises
+:class:`FrontierFailure` (the original as its ``__cause__``), so the crawl ends at once
+instead of waiting for an entry that will never come (issue 34: a TypeError while unpacking an
+entry, raised inside ``set_robots()``'s hand-out, lost the entry and left every worker waiting
+forever). The call that triggered the hand-out (``put``, ``done``, ``set_robots``, the timer)
+returns normally: the getters carry the failure.
 """
 
 from __future__ import annotations
@@ -23,15 +31,20 @@ from contextlib import suppress
 from crawler.entries import Entry
 from crawler.frontier.schedule import Schedule
 
-__all__ = ["Handout"]
+__all__ = ["FrontierFailure", "Handout"]
+
+
+class FrontierFailure(RuntimeError):
+    """The frontier failed while handing out (a bug): the crawl ends; with a crawl state, every
+    URL not done stays pending (the entry being handed out included)."""
 
 
 class Handout:
     """The waiting getters, the timer and the counts that tell when the crawl is over (nothing
     queued, nothing in flight). Subclasses provide ``_poll`` and ``_unget``."""
 
-    __slots__ = ("_clock", "_closed", "_in_flight", "_loop", "_queued", "_schedule", "_timer",
-                 "_timer_at", "_waiters")  # fmt: skip
+    __slots__ = ("_clock", "_closed", "_failure", "_in_flight", "_loop", "_queued", "_schedule",
+                 "_timer", "_timer_at", "_waiters")  # fmt: skip
 
     def __init__(self, clock: Callable[[], float] | None) -> None:
         self._clock = clock
@@ -43,6 +56,7 @@ class Handout:
         self._queued = 0
         self._in_flight = 0
         self._closed = False
+        self._failure: FrontierFailure | None = None
 
     def __repr__(self) -> str:
         return (
@@ -64,10 +78,15 @@ class Handout:
             self._loop = asyncio.get_running_loop()
             if self._clock is None:
                 self._clock = self._loop.time
+        if self._failure is not None:
+            raise self._failure
         if self._closed:
             return None
         if not self._waiters:
-            entry = self._poll(self._now())
+            try:
+                entry = self._poll(self._now())
+            except Exception as exc:
+                raise self._fail(exc) from exc
             if entry is not None:
                 return entry
             if self._queued == 0 and self._in_flight == 0:
@@ -80,7 +99,8 @@ class Handout:
         except asyncio.CancelledError:
             with suppress(ValueError):
                 self._waiters.remove(future)
-            if future.done() and not future.cancelled() and (lost := future.result()) is not None:
+            handed = future.done() and not future.cancelled() and future.exception() is None
+            if handed and (lost := future.result()) is not None:
                 self._unget(lost)
             raise
 
@@ -109,8 +129,28 @@ class Handout:
         except RuntimeError:
             return time.monotonic()
 
+    def _fail(self, exc: Exception) -> FrontierFailure:
+        """Break the frontier (module docstring): close it, hand the failure to every getter."""
+        if self._failure is None:
+            failure = FrontierFailure(
+                f"internal error in the frontier while handing out: {type(exc).__name__}: {exc}"
+            )
+            failure.__cause__ = exc
+            self._failure = failure
+        self.close()
+        return self._failure
+
     def _dispatch(self) -> None:
-        """Hand ready entries to waiting getters; arm the timer for the rest, or finish."""
+        """Hand ready entries to waiting getters; arm the timer for the rest, or finish. A
+        failure breaks the frontier (module docstring), never the caller."""
+        if self._failure is not None:
+            return
+        try:
+            self._hand_out()
+        except Exception as exc:
+            self._fail(exc)
+
+    def _hand_out(self) -> None:
         waiters = self._waiters
         now = self._now()
         while waiters:
@@ -129,11 +169,15 @@ class Handout:
             self._arm(when, now)
 
     def _release_waiters(self) -> None:
-        """Answer None to every waiting getter (the crawl is over, or the frontier closed)."""
+        """Answer None to every waiting getter (the crawl is over, or the frontier closed), or
+        the failure that broke the frontier."""
         while self._waiters:
             future = self._waiters.popleft()
             if not future.done():
-                future.set_result(None)
+                if self._failure is not None:
+                    future.set_exception(self._failure)
+                else:
+                    future.set_result(None)
 
     def _arm(self, when: float, now: float) -> None:
         if self._timer is not None:

@@ -214,25 +214,27 @@ class Frontier(Handout):
         host = flying[1]
         host.in_flight -= 1
         self._in_flight -= 1
-        if entry.kind is EntryKind.ROBOTS:
-            if host.robots_fetching:  # the engine never called set_robots(): unreachable
-                self._set_policy(host, UNREACHABLE)
-        else:
-            if outcome is not None and self._rules.response(host, outcome, self._now()):
-                logger.warning("%s is down (%s); refusing its %d queued pages", host.key,
-                               host.down, host.queue.size)  # fmt: skip
-                sweep(host, self._refusals)
-            if retry:
-                entry = replace(entry, retries=entry.retries + 1)
-                if host.down is None:
-                    self._push_front(host, entry)
-                else:
-                    self._refusals.append(entry)
-                self._queued += 1
-                self._retries += 1
-        self._schedule.file(host)
-        if self._waiters:
-            self._dispatch()
+        try:
+            if entry.kind is EntryKind.ROBOTS:
+                if host.robots_fetching:  # the engine never called set_robots(): unreachable
+                    self._set_policy(host, UNREACHABLE)
+            else:
+                if outcome is not None and self._rules.response(host, outcome, self._now()):
+                    logger.warning("%s is down (%s); refusing its %d queued pages", host.key,
+                                   host.down, host.queue.size)  # fmt: skip
+                    sweep(host, self._refusals)
+                if retry:
+                    entry = replace(entry, retries=entry.retries + 1)
+                    if host.down is None:
+                        self._push_front(host, entry)
+                    else:
+                        self._refusals.append(entry)
+                    self._queued += 1
+                    self._retries += 1
+        finally:  # the slot is free whatever failed above: the host's next entry may go out
+            self._schedule.file(host)
+            if self._waiters:
+                self._dispatch()
 
     def set_robots(self, key: str, policy: RobotsPolicy, body: bytes | None = None) -> None:
         """Give a host (its key, or any URL on it) its robots.txt policy. Call it before
