@@ -41,7 +41,9 @@ Accounting
      ``max_queued`` entries, or the host's queue holds ``max_queued_per_host``: never a silent
      loss. Retries are re-queued whatever the bounds.
   8. ``get()`` waits as long as needed; it returns None to every getter once nothing is queued
-     and nothing is in flight, or after ``close()``.
+     and nothing is in flight, or after ``close()``. A failure of the frontier's own code while
+     handing out (a bug) raises ``FrontierFailure`` in every waiting and later getter: never a
+     getter left waiting for an entry that will not come.
   9. ``pending()`` yields every queued entry (not those in flight) equal to the one put, its
      priority included (as raised by rule 10), host by host in hand-out order; ``len()`` counts
      them.
