@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from crawler.cli_args import apply_overrides, build_parser, output_paths
-from crawler.cli_run import run, run_demo, tell
+from crawler.cli_run import command_line, run, run_demo, tell, without_fresh
 from crawler.command import interrupted
 from crawler.config import Config, load_config
 from crawler.errors import (
@@ -122,6 +122,20 @@ def check_outputs(config: Config, args: argparse.Namespace) -> dict[str, str]:
     return files
 
 
+def internal_error(exc: Exception, config: Config, args: list[str]) -> None:
+    """Say that the crawl ended on a bug of ours: the traceback (for a report), one line, and,
+    with a crawl state, that nothing is lost and how to resume."""
+    import traceback
+
+    with contextlib.suppress(OSError):
+        traceback.print_exception(exc, file=sys.stderr)
+    tell(f"crawl: internal error: {type(exc).__name__}: {exc}")
+    tell("crawl: this is a bug of the crawler: please report it with the traceback above")
+    if config.state.dir:
+        tell(f"crawl: the URLs not fetched stay pending in {config.state.dir}; resume with: "
+             f"{command_line(without_fresh(args))}")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     if sys.stderr is None:  # started with stderr closed (2>&-): messages go nowhere, not crash
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
@@ -196,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"crawl: error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug of ours: the crawl ended at once (never a hang)
+        internal_error(exc, config, sys.argv[1:] if argv is None else argv)
+        return 1
     stats = outcome.crawler.stats_dict()
     if not args.quiet and outcome.summary:
         with contextlib.suppress(OSError):  # stderr full or gone: the results are written

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from crawler.frontier import Frontier
 from crawler.parsing import Parser
 from crawler.results import CrawlResult
 from crawler.state import CrawlState
+from crawler.urls import canonicalize
 from tests.conftest import site_config
 
 WATCHDOG = 120.0  # seconds: catches a hang only (a crawl of the fixture site takes ~1 s)
@@ -272,3 +275,55 @@ async def test_a_fault_after_a_parse_does_not_kill_the_parse_thread(site: Fixtur
         crawled, results, error = await crawl(busy(site), site.seeds)
     assert error is None and crawled.complete
     assert pages_of(results) == truth(site) and not internal(results)
+
+
+# -- the command: one line, the traceback for a report, and the way to resume -----------------
+
+_FAULTY_CRAWL = """
+import sys
+from crawler.entries import Packer
+real, calls = Packer.unpack, [0]
+def unpack(*args, **kwargs):
+    calls[0] += 1
+    if calls[0] == 3:
+        raise TypeError("injected fault in Packer.unpack")
+    return real(*args, **kwargs)
+Packer.unpack = staticmethod(unpack)
+from crawler.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+async def test_the_command_says_an_internal_error_exits_1_and_how_to_resume(
+    site: FixtureSite, tmp_path: Path
+) -> None:
+    resolve = ", ".join(f'"{h}" = "127.0.0.1"' for h in site.resolve)
+    (tmp_path / "c.toml").write_text(
+        f"[politeness]\ndelay = 0.0\n[fetch]\nresolve = {{ {resolve} }}\n"
+    )
+    args = [*site.seeds, "--config", str(tmp_path / "c.toml"), "--state", str(tmp_path / "st"),
+            "-o", str(tmp_path / "out.jsonl")]  # fmt: skip
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _FAULTY_CRAWL, *args,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await asyncio.wait_for(proc.communicate(), WATCHDOG)
+    text = err.decode()
+    assert proc.returncode == 1, text
+    assert "Traceback" in text and "injected fault in Packer.unpack" in text  # for a report
+    lines = text.rstrip().splitlines()
+    assert lines[-3].startswith("crawl: internal error: ")
+    assert lines[-2] == (
+        "crawl: this is a bug of the crawler: please report it with the traceback above"
+    )
+    assert lines[-1].startswith(f"crawl: the URLs not fetched stay pending in {tmp_path / 'st'}")
+    assert "resume with: " in lines[-1]
+    # the resume (without the fault) finishes the site
+    resumed = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "crawler.cli", *args, "-q",
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await asyncio.wait_for(resumed.communicate(), WATCHDOG)
+    assert resumed.returncode == 0, err.decode()
+    urls = [json.loads(line)["url"] for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert {canonicalize(u) for u in urls} == site.expected() | site.refused()
