@@ -139,7 +139,8 @@ class FetchError(CrawlerError):
     network = False  # a sign the crawler's own network is down (crawler.outage), set by
     # crawler.translate: "Network is unreachable", a DNS resolver that cannot be reached
     refused = False  # the host refused the connection (ECONNREFUSED: nothing listens on the
-    # port), set by crawler.translate: an answer, not a silence (crawler.hosts: robots.txt)
+    # port) or its name does not exist (DNS: no such name), set by crawler.translate: an answer,
+    # not a silence (crawler.hosts: robots.txt)
 
     def describe(self) -> str:
         """The `kind: message` form stored in a result's `error` field: one line, at most

@@ -74,6 +74,11 @@ _NETWORK_ERRNOS = frozenset({errno.ENETUNREACH, errno.ENETDOWN})  # no route: ou
 _UNKNOWN_ISSUER_HINT = " (trust its CA with [fetch] ca_file, or turn tls_verify off for the host)"
 
 
+_NO_SUCH_NAME = frozenset(
+    getattr(socket, name) for name in ("EAI_NONAME", "EAI_NODATA") if hasattr(socket, name)
+)
+
+
 def translate_error(
     exc: BaseException, *, waiting: bool = True, proxy: Proxied | None = None
 ) -> FetchError:
@@ -92,7 +97,10 @@ def translate_error(
     if isinstance(exc, aiohttp.ClientConnectorDNSError):
         if exc.os_error.errno == socket.EAI_AGAIN:  # the resolver did not answer, or SERVFAIL
             return _network(DNSError(f"cannot resolve {exc.host}: temporary failure"))
-        return DNSError(f"cannot resolve {exc.host}")
+        unknown = DNSError(f"cannot resolve {exc.host}")
+        # the name does not exist (a typo): an answer, as a refused connection is
+        unknown.refused = exc.os_error.errno in _NO_SUCH_NAME
+        return unknown
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):
         cert = exc.certificate_error
         why = getattr(cert, "verify_message", None) or str(cert)

@@ -268,3 +268,41 @@ async def test_nothing_is_left_waiting_on_a_refused_host() -> None:
 
     errors = await asyncio.wait_for(run(), timeout=60)
     assert len(errors) == 2 and all(e is not None and e.startswith("connect: ") for e in errors)
+
+
+# -- a name that does not exist is an answer too ------------------------------------------------
+
+
+def _dns_failure(code: int) -> FetchError:
+    key = aiohttp.client_reqrep.ConnectionKey("typo.test", 80, False, True, None, None, None)
+    return translate_error(aiohttp.ClientConnectorDNSError(key, socket.gaierror(code, "x")))
+
+
+def test_a_name_that_does_not_exist_is_flagged_and_a_silent_resolver_is_not() -> None:
+    assert _dns_failure(socket.EAI_NONAME).refused  # NXDOMAIN: the name does not exist
+    assert not _dns_failure(socket.EAI_AGAIN).refused  # no answer (or SERVFAIL): a silence
+    assert _dns_failure(socket.EAI_AGAIN).network  # ... which crawler.outage watches
+
+
+async def test_a_host_name_that_does_not_exist_fails_its_pages_after_two_tries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A typo in a seed's host name: reported as `dns: ...` after 2 tries of robots.txt (it was
+    6, ~21 s, filed under robots). No DNS query leaves the machine: the resolver is replaced."""
+    asked: list[str] = []
+
+    async def no_such_name(self: object, host: str, *args: object, **kw: object) -> object:
+        asked.append(host)
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(aiohttp.ThreadedResolver, "resolve", no_such_name)
+    config = Config().override("politeness", delay=0.0, backoff_base=0.01)
+    async with asyncio.timeout(60), Crawler(config) as crawler:
+        results = [r async for r in crawler.crawl(["http://typo.test/", "http://typo.test/a"])]
+    assert sorted(r.url for r in results) == ["http://typo.test/", "http://typo.test/a"]
+    for result in results:
+        assert result.error == ("dns: cannot resolve typo.test (fetching its host's robots.txt, "
+                                "2 tries; not requested)")  # fmt: skip
+    stats = crawler.stats_dict()
+    assert stats["errors"] == {"dns": 2} and stats["robots_refused"] == 0
+    assert stats["robots_fetches"] == REFUSED_ATTEMPTS == len(asked)  # the work, not the time

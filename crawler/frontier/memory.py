@@ -391,10 +391,10 @@ class Frontier(Handout):
             if host.down is not None:
                 logger.warning("%s is down (%s); refusing its %d queued pages", host.key,
                                host.down, host.queue.size)  # fmt: skip
-            elif policy.refused:  # each page's result says it (kind "connect"): no warning
-                logger.info("%s refused the connection to its robots.txt %d times: its %d "
-                            "queued pages fail as connection errors", host.key,
-                            host.robots_failures, host.queue.size)  # fmt: skip
+            elif policy.refused:  # each page's result says it ("connect", "dns"): no warning
+                logger.info("%s: %s (%d tries of its robots.txt): its %d queued pages fail so",
+                            host.key, policy.reason, host.robots_failures,
+                            host.queue.size)  # fmt: skip
             elif policy.temporary:
                 logger.warning("robots.txt of %s unreachable %d times: refusing its pages",
                                host.key, host.robots_failures)  # fmt: skip
