@@ -6,6 +6,7 @@
 | `batch` | the vectorized (numpy) insert of one page's links |
 | `format` | the versioned, checksummed file format; atomic save; `SieveFormatError` |
 | `dedup` | `Dedup`: the Sieve in front of the optional exact confirmation tier |
+| `kinds` | the family: `make_filter`, `filter_from_bytes`, `FILTER_KINDS`, one module per kind |
 
 `Sieve` is the in-memory backend; a shared one (issue: scale-out through Redis) sits beside it with
 the same hashing (`hash_pair`, `SEED`), so both set the same bits for the same keys.
@@ -16,14 +17,28 @@ from __future__ import annotations
 from crawler.sieve.bloom import BloomStage, Sieve, StageStats, fingerprint, hash_pair
 from crawler.sieve.dedup import Dedup
 from crawler.sieve.format import SEED, SieveFormatError
+from crawler.sieve.kinds import (
+    FILTER_KINDS,
+    SeenFilter,
+    filter_from_bytes,
+    load_filter,
+    make_filter,
+    save_filter,
+)
 
 __all__ = [
+    "FILTER_KINDS",
     "SEED",
     "BloomStage",
     "Dedup",
+    "SeenFilter",
     "Sieve",
     "SieveFormatError",
     "StageStats",
+    "filter_from_bytes",
     "fingerprint",
     "hash_pair",
+    "load_filter",
+    "make_filter",
+    "save_filter",
 ]
