@@ -124,7 +124,9 @@ class MultiLayerStage(BitStage):
         seg = (a + b * j.astype(np.int64)) % self.m + self._offsets[None, :, :]
         xor = np.bitwise_xor.reduce(h1[:, :, None] + h2[:, :, None] * j, axis=1)
         top = (xor % m).astype(np.int64) + self.layers * self.m
-        got: NDArray[np.int64] = np.concatenate([seg.reshape(len(rows), -1), top], axis=1)
+        got: NDArray[np.int64] = np.concatenate(
+            [seg.reshape(len(rows), self.layers * self.k), top], axis=1
+        )
         return got
 
     def params(self) -> dict[str, Any]:
