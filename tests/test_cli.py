@@ -204,11 +204,13 @@ def test_empty_seeds_file(tmp_path: Path) -> None:
     assert "crawl: error: no seeds in seeds.txt" in proc.stderr
 
 
-def test_readme_documents_exit_codes_and_default_delay() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    assert "1 s" in quick_start and "--delay" in quick_start
-    exit_line = next(line for line in readme.splitlines() if line.startswith("- Exit status:"))
-    exit_text = exit_line + readme.split(exit_line, 1)[1].split("\n- ", 1)[0]
+def test_docs_document_exit_codes_and_default_delay() -> None:
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    quick_start = (docs / "quickstart.md").read_text()
+    first_crawl = quick_start.split("## A first crawl", 1)[1].split("\n## ", 1)[0]
+    assert "1 s" in first_crawl and "--delay" in first_crawl
+    cli = (docs / "cli.md").read_text()
+    exit_text = cli.split("\n## Exit status\n", 1)[1].split("\n## ", 1)[0]
     for code in ("0", "1", "2", "3", "130/143", "141"):
         assert f" {code} " in exit_text
+        assert f"\n| {code} | " in exit_text  # a row of the table

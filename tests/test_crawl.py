@@ -151,9 +151,10 @@ async def test_breaking_out_early_stops_cleanly(site: FixtureSite) -> None:
 async def test_breaking_out_ends_the_crawl_with_its_async_with(
     site: FixtureSite, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The README's loop, left with `break` (no `aclosing`): when `async with` ends, the crawl
-    has ended too: no worker meets the closed session ("internal error"), the state is closed
-    (its lock released: the same program can open it again) and the stats are final."""
+    """The library example's loop (README, docs/library.md), left with `break` (no
+    `aclosing`): when `async with` ends, the crawl has ended too: no worker meets the closed
+    session ("internal error"), the state is closed (its lock released: the same program can
+    open it again) and the stats are final."""
     from crawler.components import settings
     from crawler.state import CrawlState
 

@@ -4,8 +4,8 @@ trailers, obsolete line folding, an unknown Transfer-Encoding), redirects to oth
 ports no URL can have, to the page itself and past the header cap, bodies in stacked or unknown
 codings, UTF-16/32, a charset declared after 1 MB, NULs, a PNG, hostile ``<base href>``s, a
 stalled body, a request never answered, robots.txt and sitemap faults. Each URL gets one record
-with the status or error kind the README's failure table gives it, retried as it says, and the
-crawl goes on; a crawl stopped around the faults and resumed loses nothing."""
+with the status or error kind the failure table (docs/politeness.md) gives it, retried as it
+says, and the crawl goes on; a crawl stopped around the faults and resumed loses nothing."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ EXPECTED: dict[str, int | str] = {
     "/102-then-200": 200,
     "/http10-chunked": 200,
     "/200-no-length-http11": 200,
-    "/cookie-flood": "protocol",  # 3,000 headers: aiohttp takes 128 (the README's limits)
+    "/cookie-flood": "protocol",  # 3,000 headers: aiohttp takes 128 (docs/hostile-servers.md)
     "/header-no-value": 200,
     "/header-space-name": 200,
     "/location-mailto": 301,

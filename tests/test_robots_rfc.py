@@ -1,4 +1,4 @@
-"""robots.txt against RFC 9309 and what real sites serve (an audit; the README's robots.txt table).
+"""robots.txt against RFC 9309 and what real sites serve (an audit; docs/politeness.md's table).
 
 The group rules (2.2.1): a group applies to us when the product token of its User-agent line
 equals ours, case-insensitively (Google's parser reads "Googlebot/2.1" as "Googlebot"); a token

@@ -1,7 +1,7 @@
 """The crawler's links against a browser's (ada, a WHATWG URL parser): what differs is listed.
 
 Each case (page, <base href>, href) goes through both sides (see tests/whatwg_oracle.py); every
-difference must be one of ALLOWED, the deliberate choices README "URL canonicalization" names.
+difference must be one of ALLOWED, the deliberate choices docs/urls-and-sieve.md names.
 String comparison only: nothing is resolved or sent.
 """
 
