@@ -160,6 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip URLs matching any of these (repeatable)",
     )
     common.add_argument(
+        "--sieve",
+        metavar="KIND",
+        help="the URL-seen filter: scalable (default), bloom, blocked, multilayer, counting, "
+        "cuckoo or stable ([sieve] kind)",
+    )
+    common.add_argument(
         "--dedup",
         action="store_true",
         default=None,
@@ -206,6 +212,7 @@ _FLAGS = {
     "[scope] allowed_domains": "--allow-domain",
     "[scope] include": "--include",
     "[scope] exclude": "--exclude",
+    "[sieve] kind": "--sieve",
     "[output] stats": "--stats",
     "[output] warc": "--warc",
     "[state] dir": "--state",
@@ -240,6 +247,7 @@ def _apply_overrides(config: Config, args: argparse.Namespace) -> Config:
         ("scope", _given(allowed_domains=a.allow_domain, include=a.include, exclude=a.exclude,
                          use_sitemaps=a.sitemaps)),
         ("dedup", _given(enabled=a.dedup)),
+        ("sieve", _given(kind=a.sieve)),
     ):  # fmt: skip
         if values:
             config = config.override(section, **values)

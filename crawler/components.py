@@ -17,7 +17,7 @@ from crawler.guard import AddressGuard
 from crawler.outage import Outage
 from crawler.scope import Scope
 from crawler.scoring import Scorer
-from crawler.sieve import Sieve
+from crawler.sieve import SeenFilter, make_filter
 from crawler.steering import HostRules
 from crawler.urls import UrlNormalizer
 
@@ -37,17 +37,23 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-def make_sieve(config: Config) -> Sieve:
-    """The Sieve of `[sieve]`; a ConfigError when its first stage does not fit in memory (a
-    `capacity` of 10^12 is terabytes: a typo, not a crawl)."""
+def make_sieve(config: Config) -> SeenFilter:
+    """The URL-seen filter of `[sieve]` (`kind`: the scalable Sieve by default, or another of the
+    family, `crawler.sieve.kinds`); a ConfigError when it does not fit in memory (a `capacity`
+    of 10^12 is terabytes: a typo, not a crawl). `ratio` and `growth` are the scalable Sieve's;
+    the other growing kinds keep the family's (r = 0.5, growth 2)."""
     s = config.sieve
+    options = {"ratio": s.ratio, "growth": s.growth} if s.kind == "scalable" else {}
     try:
-        return Sieve(capacity=s.capacity, error_rate=s.error_rate, ratio=s.ratio, growth=s.growth)
+        return make_filter(s.kind, capacity=s.capacity, error_rate=s.error_rate, **options)
     except (MemoryError, OverflowError):  # OverflowError: more bits than an index can count
         raise ConfigError(
-            f"[sieve] capacity = {s.capacity:,} (error_rate {s.error_rate:g}): the Sieve's first "
-            "stage does not fit in memory; lower capacity (it grows as the crawl needs)"
+            f"[sieve] capacity = {s.capacity:,} (error_rate {s.error_rate:g}): the {s.kind} "
+            "filter does not fit in memory; lower capacity"
+            + (" (it grows as the crawl needs)" if s.kind not in ("bloom", "stable") else "")
         ) from None
+    except ValueError as exc:  # what the kind's constructor refused
+        raise ConfigError(f"[sieve] {exc}") from None
 
 
 def make_urls(config: Config) -> UrlNormalizer:

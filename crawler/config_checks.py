@@ -81,6 +81,11 @@ def check_section(obj: Any, where: str) -> None:
             raise ConfigError(f"{where} error_rate: must be between 0 and 1, got {obj.error_rate}")
         if not 0 < obj.ratio < 1:
             raise ConfigError(f"{where} ratio: must be between 0 and 1, got {obj.ratio}")
+        from crawler.sieve.kinds import FILTER_KINDS  # (no numpy: a kind's module loads when made)
+
+        if obj.kind not in FILTER_KINDS:
+            known = ", ".join(map(repr, FILTER_KINDS))
+            raise ConfigError(f"{where} kind: must be one of {known}, got {obj.kind!r}")
         if obj.confirm not in ("auto", "none", "exact"):
             raise ConfigError(
                 f"{where} confirm: must be one of 'auto', 'none', 'exact', got {obj.confirm!r}"

@@ -134,6 +134,7 @@ class ScopeConfig:
 
 @dataclass(frozen=True, slots=True)
 class SieveConfig:
+    kind: str = "scalable"
     capacity: int = 1_000_000
     error_rate: float = 1e-4
     ratio: float = 0.85

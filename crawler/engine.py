@@ -381,6 +381,23 @@ class Crawler:
         finally:  # crawl() counts its workers' ends: each must say it ended, or it waits forever
             self._results.put_nowait(WorkerDone(error))
 
+    def forget(self, url: str) -> bool:
+        """Let `url` be admitted again: its key leaves the URL-seen filter, the exact tier and,
+        with a state, the journal of done URLs (its validators with it). Only with a kind that
+        can delete (`[sieve] kind = "counting"` or `"cuckoo"`), else a TypeError; a ValueError
+        for a URL that is not crawlable. True when the filter had the URL."""
+        if not self.sieve.supports_remove:
+            raise TypeError(f"Crawler.forget needs a [sieve] kind that can delete ('counting' or "
+                            f"'cuckoo'); this crawl's is {self.sieve.kind!r}")  # fmt: skip
+        if self.cluster is not None:  # (refused before: a shared crawl's Sieve is scalable)
+            raise TypeError("Crawler.forget: a shared crawl's Sieve cannot delete")
+        key = self.urls.canonicalize(url)
+        if key is None:
+            raise ValueError(f"Crawler.forget: not a crawlable http(s) URL: {url!r}")
+        if self.state is not None:
+            self.state.forget(key)
+        return self.dedup.forget(key)
+
     def stats_dict(self) -> dict[str, Any]:
         """Crawl, frontier, Sieve and canonicalizer figures in one JSON-ready dict."""
         return crawl_stats(self)

@@ -13,6 +13,8 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
+from crawler.report import filter_figures
+
 if TYPE_CHECKING:
     from rich.live import Live
     from rich.table import Table
@@ -43,7 +45,10 @@ def progress_line(crawler: Crawler) -> str:
             "shared sieve",
         )
     else:
-        approx, stages, which = crawler.sieve.approx_items, len(crawler.sieve.stages), "sieve"
+        figures = filter_figures(crawler.sieve)
+        kind = figures["kind"]
+        which = "sieve" if kind == "scalable" else f"sieve: {kind}"
+        approx, stages = figures["approx_items"], figures["stages"]
     parts.append(f"seen ~{approx:,.0f} URLs ({which}, {stages} stage{'s' * (stages != 1)})")
     return " | ".join(parts)
 
@@ -142,6 +147,8 @@ def summary_rows(stats: dict[str, Any], *, verbose: bool = False) -> list[tuple[
         add("memo hit rate", f"{stats['memo_hit_rate']:.1%}")
         sieve = stats["sieve"]
         # the Sieve: its estimate from its set bits / its count of the URLs it let through
+        kind = sieve.get("kind", "scalable")  # (a shared crawl's is the scalable Sieve)
+        add("sieve kind", kind)
         add("sieve: URLs seen", f"~{sieve['approx_items']:,} est. / {sieve['count']:,} counted")
         add("sieve stages", sieve["stages"])
         add("sieve bits", f"{sieve['size_in_bytes'] * 8:,}")

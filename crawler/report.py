@@ -11,8 +11,29 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from crawler.engine import Crawler
+    from crawler.sieve import SeenFilter
 
 __all__ = ["crawl_stats"]
+
+
+def filter_figures(f: SeenFilter) -> dict[str, Any]:
+    """The URL-seen filter's figures, whatever its kind: the keys it took in (`count`), its
+    estimate of them (the scalable Sieve's, from its set bits; the count for the others), its
+    stages (1 for a kind that never grows), its memory and false-positive bound."""
+    stages = getattr(f, "stages", 1)
+    approx = getattr(f, "approx_items", len(f))
+    figures = {
+        "kind": f.kind,
+        "count": len(f),
+        "approx_items": round(approx),
+        "stages": stages if isinstance(stages, int) else len(stages),
+        "size_in_bytes": f.size_in_bytes,
+        "false_positive_bound": f.false_positive_bound,
+    }
+    estimate = getattr(f, "false_positive_estimate", None)  # the scalable Sieve's, from its bits
+    if estimate is not None:
+        figures["false_positive_estimate"] = estimate
+    return figures
 
 
 def crawl_stats(crawler: Crawler) -> dict[str, Any]:
@@ -20,14 +41,9 @@ def crawl_stats(crawler: Crawler) -> dict[str, Any]:
     if crawler.cluster is not None:  # the shared Sieve (this process's local one is unused)
         out["sieve"] = crawler.cluster.sieve_stats()
     else:
-        sieve, dedup = crawler.sieve, crawler.dedup
+        dedup = crawler.dedup
         out["sieve"] = {
-            "count": sieve.count,
-            "approx_items": round(sieve.approx_items),
-            "stages": len(sieve.stages),
-            "size_in_bytes": sieve.size_in_bytes,
-            "false_positive_bound": sieve.false_positive_bound,
-            "false_positive_estimate": sieve.false_positive_estimate,
+            **filter_figures(crawler.sieve),
             "confirm": "exact" if dedup.exact is not None else "none",
             "rescued_false_positives": dedup.rescued,
             "measured_false_positive_rate": dedup.measured_false_positive_rate,

@@ -43,6 +43,17 @@ class SeenStore:
             except sqlite3.Error as exc:
                 raise StateError(f"cannot write the crawl state's seen table: {exc}") from exc
 
+    def discard(self, fp: int) -> None:
+        """Forget a fingerprint (`crawler.sieve.Dedup.forget`)."""
+        if self._mem is not None:
+            self._mem.discard(fp)
+            return
+        assert self._db is not None
+        try:
+            self._db.execute("DELETE FROM seen WHERE fp = ?", (fp,))
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot write the crawl state's seen table: {exc}") from exc
+
     def __contains__(self, fp: int) -> bool:
         if self._mem is not None:
             return fp in self._mem

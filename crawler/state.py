@@ -61,7 +61,7 @@ from typing import Any
 from crawler.entries import Entry
 from crawler.limits import KeptLinks, LimitChange, limit_changes
 from crawler.seen import SeenStore
-from crawler.sieve import Sieve, fingerprint
+from crawler.sieve import SeenFilter, fingerprint
 from crawler.statedb import (
     FILENAME,
     LOCKNAME,
@@ -202,7 +202,7 @@ class CrawlState:
 
     # -- resuming --------------------------------------------------------------------------
 
-    def restore_sieve(self, new: Sieve) -> Sieve:
+    def restore_sieve(self, new: SeenFilter) -> SeenFilter:
         """The Sieve as of the crash: the last snapshot plus every key admitted after it."""
         with self._reading("the Sieve snapshot"):
             return restore_sieve(self._db, self.directory, new)
@@ -264,6 +264,13 @@ class CrawlState:
                 entry.priority,
             )
         )
+
+    def forget(self, key: str) -> None:
+        """Drop a done URL's journal row (`Crawler.forget`): admitted again, it is a new row
+        (a pending one stays: it is still to be fetched)."""
+        with self._writing():
+            self._write_rows()
+            self._db.execute("DELETE FROM urls WHERE fp = ? AND done = 1", (fingerprint(key),))
 
     def reprioritized(self, key: str, priority: float) -> None:
         """Journal a pending URL's raised priority (written with the next completion, like the
@@ -329,7 +336,7 @@ class CrawlState:
             )
             self._raises.clear()
 
-    def checkpoint(self, sieve: Sieve, stats: dict[str, Any], status: str = "running") -> None:
+    def checkpoint(self, sieve: SeenFilter, stats: dict[str, Any], status: str = "running") -> None:
         """Snapshot the Sieve and the stats (and the status), then commit."""
         with self._writing():
             self._write_rows()
@@ -347,7 +354,7 @@ class CrawlState:
         row = self._db.execute("SELECT COUNT(*), COALESCE(SUM(done), 0) FROM urls").fetchone()
         return int(row[0]), int(row[1])
 
-    def close(self, sieve: Sieve, stats: dict[str, Any], status: str) -> None:
+    def close(self, sieve: SeenFilter, stats: dict[str, Any], status: str) -> None:
         """Write a last checkpoint with the crawl's status and close the database (after a
         failed write, only close it: the crawl resumes from what was committed)."""
         try:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from crawler.errors import StateError
-from crawler.sieve import Sieve, SieveFormatError
+from crawler.sieve import SeenFilter, SieveFormatError, filter_from_bytes
 
 __all__ = [
     "FILENAME",
@@ -181,13 +181,14 @@ def put_meta(db: sqlite3.Connection, **values: str) -> None:
     db.executemany("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", list(values.items()))
 
 
-def restore_sieve(db: sqlite3.Connection, directory: Path, new: Sieve) -> Sieve:
-    """The Sieve of the state's last snapshot (else `new`) plus every key journaled after it."""
+def restore_sieve(db: sqlite3.Connection, directory: Path, new: SeenFilter) -> SeenFilter:
+    """The URL-seen filter of the state's last snapshot (else `new`, of the same kind: the kind
+    is part of the crawl's locked settings) plus every key journaled after it."""
     row = db.execute("SELECT upto, data FROM sieve WHERE id = 0").fetchone()
     sieve, upto = new, 0
     if row is not None:
         try:
-            sieve = Sieve.from_bytes(row[1])
+            sieve = filter_from_bytes(row[1])
         except SieveFormatError as exc:
             raise StateError(f"{directory}: the Sieve snapshot is corrupt: {exc}") from None
         upto = int(row[0])

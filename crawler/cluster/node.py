@@ -76,6 +76,10 @@ def check_cluster_config(config: Config, *, state: bool) -> None:
         raise ConfigError("not available with --redis (a crawl shared through Redis): --state "
                           "(Redis is the shared crawl's state: run the same command again to "
                           "go on)")  # fmt: skip
+    if config.sieve.kind != "scalable":
+        raise ConfigError(f"[sieve] kind = {config.sieve.kind!r} is not shared through Redis: "
+                          "a shared crawl's Sieve is the scalable one "
+                          "(kind = 'scalable')")  # fmt: skip
 
 
 class SentCache:

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from crawler.sieve.bloom import Sieve, fingerprint
+from crawler.sieve.bloom import fingerprint
 
 if TYPE_CHECKING:
     from crawler.seen import SeenStore
+    from crawler.sieve.kinds import SeenFilter
 
 __all__ = ["Dedup"]
 
@@ -24,7 +25,9 @@ __all__ = ["Dedup"]
 class Dedup:
     __slots__ = ("_seen", "_seen_max", "confirmed", "exact", "rescued", "sieve")
 
-    def __init__(self, sieve: Sieve, exact: SeenStore | None = None, *, recent: int = 65_536):
+    def __init__(
+        self, sieve: SeenFilter, exact: SeenStore | None = None, *, recent: int = 65_536
+    ) -> None:
         self.sieve = sieve
         self.exact = exact
         self.rescued = 0
@@ -80,8 +83,17 @@ class Dedup:
         """Rescued false positives per truly new key (None without the exact tier)."""
         if self.exact is None:
             return None
-        new = self.sieve.count + self.rescued
+        new = len(self.sieve) + self.rescued
         return self.rescued / new if new else 0.0
+
+    def forget(self, key: str) -> bool:
+        """Let `key` be taken in again: out of the filter (a kind that can delete, else a
+        TypeError), the exact tier and the recent keys. True when the filter had it."""
+        had = self.sieve.remove(key)
+        self._seen.discard(key)
+        if self.exact is not None:
+            self.exact.discard(fingerprint(key))
+        return had
 
     def __repr__(self) -> str:
         tier = "exact" if self.exact is not None else "bloom only"
