@@ -29,10 +29,13 @@ def double_hash_positions(m: int, k: int, h1: U64, h2: U64) -> NDArray[np.int64]
 
 
 class ClassicStage(BitStage):
-    """A plain Bloom filter of `stage_shape(capacity, error_rate)`."""
+    """A plain Bloom filter of `stage_shape(capacity, error_rate)`, or of `shape` = (m, k) with m
+    a multiple of 64 (the benchmark builds the multi-layer paper's filters)."""
 
-    def __init__(self, capacity: int, error_rate: float) -> None:
-        self.m, self.k = stage_shape(capacity, error_rate)
+    def __init__(
+        self, capacity: int, error_rate: float, shape: tuple[int, int] | None = None
+    ) -> None:
+        self.m, self.k = shape or stage_shape(capacity, error_rate)
         self.nbits = self.m
         self._alloc(capacity, error_rate)
 
