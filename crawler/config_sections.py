@@ -178,7 +178,7 @@ DEFAULT_NEAR_DISTANCE = 3  # within crawler.content's MAX_DISTANCE (a test check
 
 @dataclass(frozen=True, slots=True)
 class DedupConfig:
-    enabled: bool = False  # off by default: ~30-50% more CPU per page (README "Content dedup")
+    enabled: bool = False  # off by default: ~30-50% more CPU per page (docs/dedup-and-recrawl.md)
     near_distance: int = DEFAULT_NEAR_DISTANCE
     follow_duplicates: bool = True
 

@@ -34,10 +34,10 @@
 Foreign exceptions (aiohttp, OSError, asyncio) are translated into these in `crawler.translate`
 only. A result's `error` field is `f"{exc.kind}: {exc}"`.
 
-Every failure is classified here, in one place (the README has the table): its :class:`Blame`
-(does it back off the host, or only mark the URL?) and whether the URL is retried. A timeout
-(``timeout`` or ``too_slow``) while waiting for the response headers is a *suspect* failure (the
-server may be overloaded); once the headers came, the host has answered and a slow body is the
+Every failure is classified here, in one place (docs/politeness.md has the table): its
+:class:`Blame` (does it back off the host, or only mark the URL?) and whether the URL is retried. A
+timeout (``timeout`` or ``too_slow``) while waiting for the response headers is a *suspect* failure
+(the server may be overloaded); once the headers came, the host has answered and a slow body is the
 URL's own failure. `failure_class(status)` does the same for HTTP statuses.
 """
 

@@ -10,14 +10,14 @@ whatever the concurrency (the robots.txt fetch counts as a request). The host's 
 ``max(delay, min(robots Crawl-delay, max_delay))``; with ``adaptive=True`` it follows the host's
 response latency (AutoThrottle: the mean of the old delay and latency/per_host_concurrency, clamped
 to ``[that floor, max_delay]``; error responses may raise it, never lower it).
-Backoff follows the blame of each outcome (``crawler.errors.Blame``, the table is in the README):
-a HOST failure (DNS, refused or timed-out connection, 429, 503) pushes the host's ready time back:
-Retry-After when given (seconds or HTTP date, capped at ``max_retry_after``), else exponential
-backoff with jitter (``min(backoff_max, backoff_base * 2**(n-1))`` times a uniform factor in
-[0.5, 1)). A SUSPECT failure (a reset or a timeout before any response, 500/502/504) is the URL's
-own unless ``SUSPECT_STREAK`` distinct URLs of the host fail so in a row: then it counts as a HOST
-failure. An answer (any other status, or a failure of the URL's own: a malformed or oversized
-response, a trickling body) resets the host's backoff and streak.
+Backoff follows the blame of each outcome (``crawler.errors.Blame``; the table is in
+docs/politeness.md): a HOST failure (DNS, refused or timed-out connection, 429, 503) pushes the
+host's ready time back: Retry-After when given (seconds or HTTP date, capped at
+``max_retry_after``), else exponential backoff with jitter (``min(backoff_max, backoff_base *
+2**(n-1))`` times a uniform factor in [0.5, 1)). A SUSPECT failure (a reset or a timeout before any
+response, 500/502/504) is the URL's own unless ``SUSPECT_STREAK`` distinct URLs of the host fail so
+in a row: then it counts as a HOST failure. An answer (any other status, or a failure of the URL's
+own: a malformed or oversized response, a trickling body) resets the host's backoff and streak.
 
 Per-host overrides: a :class:`HostRule` replaces the global ``delay`` and/or
 ``per_host_concurrency`` for one host (the frontier asks for it once, when the host is first seen).

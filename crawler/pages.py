@@ -97,7 +97,7 @@ class PageHandler:
 
     async def fetch_page(self, entry: Entry) -> tuple[Outcome, bool, CrawlResult | None]:
         """Fetch one page; returns (outcome for the frontier, retry?, result or None if retried).
-        What is retried and what backs off the host: `crawler.errors` (the README's table)."""
+        What is retried and what backs off the host: `crawler.errors` (docs/politeness.md)."""
         retries_left = entry.retries < self.config.fetch.retries
         conditional = conditional_headers(self.state, entry.key) if self.recrawl else None
         try:

@@ -18,7 +18,7 @@ the same words.
   version 3 left them out too, and 126 of openjdk-17-doc's "Uses of Class ...Visitor14"
   pages were near duplicates of one another), ISO times do not (`2026-11-23T06:59:12Z`). A
   few changed shingles among thousands move few bits; the share of changed shingles sets the
-  distance (see README "Content dedup").
+  distance (see docs/dedup-and-recrawl.md).
 
 Cost (`python -m bench dedup` measures it): everything after the UTF-8 encoding is a fixed,
 small number of numpy calls per page, none per word. A word is hashed from its length and

@@ -25,7 +25,7 @@ Keys, under the crawl's prefix:
 Redis holds ~300-450 bytes a distinct page (measured: ~400-450 up to 50,000 pages, ~300 at
 200,000-300,000, with 60-character URLs: the URL, the content hash, k+1 records and the
 hashes' per-field overhead). Like every key of a shared crawl, they stay until the crawl's keys are
-deleted (README "Scale-out through Redis").
+deleted (docs/scale-out.md).
 """
 
 from __future__ import annotations

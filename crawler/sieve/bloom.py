@@ -28,7 +28,7 @@ __all__ = ["SEED", "BloomStage", "Sieve", "SieveFormatError", "StageStats", "che
 __all__ += ["estimate_items", "fingerprint", "grow_threshold", "hash_pair", "stage_params"]
 __all__ += ["stage_shape"]
 
-log = logging.getLogger("crawler.sieve")  # the name the README documents for growth warnings
+log = logging.getLogger("crawler.sieve")  # the logger name the docs give for growth warnings
 
 _hash64 = mmh3.hash64
 

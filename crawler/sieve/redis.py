@@ -45,7 +45,7 @@ from crawler.sieve.format import SEED
 
 __all__ = ["RedisSieve", "SharedStateError", "text"]
 
-log = logging.getLogger("crawler.sieve")  # the name the README documents for growth warnings
+log = logging.getLogger("crawler.sieve")  # the logger name the docs give for growth warnings
 
 _FORMAT = "1"
 
