@@ -50,8 +50,8 @@ from redis.asyncio import Redis
 
 from bench.doc_sites import SITES, DocSite
 from bench.nginx import Nginx, free_port
-from crawler.entries import Entry
-from crawler.frontier.redis import RedisFrontier
+from crawler.frontier.entries import Entry
+from crawler.frontier.redis.frontier import RedisFrontier
 from crawler.sieve.redis import RedisSieve
 from tests.redis_server import RedisServer
 
@@ -99,7 +99,7 @@ def run(
             [
                 sys.executable,
                 "-m",
-                "crawler.cli",
+                "crawler.cli.main",
                 seed,
                 "--config",
                 str(config),

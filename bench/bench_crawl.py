@@ -9,9 +9,9 @@ pages of ~30 KB) is a held-out third site, never profiled or tuned on, and so ar
 of a site's tables comes from the same run, each crawler in its own process (so CPU and RSS
 are its own, measured by os.wait4):
 
-- sieve-crawler: crawler.engine.Crawler via the library API, concurrency 32 (per host too: the
-  site is one host), delay 0, robots off, no depth limit, scope = the seed's host; with asyncio's
-  loop and, when uvloop is installed, with uvloop.
+- sieve-crawler: crawler.engine.crawler.Crawler via the library API, concurrency 32 (per host too:
+  the site is one host), delay 0, robots off, no depth limit, scope = the seed's host; with
+  asyncio's loop and, when uvloop is installed, with uvloop.
 - Scrapy (bench/scrapy_spider.py, `scrapy runspider`): the same settings, LinkExtractor.
 - Start-up, from outside: the `crawl` command (`python -m crawler.cli`, same settings through a
   config file, JSON Lines to a file) and Scrapy against an nginx that logs each request's time:
@@ -22,8 +22,8 @@ are its own, measured by os.wait4):
   install compiles them at the first import, unless PYTHONDONTWRITEBYTECODE is set: then at
   every start, ~0.1 s here); Scrapy's were compiled when pip installed it.
 - Limits on the URLs our crawl fetched: fetch-only (aiohttp, 32 concurrent), parse-only
-  (selectolax floor; crawler.links.extract; extract + the per-link canonicalize/scope path), and
-  fetch+parse = 1 / (1/fetch + 1/parse): one process doing both, nothing else.
+  (selectolax floor; crawler.parse.links.extract; extract + the per-link canonicalize/scope path),
+  and fetch+parse = 1 / (1/fetch + 1/parse): one process doing both, nothing else.
 
 Our crawls, the fetch-only and the parse-only runs take turns in OURS_RUNS rounds (the machine's
 speed drifts on a shared host) and each row is their median; Scrapy runs in the first
@@ -353,7 +353,7 @@ def run_corpus(corpus: str, quick: bool, rounds: int, scrapy_peer: bool) -> None
     cli_cpu = sorted(m.proc_cpu_s for m in clis)[len(clis) // 2]
     cli_rss = sorted(m.peak_rss_mb for m in clis)[len(clis) // 2]
     print(
-        f"{'crawl command (python -m crawler.cli)':<38} {median_of(clis, 'pages'):>6} "
+        f"{'crawl command (python -m crawler.cli.main)':<38} {median_of(clis, 'pages'):>6} "
         f"{median_of(clis, 'distinct'):>8} {median_of(clis, 'first_request_s'):>11.3f} "
         f"{median_of(clis, 'last_result_s'):>11.3f} {median_of(clis, 'exit_s'):>6.2f} "
         f"{cli_rate:>8.0f} {cli_cpu:>8.2f} {cli_rss:>7.1f}"
@@ -385,7 +385,7 @@ def run_corpus(corpus: str, quick: bool, rounds: int, scrapy_peer: bool) -> None
         rates[f"fetch-only aiohttp x32 ({loop})"] = m.data["pages"] / m.data["wall_s"]
     names = {
         "floor": "parse-only selectolax a[href] (floor)",
-        "extract": "parse-only crawler.links.extract",
+        "extract": "parse-only crawler.parse.links.extract",
         "per_link": "parse + resolve + scope (per-link path)",
     }
     for key, name in names.items():

@@ -7,7 +7,7 @@ Two documentation sites (bench.doc_sites): Debian's python3.11-doc and sqlite3-d
 the role=main element; sqlite: after the first h1/h2 heading), which the text extraction keeps:
 there only the simhash can match. sqlite's pages have no main element, so their text is the
 whole body: the /mirror/ banner is in the text too. Nothing else is changed or reordered. Each
-mirror is crawled with its original by the real crawler (crawler.engine.Crawler, concurrency
+mirror is crawled with its original by the real crawler (crawler.engine.crawler.Crawler, concurrency
 32, robots off, follow_duplicates on so that every mirror page is fetched), one crawl per
 mirror; then /orig/ + /mirror/ again with follow_duplicates = false, and with dedup off. The
 cost of dedup: /orig/ + /mirror/ crawled with dedup on and off taking turns, ROUNDS (5) of
@@ -53,10 +53,10 @@ from selectolax.lexbor import LexborHTMLParser
 
 from bench.doc_sites import HELD_OUT, SITES, DocSite
 from bench.nginx import Nginx
-from crawler.config import Config
+from crawler.config.load import Config
 from crawler.content import ContentIndex, Fingerprint, fingerprint, hamming, normalize
-from crawler.engine import Crawler
-from crawler.markup import parse_markup, read_tree
+from crawler.engine.crawler import Crawler
+from crawler.parse.markup import parse_markup, read_tree
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 ROUNDS = 1 if QUICK else 5

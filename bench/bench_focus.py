@@ -25,7 +25,7 @@ looked at while the scorer was tuned.
 time and 8 in flight (completing in the order they were handed out); ``--first-link`` makes a queued
 URL keep the priority of the first link found to it (no re-prioritizing: the crawler before).
 ``--site NAME`` (repeatable) runs only those sites; ``--no-rescore`` turns off the periodic
-re-scoring of queued URLs (``crawler.focus.RESCORE_EVERY``) in the crawls and the simulation.
+re-scoring of queued URLs (``crawler.engine.focus.RESCORE_EVERY``) in the crawls and the simulation.
 ``--redis`` (concurrency 8 only) crawls each topic a second way beside it: shared through a
 throwaway Debian redis-server by two crawlers of concurrency 4 each (as two ``crawl --redis``
 processes would, here in one process: the same 8 fetches at a time), and adds their harvest
@@ -56,11 +56,11 @@ from bench.focus_sites import (
     site_pages,
 )
 from bench.nginx import Nginx
-from crawler import focus
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.relevance import TopicScorer
-from crawler.scoring import Link, PageText
+from crawler.config.load import Config
+from crawler.engine import focus
+from crawler.engine.crawler import Crawler
+from crawler.focus.relevance import TopicScorer
+from crawler.focus.scoring import Link, PageText
 from tests.redis_server import RedisServer
 
 CONCURRENCY = 8

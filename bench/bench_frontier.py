@@ -1,4 +1,4 @@
-"""Frontier scheduling benchmark, in simulated time (crawler.frontier.SimulatedLoop).
+"""Frontier scheduling benchmark, in simulated time (crawler.testing.simtime.SimulatedLoop).
 
 10,000 hosts x 10 URLs, 1 s politeness delay: the ideal is 10,000 requests per simulated second.
 Workers fetch by sleeping the simulated latency (no sleep at all when it is 0), so the simulated
@@ -30,8 +30,8 @@ import random
 import time
 
 from crawler.frontier import Entry, EntryKind, Frontier, host_key
-from crawler.robots import ALLOW_ALL
-from crawler.simtime import SimulatedLoop
+from crawler.frontier.robots import ALLOW_ALL
+from crawler.testing.simtime import SimulatedLoop
 
 DELAY = 1.0
 

@@ -3,7 +3,8 @@
 Rows, measured in the same run over the same pages (best of REPEATS passes, each pass timed as a
 whole):
 
-- crawler.links.extract: the full Page (charset, robots, base, canonical, title, nofollow, cap).
+- crawler.parse.links.extract: the full Page (charset, robots, base, canonical, title, nofollow,
+  cap).
 - lexbor floor: LexborHTMLParser(body).css("a[href]") and reading each href, nothing else.
 - lexbor floor, str input: the same, but the body decoded to str first (bytes-vs-str check).
 - lxml iterlinks: lxml.html.document_fromstring(body).iterlinks(), keeping a/area hrefs
@@ -22,7 +23,7 @@ from collections.abc import Callable, Sequence
 from selectolax.lexbor import LexborHTMLParser
 
 from bench.corpus import html_pages
-from crawler.links import extract
+from crawler.parse.links import extract
 
 Extractor = Callable[[str, bytes], int]
 
@@ -81,7 +82,7 @@ def main() -> None:
     if quick:
         pages, repeats = pages[::15], 1
     peers: list[tuple[str, Extractor]] = [
-        ("crawler.links.extract", run_extract),
+        ("crawler.parse.links.extract", run_extract),
         ("lexbor floor (bytes)", run_lexbor_floor),
         ("lexbor floor (str input)", run_lexbor_str),
     ]

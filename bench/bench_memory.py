@@ -6,8 +6,8 @@ RSS after imports (baseline), then after building the structure and a gc (RSS), 
 
 - frontier: crawler.frontier.Frontier (respect_robots=False, max_queued large) with N Entries
   from bench.corpus.realistic_urls (2,000 hosts), each with its fetch URL and canonical key from
-  crawler.urls.UrlNormalizer, depth 3 and a parent URL shared by 50 entries (the page they were
-  found on), as the engine builds them. Target: <= 250 MB RSS for 1M.
+  crawler.urls.canonical.UrlNormalizer, depth 3 and a parent URL shared by 50 entries (the page they
+  were found on), as the engine builds them. Target: <= 250 MB RSS for 1M.
 - frontier, key is url: the same, but an Entry's key is the fetch URL object itself when the two
   are equal (they are for most URLs), i.e. one string per URL instead of two.
 - frontier, random priorities: the same, each URL with a random priority (seeded; a best-first
@@ -57,7 +57,7 @@ def build_frontier(path: str, share_key: bool, scored: bool = False) -> tuple[An
     import random
 
     from crawler.frontier import Entry, Frontier
-    from crawler.urls import UrlNormalizer
+    from crawler.urls.canonical import UrlNormalizer
 
     rng = random.Random(15)
 
@@ -81,7 +81,7 @@ def build_frontier(path: str, share_key: bool, scored: bool = False) -> tuple[An
 
 
 def build_strings(path: str) -> tuple[Any, int]:
-    from crawler.urls import UrlNormalizer
+    from crawler.urls.canonical import UrlNormalizer
 
     urls = UrlNormalizer(memo_size=0)
     pairs = [p for line in url_lines(path) if (p := urls.resolve(line, line)) is not None]
@@ -95,7 +95,7 @@ def sieve_keys(n: int) -> Iterator[str]:
 
 
 def build_sieve(n: int, capacity: int) -> tuple[Any, int]:
-    from crawler.config_sections import SieveConfig
+    from crawler.config.sections import SieveConfig
     from crawler.sieve import Sieve
 
     c = SieveConfig()
@@ -109,7 +109,7 @@ def build_sieve(n: int, capacity: int) -> tuple[Any, int]:
 def child(run: str, n: int, path: str) -> dict[str, Any]:
     import crawler.frontier
     import crawler.sieve
-    import crawler.urls  # noqa: F401 (imports count in the baseline, not in the structure)
+    import crawler.urls.canonical  # noqa: F401 (imports count in the baseline, not in the structure)
 
     gc.collect()
     base, _ = rss_mb()

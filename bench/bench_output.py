@@ -1,5 +1,5 @@
 """Cost of getting JSON Lines to the OS promptly (issue 14): the crawl writing its results to a
-file through `crawler.output.JsonlWriter`, three ways, measured in the same run:
+file through `crawler.output.jsonl.JsonlWriter`, three ways, measured in the same run:
 
 - "timer (0.5 s)": what `crawl -o FILE` does without --state: lines buffered, a timer flushes
   them every FLUSH_INTERVAL; a SIGKILL loses at most the last 0.5 s of results.
@@ -27,10 +27,10 @@ from pathlib import Path
 
 from bench.corpus import ensure_docs
 from bench.nginx import Nginx
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.output import FLUSH_INTERVAL, JsonlWriter
-from crawler.results import CrawlResult
+from crawler.config.load import Config
+from crawler.engine.crawler import Crawler
+from crawler.output.jsonl import FLUSH_INTERVAL, JsonlWriter
+from crawler.output.results import CrawlResult
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 RUNS = 7

@@ -26,10 +26,10 @@ from pathlib import Path
 
 from bench.doc_sites import SITES
 from bench.nginx import Nginx
-from crawler.components import settings
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.state import CrawlState
+from crawler.config.load import Config
+from crawler.engine.components import settings
+from crawler.engine.crawler import Crawler
+from crawler.state.crawlstate import CrawlState
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 

@@ -29,9 +29,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from crawler.entries import Entry
-from crawler.frontier.redis import RedisFrontier
-from crawler.robots import policy_from_response
+from crawler.frontier.entries import Entry
+from crawler.frontier.redis.frontier import RedisFrontier
+from crawler.frontier.robots import policy_from_response
 from crawler.sieve.redis import RedisSieve
 from tests.redis_server import RedisServer
 

@@ -47,8 +47,8 @@ from bench.nginx import free_port
 from bench.soak_site import host_name
 
 if TYPE_CHECKING:
-    from crawler.config import Config
-    from crawler.state import CrawlState
+    from crawler.config.load import Config
+    from crawler.state.crawlstate import CrawlState
 
 SAMPLES = 20
 CHILD_TIMEOUT = 120.0  # seconds the crawl may take, plus one per MIN_RATE pages
@@ -63,7 +63,7 @@ def rss_mb() -> float:
 def soak_config(hosts: int, features: Sequence[str]) -> Config:
     """The crawl's settings (see the module docstring), with `features` turned on: "dedup"
     (content dedup), "focus" (a focused crawl); "state" is passed to the Crawler."""
-    from crawler.config import Config
+    from crawler.config.load import Config
 
     config = (
         Config()
@@ -82,7 +82,7 @@ def soak_config(hosts: int, features: Sequence[str]) -> Config:
 async def _crawl(
     config: Config, seeds: list[str], expected: int, state: CrawlState | None
 ) -> dict[str, Any]:
-    from crawler.engine import Crawler
+    from crawler.engine.crawler import Crawler
 
     every = max(1, expected // SAMPLES)
     samples: list[dict[str, Any]] = []
@@ -128,8 +128,8 @@ def run_child(port: int, hosts: int, pages: int, features: Sequence[str]) -> dic
     seeds = [f"http://{host_name(h)}:{port}/p/0" for h in range(hosts)]
     config = soak_config(hosts, features)
     with tempfile.TemporaryDirectory(prefix="soak-state-") as directory:
-        from crawler.components import settings
-        from crawler.state import CrawlState
+        from crawler.engine.components import settings
+        from crawler.state.crawlstate import CrawlState
 
         state = CrawlState.open(directory, settings(config)) if "state" in features else None
         out = asyncio.run(_crawl(config, seeds, hosts * pages * 11 // 10, state))  # and 404s

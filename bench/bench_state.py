@@ -24,12 +24,12 @@ from pathlib import Path
 
 from bench.corpus import ensure_docs, realistic_urls
 from bench.nginx import Nginx
-from crawler.components import settings
-from crawler.config import Config
-from crawler.engine import Crawler
+from crawler.config.load import Config
+from crawler.engine.components import settings
+from crawler.engine.crawler import Crawler
 from crawler.frontier import Entry, Frontier
 from crawler.sieve import Sieve
-from crawler.state import CrawlState
+from crawler.state.crawlstate import CrawlState
 
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 

@@ -24,7 +24,7 @@ from w3lib.url import canonicalize_url
 from yarl import URL
 
 from bench.corpus import page_links, realistic_urls
-from crawler.urls import UrlNormalizer
+from crawler.urls.canonical import UrlNormalizer
 
 Pairs = Sequence[tuple[str, str]]
 
@@ -111,9 +111,9 @@ def main() -> None:
     repeat = 1 if quick else 3
     peer_repeat = 1 if quick else 2
     contenders = [
-        ("crawler.urls resolve, cold (memo off)", _ours(0), repeat),
-        ("crawler.urls resolve, memo (crawl order)", _ours(100_000), repeat),
-        ("crawler.urls resolve_all per page, memo", _ours_per_page(100_000), repeat),
+        ("crawler.urls.canonical resolve, cold (memo off)", _ours(0), repeat),
+        ("crawler.urls.canonical resolve, memo (crawl order)", _ours(100_000), repeat),
+        ("crawler.urls.canonical resolve_all per page, memo", _ours_per_page(100_000), repeat),
         ("yarl join (no canonicalization)", _yarl, peer_repeat),
         ("w3lib canonicalize_url + urljoin", _peer(canonicalize_url), peer_repeat),
         ("url_normalize + urljoin", _peer(url_normalize), peer_repeat),

@@ -5,11 +5,12 @@ and process start-up excluded: numpy too, which the crawler imports at its first
 big page; the parent's start-up runs of the `crawl` command count every import); the parent adds
 the whole process's CPU time and peak RSS from ``os.wait4``. Runs:
 
-- `run_ours`: crawler.engine.Crawler through the library API (results consumed and dropped).
+- `run_ours`: crawler.engine.crawler.Crawler through the library API (results consumed and dropped).
 - `run_fetch`: fetch-only limit: aiohttp, N concurrent workers, every URL of a list, bodies read
   (the fastest of FETCH_ROUNDS passes).
 - `run_parse`: parse-only limits over the same pages' bodies (read from the document root):
-  the selectolax floor, crawler.links.extract, and extract + the per-link canonicalize/scope path.
+  the selectolax floor, crawler.parse.links.extract, and extract + the per-link canonicalize/scope
+  path.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ from urllib.parse import unquote, urlsplit
 import aiohttp
 from selectolax.lexbor import LexborHTMLParser
 
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.links import extract
-from crawler.scope import Scope, split_host
-from crawler.urls import UrlNormalizer
+from crawler.admission.scope import Scope
+from crawler.config.load import Config
+from crawler.engine.crawler import Crawler
+from crawler.parse.links import extract
+from crawler.urls.canonical import UrlNormalizer
+from crawler.urls.host import split_host
 
 T = TypeVar("T")
 CONCURRENCY = 32

@@ -14,9 +14,9 @@ link first (ties first in, first out; a better link raises a queued URL's priori
 crawler; and every 10 pages rated, queued URLs scored again as the scorer learns), every in-site
 link fetched at most once, `budget` fetches
 (non-HTML files such as the sources' .txt count as fetches, with no text). It calls the same
-:class:`crawler.relevance.TopicScorer` the crawler does, on page texts and links extracted the way
-the crawler's parser extracts them (anchor text, enclosing block as context); breadth-first is the
-same loop with every priority 0.
+:class:`crawler.focus.relevance.TopicScorer` the crawler does, on page texts and links extracted the
+way the crawler's parser extracts them (anchor text, enclosing block as context); breadth-first is
+the same loop with every priority 0.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from urllib.parse import unquote, urldefrag, urljoin
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from bench.corpus import ensure_docs, ensure_postgres_docs, ensure_sqlite_docs, ensure_unseen_docs
-from crawler.focus import RESCORE_EVERY, RESCORE_SIZE
-from crawler.relevance import TopicScorer
-from crawler.scoring import Link, PageText
+from crawler.engine.focus import RESCORE_EVERY, RESCORE_SIZE
+from crawler.focus.relevance import TopicScorer
+from crawler.focus.scoring import Link, PageText
 
 MIN_OCCURRENCES = 3
 BUDGET = 150
@@ -232,7 +232,7 @@ def simulate(
     complete in a random order instead, as over a network). `inlink_bonus`: added to a queued
     URL's priority for each further link found to it (an experiment: in-link counting). Every
     `rescore_every` pages rated, `rescore_size` queued URLs are scored again with what the
-    scorer has learned (raised or lowered), as the crawler does (``crawler.focus``); 0: never
+    scorer has learned (raised or lowered), as the crawler does (``crawler.engine.focus``); 0: never
     (nor without `reprioritize`)."""
     pages = site_pages(name)
     scorer = TopicScorer([topic]) if topic else None
@@ -280,7 +280,7 @@ def simulate(
             heapq.heappush(heap, (-priority, seq, target, depths[target]))
         rated += scorer is not None
         if scorer is not None and reprioritize and rescore_every and rated % rescore_every == 0:
-            for url, _, new in scorer.rescore(rescore_size):  # as crawler.focus.Focus.rescore
+            for url, _, new in scorer.rescore(rescore_size):  # as Focus.rescore
                 target = url[len(SITE) :]
                 if target in done:
                     scorer.forget(url)

@@ -11,12 +11,12 @@ process). A patch that pays off becomes a real change in crawler/; this file onl
   at CPython's default of 5 ms, or at 0.1 ms. A parse thread needs the GIL back after each
   lexbor call; behind a busy event loop it waits up to one interval for it.
 - ``threads2``: two parse threads instead of cpu_count - 1.
-- ``procparse`` / ``procparse2``: every body parsed and read (`crawler.markup.parse_markup`:
+- ``procparse`` / ``procparse2``: every body parsed and read (`crawler.parse.markup.parse_markup`:
   decode, defuse, lexbor, read_tree) in a process pool of 1 / 2 workers (fork), off the event
   loop and the GIL: 0.68x / 0.61x (asyncio), 0.73x / 0.70x (uvloop) on sqlite3-doc, medians of 5
   (2026-11-23): the executor's pickling and hand-offs cost more than the work they move.
-- ``gc700`` / ``gc50k``: the collector's young threshold during the crawl (`crawler.gctune`) at
-  CPython's default, 700, or at 50,000 instead of 10,000. Measured 2026-11-23 (machine shared,
+- ``gc700`` / ``gc50k``: the collector's young threshold during the crawl (`crawler.engine.gctune`)
+  at CPython's default, 700, or at 50,000 instead of 10,000. Measured 2026-11-23 (machine shared,
   medians of 5), the default 700 against 10,000 / 50,000: sqlite3-doc 1.05x / 1.07x (asyncio),
   0.99x / 1.11x (uvloop); python3.11-doc 1.10x / 1.01x, 1.20x / 1.13x.
 - ``numpy``: numpy imported before the crawl (as before it was imported lazily, at the first
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from crawler import parsing
+from crawler.parse import thread as parsing
 
 __all__ = ["PATCHES", "apply"]
 
@@ -58,7 +58,7 @@ def _procparse(workers: int = 1) -> None:
     import functools
     import multiprocessing
 
-    from crawler import markup
+    from crawler.parse import markup
 
     pool = concurrent.futures.ProcessPoolExecutor(
         workers, mp_context=multiprocessing.get_context("fork")
@@ -85,7 +85,7 @@ def _procparse(workers: int = 1) -> None:
 
 
 def _gc(threshold: int) -> None:
-    from crawler import gctune
+    from crawler.engine import gctune
 
     gctune.YOUNG_THRESHOLD = threshold
 

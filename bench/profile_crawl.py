@@ -81,7 +81,7 @@ def print_pyspy(path: str, pages: int, cpu_ms: float, top: int = 25) -> None:
         n = int(count)
         frames = [_LINE.sub(")", f) for f in stack.split(";")]
         if any(f.startswith("Parser._work") for f in frames):
-            part = "parse threads (crawler.parsing)"
+            part = "parse threads (crawler.parse.thread)"
         elif any(f.startswith("Runner.run") for f in frames):  # asyncio's loop or uvloop's
             part = "event loop thread"
         else:

@@ -12,13 +12,14 @@ from __future__ import annotations
 from importlib import import_module
 
 # Not `typing.TYPE_CHECKING`: `crawl` imports this package first, and importing `typing` here
-# would widen the start-up window in which a Ctrl-C prints a traceback (crawler.command).
+# would widen the start-up window in which a Ctrl-C prints a traceback (crawler.cli.command).
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the names below, imported when first used (see __getattr__)
     from typing import Any
 
-    from crawler.config import Config, load_config
-    from crawler.engine import Crawler
+    from crawler.config.load import Config, load_config
+    from crawler.engine.components import settings
+    from crawler.engine.crawler import Crawler
     from crawler.errors import (
         BlockedAddress,
         BodyTooLarge,
@@ -39,35 +40,48 @@ if TYPE_CHECKING:  # the names below, imported when first used (see __getattr__)
         ScoreError,
         SeedError,
         SharedStateError,
+        SieveFormatError,
+        SitemapError,
         StateError,
         TooSlow,
         Truncated,
     )
+    from crawler.focus.scoring import Link, PageText, ScoreFn, Scorer
     from crawler.frontier import Entry, EntryKind, Frontier, Outcome
-    from crawler.results import CrawlResult, CrawlStats
-    from crawler.robots import RobotsPolicy, policy_from_response
-    from crawler.scoring import Link, PageText, ScoreFn, Scorer
-    from crawler.sieve import BloomStage, Sieve, SieveFormatError
-    from crawler.urls import UrlNormalizer, canonicalize, normalize
+    from crawler.frontier.robots import RobotsPolicy, policy_from_response
+    from crawler.output.results import CrawlResult, CrawlStats
+    from crawler.sieve import (
+        FILTER_KINDS,
+        BloomStage,
+        SeenFilter,
+        Sieve,
+        filter_from_bytes,
+        make_filter,
+    )
+    from crawler.state.crawlstate import CrawlState
+    from crawler.urls.canonical import UrlNormalizer, canonicalize, normalize
 
-# public name -> the module that defines it. `import crawler.cli` (the `crawl` command) imports
+# public name -> the module that defines it. `import crawler.cli.main` (the `crawl` command) imports
 # this package first: importing every module here would cost each run of the command the
 # start-up of what it may not use (numpy, rich, warcio...), so a name's module is imported on
 # first access instead (PEP 562).
 _ERRORS = """BlockedAddress BodyTooLarge CertificateError ConfigError ConnectError ConnectionReset
     CrawlerError DecodingError DNSError FetchError FetchTimeout NetworkUnavailable OutputError
-    ProtocolError ProxyError ProxyUnavailable ScoreError SeedError SharedStateError StateError
-    TooSlow Truncated"""
+    ProtocolError ProxyError ProxyUnavailable ScoreError SeedError SharedStateError
+    SieveFormatError SitemapError StateError TooSlow Truncated"""
+_SIEVE = "BloomStage FILTER_KINDS SeenFilter Sieve filter_from_bytes make_filter"
 _LAZY = {
-    **dict.fromkeys(("Config", "load_config"), "crawler.config"),
-    "Crawler": "crawler.engine",
+    **dict.fromkeys(("Config", "load_config"), "crawler.config.load"),
+    "Crawler": "crawler.engine.crawler",
     **dict.fromkeys(_ERRORS.split(), "crawler.errors"),
     **dict.fromkeys(("Entry", "EntryKind", "Frontier", "Outcome"), "crawler.frontier"),
-    **dict.fromkeys(("CrawlResult", "CrawlStats"), "crawler.results"),
-    **dict.fromkeys(("RobotsPolicy", "policy_from_response"), "crawler.robots"),
-    **dict.fromkeys(("Link", "PageText", "ScoreFn", "Scorer"), "crawler.scoring"),
-    **dict.fromkeys(("BloomStage", "Sieve", "SieveFormatError"), "crawler.sieve"),
-    **dict.fromkeys(("UrlNormalizer", "canonicalize", "normalize"), "crawler.urls"),
+    **dict.fromkeys(("CrawlResult", "CrawlStats"), "crawler.output.results"),
+    **dict.fromkeys(("RobotsPolicy", "policy_from_response"), "crawler.frontier.robots"),
+    **dict.fromkeys(("Link", "PageText", "ScoreFn", "Scorer"), "crawler.focus.scoring"),
+    **dict.fromkeys(_SIEVE.split(), "crawler.sieve"),
+    "CrawlState": "crawler.state.crawlstate",
+    "settings": "crawler.engine.components",
+    **dict.fromkeys(("UrlNormalizer", "canonicalize", "normalize"), "crawler.urls.canonical"),
 }
 
 
@@ -87,6 +101,7 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
+    "FILTER_KINDS",
     "BlockedAddress",
     "BloomStage",
     "BodyTooLarge",
@@ -96,6 +111,7 @@ __all__ = [
     "ConnectError",
     "ConnectionReset",
     "CrawlResult",
+    "CrawlState",
     "CrawlStats",
     "Crawler",
     "CrawlerError",
@@ -119,16 +135,21 @@ __all__ = [
     "ScoreFn",
     "Scorer",
     "SeedError",
+    "SeenFilter",
     "SharedStateError",
     "Sieve",
     "SieveFormatError",
+    "SitemapError",
     "StateError",
     "TooSlow",
     "Truncated",
     "UrlNormalizer",
     "__version__",
     "canonicalize",
+    "filter_from_bytes",
     "load_config",
+    "make_filter",
     "normalize",
     "policy_from_response",
+    "settings",
 ]

@@ -11,8 +11,12 @@
     │                          disk (names the output; the crawl ends with it)
     ├── StateError             the state directory (``--state``) cannot be used: corrupt,
     │                          foreign, locked by another crawl, or from an incompatible one
+    ├── SieveFormatError       saved Sieve data is truncated, corrupt, foreign or of an unknown
+    │                          version (also a ValueError)
+    ├── SitemapError           a body is not a sitemap: bad XML, wrong root, forbidden XML
+    │                          features (also a ValueError)
     ├── NetworkUnavailable     the crawler's own network was down for ``[fetch] outage_give_up``
-    │   │                      seconds (`crawler.outage`; the crawl ends with it, unfinished
+    │   │                      seconds (`crawler.fetch.outage`; the crawl ends with it, unfinished
     │   │                      URLs stay pending in the state)
     │   └── ProxyUnavailable   the same for the proxy (``[fetch] proxy``), or it refused the
     │                          crawler's credentials (407)
@@ -31,8 +35,8 @@
         ├── DecodingError      "decoding"     the Content-Encoding could not be decoded
         └── BlockedAddress     "blocked"      the address is refused by the SSRF guard
 
-Foreign exceptions (aiohttp, OSError, asyncio) are translated into these in `crawler.translate`
-only. A result's `error` field is `f"{exc.kind}: {exc}"`.
+Foreign exceptions (aiohttp, OSError, asyncio) are translated into these in
+`crawler.fetch.translate` only. A result's `error` field is `f"{exc.kind}: {exc}"`.
 
 Every failure is classified here, in one place (docs/politeness.md has the table): its
 :class:`Blame` (does it back off the host, or only mark the URL?) and whether the URL is retried. A
@@ -66,6 +70,8 @@ __all__ = [
     "ScoreError",
     "SeedError",
     "SharedStateError",
+    "SieveFormatError",
+    "SitemapError",
     "StateError",
     "TooSlow",
     "Truncated",
@@ -77,14 +83,15 @@ MAX_MESSAGE = 300  # characters of a failure's message kept in its result
 
 
 class Blame(enum.Enum):
-    """Whom a failed fetch is held against (applied by ``crawler.hosts.Politeness.response``)."""
+    """Whom a failed fetch is held against (applied by
+    ``crawler.frontier.hosts.Politeness.response``)."""
 
     HOST = "host"  # the host is in trouble: back it off at once
     SUSPECT = "suspect"  # the URL's failure, but a sign of host trouble: several distinct URLs
     # of one host in a row back the host off (hosts.SUSPECT_STREAK)
     URL = "url"  # the URL's failure only; the host answered, so its backoff is reset
     PROXY = "proxy"  # the proxy's failure: held against neither the host nor the URL (the
-    # crawl waits for the proxy instead: crawler.outage)
+    # crawl waits for the proxy instead: crawler.fetch.outage)
 
 
 class CrawlerError(Exception):
@@ -118,10 +125,18 @@ class StateError(CrawlerError):
     """The state directory cannot be used: corrupt, foreign, or from an incompatible crawl."""
 
 
+class SieveFormatError(CrawlerError, ValueError):
+    """A saved Sieve is truncated, corrupt, from another program or from an unknown version."""
+
+
+class SitemapError(CrawlerError, ValueError):
+    """The body is not a sitemap (bad XML, wrong root, forbidden XML features)."""
+
+
 class NetworkUnavailable(CrawlerError):
     """The crawler's own network stayed down (no route, or its DNS resolver unreachable) for
-    ``[fetch] outage_give_up`` seconds: the crawl ends with it (`crawler.outage`). With a crawl
-    state every unfinished URL stays pending: ``crawl ... --state DIR`` resumes them."""
+    ``[fetch] outage_give_up`` seconds: the crawl ends with it (`crawler.fetch.outage`). With a
+    crawl state every unfinished URL stays pending: ``crawl ... --state DIR`` resumes them."""
 
 
 class ProxyUnavailable(NetworkUnavailable):
@@ -136,11 +151,11 @@ class FetchError(CrawlerError):
     kind = "fetch"
     blame = Blame.URL
     retry = False
-    network = False  # a sign the crawler's own network is down (crawler.outage), set by
-    # crawler.translate: "Network is unreachable", a DNS resolver that cannot be reached
+    network = False  # a sign the crawler's own network is down (crawler.fetch.outage), set by
+    # crawler.fetch.translate: "Network is unreachable", a DNS resolver that cannot be reached
     refused = False  # the host refused the connection (ECONNREFUSED: nothing listens on the
-    # port) or its name does not exist (DNS: no such name), set by crawler.translate: an answer,
-    # not a silence (crawler.hosts: robots.txt)
+    # port) or its name does not exist (DNS: no such name), set by crawler.fetch.translate: an
+    # answer, not a silence (crawler.frontier.hosts: robots.txt)
 
     def describe(self) -> str:
         """The `kind: message` form stored in a result's `error` field: one line, at most
@@ -173,7 +188,8 @@ class CertificateError(ConnectError):
 class ProxyError(ConnectError):
     """The proxy failed, not the target: it refused the connection, its name did not resolve,
     it closed the connection before answering, or (`status` 407) it refused the credentials.
-    Held against neither the host nor the URL: a crawl waits for the proxy (`crawler.outage`)."""
+    Held against neither the host nor the URL: a crawl waits for the proxy
+    (`crawler.fetch.outage`)."""
 
     kind = "proxy"
     blame = Blame.PROXY

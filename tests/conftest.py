@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 import pytest
 from aiohttp import web
 
-from crawler.config import Config
-from crawler.fixture import FixtureSite
+from crawler.config.load import Config
+from crawler.testing.fixture import FixtureSite
 from tests.redis_server import RedisServer
 
 

@@ -6,13 +6,13 @@ import random
 
 import pytest
 
-from crawler.admission import Admission
-from crawler.components import make_frontier, make_scope, make_urls
-from crawler.config import Config
-from crawler.entries import Entry
-from crawler.results import CrawlStats
-from crawler.seen import SeenStore
+from crawler.admission.gate import Admission
+from crawler.config.load import Config
+from crawler.engine.components import make_frontier, make_scope, make_urls
+from crawler.frontier.entries import Entry
+from crawler.output.results import CrawlStats
 from crawler.sieve import Dedup, Sieve
+from crawler.sieve.seen import SeenStore
 
 
 @pytest.mark.parametrize("exact", [False, True], ids=["bloom", "exact-tier"])

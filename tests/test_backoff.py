@@ -1,5 +1,5 @@
-"""Backoff follows its cause (crawler.errors classifies, crawler.hosts.Politeness applies): host
-failures back the host off at once, a URL's own failures never, suspect ones after a streak."""
+"""Backoff follows its cause (crawler.errors classifies, crawler.frontier.hosts.Politeness applies):
+host failures back the host off at once, a URL's own failures never, suspect ones after a streak."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from crawler.entries import Outcome
 from crawler.errors import (
     Blame,
     BlockedAddress,
@@ -25,8 +24,9 @@ from crawler.errors import (
     Truncated,
     failure_class,
 )
+from crawler.frontier.entries import Outcome
+from crawler.frontier.hosts import SUSPECT_STREAK, Host, Politeness
 from crawler.frontier.queues import HostQueue
-from crawler.hosts import SUSPECT_STREAK, Host, Politeness
 
 
 def rules() -> Politeness:
@@ -37,7 +37,8 @@ def rules() -> Politeness:
 
 
 def failure(exc: FetchError, attempt: int = 0) -> Outcome:
-    """The outcome the engine reports for a failed fetch (crawler.pages.PageHandler.fetch_page)."""
+    """The outcome the engine reports for a failed fetch
+    (crawler.engine.pages.PageHandler.fetch_page)."""
     return Outcome(blame=exc.blame, attempt=attempt)
 
 

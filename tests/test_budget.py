@@ -1,4 +1,4 @@
-"""crawler.budget: slots claimed before a fetch, spent by a page result or given back."""
+"""crawler.focus.budget: slots claimed before a fetch, spent by a page result or given back."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from crawler.budget import FetchBudget
+from crawler.focus.budget import FetchBudget
 
 
 async def test_claims_wait_for_a_slot_and_end_once_all_are_spent() -> None:

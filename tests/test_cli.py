@@ -143,7 +143,7 @@ def test_demo_with_seeds_is_refused() -> None:
 
 
 def test_bundled_seeds_file_parses() -> None:
-    from crawler.cli import read_seeds
+    from crawler.cli.main import read_seeds
 
     text = (Path(__file__).resolve().parent.parent / "seeds.txt").read_text()
     seeds = read_seeds("seeds.txt", iter(text.splitlines()))
@@ -153,7 +153,7 @@ def test_bundled_seeds_file_parses() -> None:
 def test_run_loop_falls_back_to_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
-    from crawler.cli import run_loop
+    from crawler.cli.main import run_loop
 
     async def loop_name() -> str:
         return type(asyncio.get_running_loop()).__module__

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from crawler.cli_args import apply_overrides, build_parser
-from crawler.cli_settings import parse_setting
-from crawler.config import Config
+from crawler.cli.args import apply_overrides, build_parser
+from crawler.cli.settings import parse_setting
+from crawler.config.load import Config
 from crawler.errors import ConfigError
 
 CRAWL = [sys.executable, "-m", "crawler.cli"]

@@ -15,18 +15,18 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from crawler.cli_run import command_line, run
-from crawler.components import settings
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.entries import Entry
+from crawler.cli.run import command_line, run
+from crawler.config.load import Config
+from crawler.engine.components import settings
+from crawler.engine.crawler import Crawler
 from crawler.errors import ConfigError
-from crawler.fixture import FixtureSite
-from crawler.output import check_output_paths
-from crawler.results import CrawlResult
-from crawler.state import CrawlState
-from crawler.statedb import StateError
-from crawler.urls import canonicalize
+from crawler.frontier.entries import Entry
+from crawler.output.jsonl import check_output_paths
+from crawler.output.results import CrawlResult
+from crawler.state.crawlstate import CrawlState
+from crawler.state.db import StateError
+from crawler.testing.fixture import FixtureSite
+from crawler.urls.canonical import canonicalize
 from tests.conftest import serve, site_config
 
 
@@ -210,8 +210,8 @@ async def test_resuming_a_focused_crawl_without_its_focus_says_so(
 
 
 def test_the_summary_counts_duplicate_pages_only_when_content_dedup_is_on() -> None:
-    from crawler.engine import Crawler
-    from crawler.progress import summary_rows
+    from crawler.cli.progress import summary_rows
+    from crawler.engine.crawler import Crawler
 
     def duplicates(config: Config) -> str | None:
         return dict(summary_rows(Crawler(config).stats_dict())).get("duplicate pages exact / near")
@@ -233,7 +233,7 @@ def test_command_line_is_the_console_script_as_invoked(monkeypatch: pytest.Monke
 
 
 def test_command_line_keeps_python_dash_m(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "argv", ["/x/crawler/cli.py", "s.txt"])
+    monkeypatch.setattr(sys, "argv", ["/x/crawler/cli/main.py", "s.txt"])
     monkeypatch.setattr(sys, "orig_argv", ["python3", "-X", "dev", "-m", "crawler.cli", "s.txt"])
     assert command_line(["s.txt", "--fresh"]) == "python3 -X dev -m crawler.cli s.txt --fresh"
 

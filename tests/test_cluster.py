@@ -17,19 +17,19 @@ import pytest
 from aiohttp import web
 from redis.asyncio import Redis
 
-from crawler.cli import main
+from crawler.cli.main import main
+from crawler.cli.progress import progress_line
 from crawler.cluster import ClusterNode, SentCache, format_status, read_status
-from crawler.components import settings
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.entries import Entry
+from crawler.config.load import Config
+from crawler.engine.components import settings
+from crawler.engine.crawler import Crawler
 from crawler.errors import ConfigError, SharedStateError
-from crawler.fixture import FixtureSite
-from crawler.frontier.redis import RedisFrontier
-from crawler.progress import progress_line
-from crawler.results import CrawlResult
+from crawler.frontier.entries import Entry
+from crawler.frontier.redis.frontier import RedisFrontier
+from crawler.output.results import CrawlResult
 from crawler.sieve.redis import RedisSieve
-from crawler.state import CrawlState
+from crawler.state.crawlstate import CrawlState
+from crawler.testing.fixture import FixtureSite
 from tests.conftest import serve, site_config
 from tests.redis_server import RedisServer
 
@@ -254,7 +254,7 @@ async def test_a_redis_restart_during_the_crawl_ends_it(redis_url: str) -> None:
 def test_without_redis_py_a_shared_crawl_is_a_clear_error() -> None:
     code = (
         "import sys\nsys.modules['redis'] = None  # as if redis-py were not installed\n"
-        "from crawler.cli import main\n"
+        "from crawler.cli.main import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
     for extra in (["--status"], ["http://127.0.0.1:1/"]):

@@ -17,13 +17,13 @@ from redis.asyncio import Redis
 
 from crawler.cluster import ClusterNode
 from crawler.cluster.status import format_status, read_status
-from crawler.components import settings
-from crawler.config import Config
+from crawler.config.load import Config
 from crawler.content import ContentIndex, Fingerprint
 from crawler.content.redis import RedisContentIndex
-from crawler.engine import Crawler
+from crawler.engine.components import settings
+from crawler.engine.crawler import Crawler
 from crawler.errors import SharedStateError
-from crawler.results import CrawlResult
+from crawler.output.results import CrawlResult
 from tests.conftest import serve
 from tests.test_content import ORIG, flip, site_handler
 

@@ -14,19 +14,19 @@ import pytest
 from aiohttp import web
 from redis.asyncio import Redis
 
-from crawler.admission import Admission
+from crawler.admission.shared import SharedAdmission
 from crawler.cluster import ClusterNode
-from crawler.cluster.budget import SharedBudget
-from crawler.components import make_scope, make_sieve, make_urls, settings
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.entries import Entry
+from crawler.config.load import Config
+from crawler.engine.components import make_scope, make_sieve, make_urls, settings
+from crawler.engine.crawler import Crawler
+from crawler.engine.focus import Focus
 from crawler.errors import ScoreError, SharedStateError
-from crawler.fixture import FixtureSite
-from crawler.focus import Focus
-from crawler.results import CrawlResult, CrawlStats
-from crawler.scoring import Link
+from crawler.focus.scoring import Link
+from crawler.focus.shared_budget import SharedBudget
+from crawler.frontier.entries import Entry
+from crawler.output.results import CrawlResult, CrawlStats
 from crawler.sieve import Dedup
+from crawler.testing.fixture import FixtureSite
 from tests.conftest import serve, site_config
 
 TOPIC = [f"/standby-{i}" for i in range(10)]
@@ -163,7 +163,7 @@ async def test_a_process_joining_after_the_budget_is_spent_leaves_the_crawl_unfi
 # -- one page's links through two processes' admissions --------------------------------------
 
 
-Joined = tuple[ClusterNode, Admission]
+Joined = tuple[ClusterNode, SharedAdmission]
 Nodes = Callable[[], Awaitable[Joined]]
 
 
@@ -179,9 +179,9 @@ async def nodes(redis_url: str) -> AsyncIterator[Nodes]:
         opened.append(node)
         scope = make_scope(config)
         scope.add_host("s.test")
-        admission = Admission(urls=make_urls(config), scope=scope,
-                              dedup=Dedup(make_sieve(config)), frontier=None, stats=CrawlStats(),
-                              shared=node)  # fmt: skip
+        admission = SharedAdmission(urls=make_urls(config), scope=scope,
+                                    dedup=Dedup(make_sieve(config)), stats=CrawlStats(),
+                                    shared=node)  # fmt: skip
         return node, admission
 
     yield join

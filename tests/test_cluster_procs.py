@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from crawler.cluster import format_status, read_status
-from crawler.fixture import FixtureSite
-from crawler.urls import UrlNormalizer
+from crawler.testing.fixture import FixtureSite
+from crawler.urls.canonical import UrlNormalizer
 from tests.redis_server import RedisServer
 
 DELAY = 0.15

@@ -11,14 +11,14 @@ import pytest
 from aiohttp import web
 from redis.asyncio import Redis
 
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.entries import Entry, Outcome
+from crawler.config.load import Config
+from crawler.engine.crawler import Crawler
 from crawler.errors import SharedStateError
-from crawler.frontier.redis import HOST_LIMIT, RedisFrontier
-from crawler.results import CrawlResult
-from crawler.robots import policy_from_response
-from crawler.scoring import Link
+from crawler.focus.scoring import Link
+from crawler.frontier.entries import Entry, Outcome
+from crawler.frontier.redis.frontier import HOST_LIMIT, RedisFrontier
+from crawler.frontier.robots import policy_from_response
+from crawler.output.results import CrawlResult
 from crawler.sieve.redis import RedisSieve
 from tests.conftest import serve
 from tests.test_frontier_redis import Clock

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.config import Config, config_from_mapping, load_config
+from crawler.config.load import Config, config_from_mapping, load_config
 from crawler.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from crawler.config import Config, config_from_mapping
+from crawler.config.load import Config, config_from_mapping
 from crawler.content import ContentIndex, Fingerprint, NearDuplicateIndex, fingerprint, hamming
 from crawler.content.fingerprint import normalize
-from crawler.engine import Crawler
+from crawler.engine.crawler import Crawler
 from crawler.errors import ConfigError
-from crawler.markup import parse_markup
-from crawler.results import CrawlResult
-from crawler.state import CrawlState
+from crawler.output.results import CrawlResult
+from crawler.parse.markup import parse_markup
+from crawler.state.crawlstate import CrawlState
 from tests.conftest import serve
 
 # a vocabulary (letters only: words with digits are not features); Zipf draws: realistic text

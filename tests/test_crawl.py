@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import statistics
 import threading
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
 
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.fixture import FixtureSite
-from crawler.results import CrawlResult
-from crawler.urls import canonicalize
+from crawler.config.load import Config
+from crawler.engine.crawler import Crawler
+from crawler.output.results import CrawlResult
+from crawler.testing.fixture import FixtureSite
+from crawler.urls.canonical import canonicalize
 from tests.conftest import site_config
 
 RETRIED = {"/broken", "/busy"}
@@ -68,8 +69,11 @@ async def test_crawl_delay_respected_server_side() -> None:
             starts[req.host].append(req.time)
     gaps = [b - a for a, b in zip(starts["site-a.test"], starts["site-a.test"][1:], strict=False)]
     assert len(gaps) > 20
-    # requests are logged when the server sees them, a hair after the crawler starts them
-    assert min(gaps) >= 0.1 - 0.01
+    # Requests are logged when the server sees them, after the crawler starts them: on a busy
+    # machine one may arrive late and the next on time (a gap short by that lateness). The
+    # median holds the delay exactly; without it the gaps would be the 0.05 s of a response.
+    assert statistics.median(gaps) >= 0.1 - 0.001
+    assert min(gaps) >= 0.1 - 0.04
 
 
 async def test_redirects(site: FixtureSite) -> None:
@@ -155,8 +159,8 @@ async def test_breaking_out_ends_the_crawl_with_its_async_with(
     `aclosing`): when `async with` ends, the crawl has ended too: no worker meets the closed
     session ("internal error"), the state is closed (its lock released: the same program can
     open it again) and the stats are final."""
-    from crawler.components import settings
-    from crawler.state import CrawlState
+    from crawler.engine.components import settings
+    from crawler.state.crawlstate import CrawlState
 
     config = site_config(site)
     async with Crawler(config, state=CrawlState.open(tmp_path, settings(config))) as crawler:
@@ -185,8 +189,8 @@ async def test_breaking_out_stops_the_workers_before_async_with_ends(site: Fixtu
 async def test_internal_error_becomes_a_result(
     site: FixtureSite, monkeypatch: pytest.MonkeyPatch, threaded: bool
 ) -> None:
-    import crawler.markup as markup
-    import crawler.parsing as parsing
+    import crawler.parse.markup as markup
+    import crawler.parse.thread as parsing
 
     real = markup.LexborHTMLParser
     threads: set[str] = set()
@@ -223,8 +227,8 @@ async def test_a_crawl_without_async_with_is_refused_plainly(
 ) -> None:
     # it logged "internal error ... Fetcher is not open" for each robots.txt try, then reported
     # every seed as refused by robots.txt
-    from crawler.components import settings
-    from crawler.state import CrawlState
+    from crawler.engine.components import settings
+    from crawler.state.crawlstate import CrawlState
 
     config = site_config(site).override("state", dir=str(tmp_path / "state"))
     crawler = Crawler(config, state=CrawlState.open(tmp_path / "state", settings(config)))
@@ -296,7 +300,7 @@ async def test_a_host_refusing_connections_fails_as_a_connection_error() -> None
 async def test_gil_switch_interval_is_lowered_during_the_crawl_only(site: FixtureSite) -> None:
     import sys
 
-    import crawler.parsing as parsing
+    import crawler.parse.thread as parsing
 
     before = sys.getswitchinterval()
     during = set()
@@ -311,7 +315,7 @@ async def test_gil_switch_interval_is_lowered_during_the_crawl_only(site: Fixtur
 async def test_young_gc_threshold_is_raised_during_the_crawl_only(site: FixtureSite) -> None:
     import gc
 
-    from crawler.gctune import YOUNG_THRESHOLD
+    from crawler.engine.gctune import YOUNG_THRESHOLD
 
     before = gc.get_threshold()
     during = set()
@@ -327,15 +331,15 @@ async def test_a_library_crawl_says_when_it_keeps_no_state_or_warc(
 ) -> None:
     # config.toml's [state] dir and [output] warc are opened by the crawl command; a program
     # that builds a Crawler from the same config and passes neither is told it keeps nothing
-    from crawler.components import settings
-    from crawler.state import CrawlState
+    from crawler.engine.components import settings
+    from crawler.state.crawlstate import CrawlState
 
     config = (
         site_config(site)
         .override("state", dir=str(tmp_path / "state"))
         .override("output", warc=str(tmp_path / "out.warc.gz"))
     )
-    with caplog.at_level("WARNING", logger="crawler.components"):
+    with caplog.at_level("WARNING", logger="crawler.engine.components"):
         async with Crawler(config) as crawler:
             assert [r async for r in crawler.crawl([site.url("site-a.test", "/")])]
     messages = [r.getMessage() for r in caplog.records]
@@ -345,7 +349,7 @@ async def test_a_library_crawl_says_when_it_keeps_no_state_or_warc(
 
     caplog.clear()
     state = CrawlState.open(str(tmp_path / "state"), settings(config))
-    with caplog.at_level("WARNING", logger="crawler.components"):
+    with caplog.at_level("WARNING", logger="crawler.engine.components"):
         async with Crawler(config, state=state, recorder=lambda response: None) as crawler:
             assert [r async for r in crawler.crawl([site.url("site-a.test", "/")])]
     assert not caplog.records

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from crawler.config import Config
-from crawler.engine import Crawler
+from crawler.config.load import Config
+from crawler.engine.crawler import Crawler
 from tests.conftest import serve
 
 METADATA = "http://169.254.169.254/latest/meta-data/"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator
 
-from crawler.crawlrun import CrawlRun
+from crawler.engine.run import CrawlRun
 
 
 class Source:

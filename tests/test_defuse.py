@@ -1,4 +1,4 @@
-"""crawler.defuse: the byte-level guards, against reference implementations and lexbor."""
+"""crawler.parse.defuse: the byte-level guards, against reference implementations and lexbor."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
-from crawler import defuse
-from crawler.defuse import MAX_ATTRIBUTES, MAX_TAGS, STRICT_MAX_TAGS, estimate
-from crawler.markup import parse_markup
+from crawler.parse import defuse
+from crawler.parse.defuse import MAX_ATTRIBUTES, MAX_TAGS, STRICT_MAX_TAGS, estimate
+from crawler.parse.markup import parse_markup
 
 URL = "http://site.test/"
 
@@ -54,7 +54,7 @@ def test_deep_nesting_is_spotted() -> None:
 
 def test_tag_flood_is_cut_at_max_tags(caplog: pytest.LogCaptureFixture) -> None:
     body = b"<a href=/x>" + b"<br>" * (MAX_TAGS + 10) + b"<a rel=nofollow href=/past>"
-    with caplog.at_level(logging.WARNING, logger="crawler.defuse"):
+    with caplog.at_level(logging.WARNING, logger="crawler.parse.defuse"):
         kept = defuse.defuse(body, "http://site.test/")
     assert kept.startswith(b"<a href=/x>") and kept.split(b"-->")[0].count(b"<") == MAX_TAGS
     # past the cap, the links only (they were lost: javadoc's and Node's biggest pages)
@@ -67,8 +67,8 @@ def test_tag_flood_is_cut_at_max_tags(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_the_links_past_the_cap_are_read_by_a_scan() -> None:
-    from crawler.defuse.tail import tail_links
-    from crawler.markup import parse_markup
+    from crawler.parse.defuse.tail import tail_links
+    from crawler.parse.markup import parse_markup
 
     dropped = (
         b'<p><A HREF=\'/q?a=1&amp;b="2"\'>x</A> <area shape=rect href="/map">'
@@ -173,7 +173,7 @@ def test_strict_mode_leaves_lexbor_no_element_with_max_attributes(parts: list[by
 
 def test_strict_mode_keeps_fewer_tags(caplog: pytest.LogCaptureFixture) -> None:
     body = b"<br>" * (STRICT_MAX_TAGS + 10)
-    with caplog.at_level(logging.WARNING, logger="crawler.defuse"):
+    with caplog.at_level(logging.WARNING, logger="crawler.parse.defuse"):
         assert defuse.defuse(body, URL, strict=True).count(b"<") == STRICT_MAX_TAGS
     assert f"more than {STRICT_MAX_TAGS} tags" in caplog.text
     assert defuse.defuse(body, URL) == body
@@ -208,7 +208,7 @@ def test_counting_shortcut_changes_no_answer(parts: list[bytes]) -> None:
 def test_small_pages_never_import_numpy() -> None:
     # numpy costs ~0.1 s of start-up: a page under the count limit with few tags skips it
     code = (
-        "import sys; from crawler.defuse import defuse; "
+        "import sys; from crawler.parse.defuse import defuse; "
         "page = b'<html><body>' + b'<p><a href=x>link</a></p>' * 200 + b'</body></html>'; "
         "assert defuse(page, 'u') is page; print('numpy' in sys.modules)"
     )

@@ -1,4 +1,4 @@
-"""crawler.defuse's nesting guard against lexbor's own tree: the ways real pages nest pass
+"""crawler.parse.defuse's nesting guard against lexbor's own tree: the ways real pages nest pass
 untouched (their text stays text), markup built to nest deep is cut at DEPTH_LIMIT."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
-from crawler.defuse import DEPTH_LIMIT, defuse
-from crawler.defuse.estimate import named_peak, tag_profile
-from crawler.defuse.model import escape_deep_nesting
-from crawler.markup import parse_markup
+from crawler.parse.defuse import DEPTH_LIMIT, defuse
+from crawler.parse.defuse.estimate import named_peak, tag_profile
+from crawler.parse.defuse.model import escape_deep_nesting
+from crawler.parse.markup import parse_markup
 
 URL = "http://site.test/"
 ALARM = 2 * DEPTH_LIMIT
@@ -114,7 +114,7 @@ def test_markup_built_to_nest_deep_is_cut_at_the_limit(name: str, body: bytes) -
 
 
 def test_end_tags_that_close_nothing_are_seen_by_the_model() -> None:
-    # They hide the nesting from both estimates (see crawler.defuse.estimate: the crawl bounds
+    # They hide the nesting from both estimates (see crawler.parse.defuse.estimate: the crawl bounds
     # that otherwise); the model ignores them, as lexbor does, and cuts the nesting.
     data = page(b"<div></b>" * 3000)
     assert lexbor_depth(data) > ALARM

@@ -18,20 +18,20 @@ from typing import Any
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.bodies import Decoder
-from crawler.components import settings
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.entries import Entry, Outcome
+from crawler.config.load import Config
+from crawler.engine.components import settings
+from crawler.engine.crawler import Crawler
 from crawler.errors import ConnectError
+from crawler.fetch.bodies import Decoder
 from crawler.frontier import Frontier
+from crawler.frontier.entries import Entry, Outcome
+from crawler.frontier.hosts import Host, Politeness
 from crawler.frontier.queues import HostQueue
-from crawler.hosts import Host, Politeness
-from crawler.output import JsonlWriter, open_output
-from crawler.results import CrawlResult
-from crawler.robots import DEFAULT_MAX_BYTES, RobotsPolicy, policy_from_response
-from crawler.state import CrawlState
-from crawler.warc import WarcOutput
+from crawler.frontier.robots import DEFAULT_MAX_BYTES, RobotsPolicy, policy_from_response
+from crawler.output.jsonl import JsonlWriter, open_output
+from crawler.output.results import CrawlResult
+from crawler.output.warc import WarcOutput
+from crawler.state.crawlstate import CrawlState
 from tests.faults import HOST, MODES, PAGES, ROBOTS, FaultServer, robots_host
 from tests.test_frontier import crawl as simulated_crawl
 from tests.test_frontier import simulate

@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from crawler.cli_run import run
-from crawler.config import Config, load_config
+from crawler.cli.run import run
+from crawler.cli.seeds import collect_seeds
+from crawler.config.load import Config, load_config
 from crawler.errors import ConfigError, OutputError, SeedError
-from crawler.output import open_output
-from crawler.seeds import collect_seeds
-from crawler.state import CrawlState
-from crawler.statedb import FILENAME
+from crawler.output.jsonl import open_output
+from crawler.state.crawlstate import CrawlState
+from crawler.state.db import FILENAME
 from tests.conftest import serve
 
 SEEDS = ["http://a.test/", "http://b.test/x"]
@@ -100,7 +100,7 @@ def test_a_bad_flag_value_names_the_flag(
     flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Before: 'override [crawl] max_pages: ...', a config key the user never typed."""
-    from crawler.cli import main
+    from crawler.cli.main import main
 
     assert main(["http://127.0.0.1:9/", *flags]) == 2
     assert capsys.readouterr().err == f"crawl: error: {message}\n"
@@ -110,7 +110,7 @@ def test_a_seeds_file_or_config_as_an_output_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Before: `crawl seeds.txt -o seeds.txt` appended the results to the seeds file."""
-    from crawler.cli import main
+    from crawler.cli.main import main
 
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://127.0.0.1:9/\n")
@@ -195,7 +195,7 @@ async def test_warc_failure_with_a_state_leaves_the_url_pending(tmp_path: Path) 
     async with serve(page) as port:
         with pytest.raises(OutputError):
             await run(config, [f"http://127.0.0.1:{port}/"], io.StringIO(), quiet=True)
-    from crawler.components import settings
+    from crawler.engine.components import settings
 
     state = CrawlState.open(tmp_path, settings(config))  # the lock was released
     assert state.counts() == (1, 0)  # the seed is still to do
@@ -289,7 +289,7 @@ def test_jsonl_output_that_is_not_ours_is_never_cut(tmp_path: Path, data: bytes)
 
 def test_warc_output_that_is_not_a_warc_is_never_cut(tmp_path: Path) -> None:
     """Before: `--warc notes.txt` truncated notes.txt to nothing (no complete gzip member)."""
-    from crawler.warc import WarcOutput
+    from crawler.output.warc import WarcOutput
 
     path = tmp_path / "notes.txt"
     path.write_bytes(b"my notes\n")
@@ -301,7 +301,7 @@ def test_warc_output_that_is_not_a_warc_is_never_cut(tmp_path: Path) -> None:
 def test_no_file_of_a_warc_series_that_is_not_a_warc_is_appended_to(tmp_path: Path) -> None:
     """Before: only the series' first file was checked: a later one that is not a WARC was cut
     (text) or appended to (any gzip)."""
-    from crawler.warc import WarcOutput
+    from crawler.output.warc import WarcOutput
 
     first = tmp_path / "crawl.warc.gz"
     first.write_bytes(gzip.compress(b"WARC/1.1\r\nWARC-Type: warcinfo\r\n\r\n"))
@@ -325,9 +325,9 @@ def test_no_file_of_a_warc_series_that_is_not_a_warc_is_appended_to(tmp_path: Pa
 @pytest.mark.parametrize(
     "after",
     [
-        "crawler.command",  # its handler is in place; the command's modules still load
+        "crawler.cli.command",  # its handler is in place; the command's modules still load
         "aiohttp",  # halfway through them
-        "crawler.cli",  # loaded: the config, seeds and state are read next
+        "crawler.cli.main",  # loaded: the config, seeds and state are read next
     ],
 )
 def test_sigint_while_starting_exits_130_without_a_traceback(tmp_path: Path, after: str) -> None:

@@ -8,8 +8,8 @@ import pytest
 from aiohttp import web
 
 from crawler import Config, Crawler
-from crawler.results import CrawlResult
-from crawler.sitemaps import MAX_URLS, SitemapError, parse_sitemap
+from crawler.output.results import CrawlResult
+from crawler.parse.sitemaps import MAX_URLS, SitemapError, parse_sitemap
 from tests.conftest import serve
 from tests.test_sitemaps import parse_traced
 

@@ -23,20 +23,20 @@ from typing import Any
 
 import pytest
 
-import crawler.markup
-import crawler.pages
-import crawler.parsing
-from crawler.admission import Admission
-from crawler.components import settings
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.entries import Packer
-from crawler.fixture import FixtureSite
+import crawler.engine.pages
+import crawler.parse.markup
+import crawler.parse.thread
+from crawler.admission.gate import Admission
+from crawler.config.load import Config
+from crawler.engine.components import settings
+from crawler.engine.crawler import Crawler
 from crawler.frontier import Frontier
-from crawler.parsing import Parser
-from crawler.results import CrawlResult
-from crawler.state import CrawlState
-from crawler.urls import canonicalize
+from crawler.frontier.entries import Packer
+from crawler.output.results import CrawlResult
+from crawler.parse.thread import Parser
+from crawler.state.crawlstate import CrawlState
+from crawler.testing.fixture import FixtureSite
+from crawler.urls.canonical import canonicalize
 from tests.conftest import site_config
 
 WATCHDOG = 120.0  # seconds: catches a hang only (a crawl of the fixture site takes ~1 s)
@@ -211,16 +211,20 @@ def robots_set_fault(mp: pytest.MonkeyPatch) -> None:
 
 
 def robots_policy_fault(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(crawler.pages, "policy_from_response", once(crawler.pages.policy_from_response))
+    mp.setattr(
+        crawler.engine.pages,
+        "policy_from_response",
+        once(crawler.engine.pages.policy_from_response),
+    )
 
 
 def parse_thread_fault(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(crawler.parsing, "THREAD_PARSE_BYTES", 0)  # every page through the thread
-    mp.setattr(crawler.parsing, "parse_tree", once(crawler.parsing.parse_tree, nth=2))
+    mp.setattr(crawler.parse.thread, "THREAD_PARSE_BYTES", 0)  # every page through the thread
+    mp.setattr(crawler.parse.thread, "parse_tree", once(crawler.parse.thread.parse_tree, nth=2))
 
 
 def parse_loop_fault(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(crawler.parsing, "parse_markup", once(crawler.parsing.parse_markup, nth=2))
+    mp.setattr(crawler.parse.thread, "parse_markup", once(crawler.parse.thread.parse_markup, nth=2))
 
 
 def admission_fault(mp: pytest.MonkeyPatch) -> None:
@@ -269,8 +273,8 @@ async def test_a_fault_after_a_parse_does_not_kill_the_parse_thread(site: Fixtur
     """Screening a slow page's host raised in the parse thread: it killed the thread (the only
     one on 2 cores), and every later page sent to it waited forever."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(crawler.parsing, "THREAD_PARSE_BYTES", 0)
-        mp.setattr(crawler.markup, "SLOW_PARSE_SECONDS", -1.0)  # every parse "slow"
+        mp.setattr(crawler.parse.thread, "THREAD_PARSE_BYTES", 0)
+        mp.setattr(crawler.parse.markup, "SLOW_PARSE_SECONDS", -1.0)  # every parse "slow"
         mp.setattr(Parser, "_suspect", always(Parser._suspect))
         crawled, results, error = await crawl(busy(site), site.seeds)
     assert error is None and crawled.complete
@@ -281,7 +285,7 @@ async def test_a_fault_after_a_parse_does_not_kill_the_parse_thread(site: Fixtur
 
 _FAULTY_CRAWL = """
 import sys
-from crawler.entries import Packer
+from crawler.frontier.entries import Packer
 real, calls = Packer.unpack, [0]
 def unpack(*args, **kwargs):
     calls[0] += 1
@@ -289,7 +293,7 @@ def unpack(*args, **kwargs):
         raise TypeError("injected fault in Packer.unpack")
     return real(*args, **kwargs)
 Packer.unpack = staticmethod(unpack)
-from crawler.cli import main
+from crawler.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from crawler.cli_run import run
-from crawler.components import settings
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.entries import Entry
-from crawler.fixture import FixtureSite
+from crawler.cli.run import run
+from crawler.config.load import Config
+from crawler.engine.components import settings
+from crawler.engine.crawler import Crawler
+from crawler.frontier.entries import Entry
 from crawler.sieve import Sieve
-from crawler.state import CrawlState
-from crawler.statedb import FILENAME, LOCKNAME, StateError
+from crawler.state.crawlstate import CrawlState
+from crawler.state.db import FILENAME, LOCKNAME, StateError
+from crawler.testing.fixture import FixtureSite
 from tests.conftest import serve, site_config
 
 SETTINGS = {"max_depth": 3}
@@ -46,7 +46,7 @@ def test_a_state_in_use_is_refused_and_fresh_removes_nothing(tmp_path: Path) -> 
 def test_a_state_held_by_another_process_is_refused(tmp_path: Path) -> None:
     held = CrawlState.open(tmp_path, SETTINGS)
     probe = (
-        "import sys; from crawler.state import CrawlState\n"
+        "import sys; from crawler.state.crawlstate import CrawlState\n"
         "try:\n    CrawlState.open(sys.argv[1], {'max_depth': 3})\n"
         "except Exception as exc:\n    print(exc)\n"
     )
@@ -121,13 +121,13 @@ def test_a_lock_whose_pid_cannot_be_written_is_released(
     stayed "in use by another crawl" for this process after the error."""
     import errno
 
-    import crawler.statedb
+    import crawler.state.db
 
     def no_space(fd: int, data: bytes, offset: int) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
     with monkeypatch.context() as patch:
-        patch.setattr(crawler.statedb.os, "pwrite", no_space)
+        patch.setattr(crawler.state.db.os, "pwrite", no_space)
         with pytest.raises(StateError, match="No space left on device"):
             CrawlState.open(tmp_path, SETTINGS)
     CrawlState.open(tmp_path, SETTINGS).abandon()  # the lock went with the error

@@ -18,14 +18,14 @@ import pytest
 from aiohttp import web
 from multidict import CIMultiDict
 
-from crawler.bodies import Decoder
-from crawler.config import Config
-from crawler.engine import Crawler
+from crawler.config.load import Config
+from crawler.engine.crawler import Crawler
 from crawler.errors import DecodingError
-from crawler.headers import content_coding, content_type
-from crawler.results import CrawlResult
-from crawler.sitemaps import MAX_URLS, SitemapError, parse_sitemap
-from crawler.sniff import is_html
+from crawler.fetch.bodies import Decoder
+from crawler.fetch.headers import content_coding, content_type
+from crawler.output.results import CrawlResult
+from crawler.parse.sitemaps import MAX_URLS, SitemapError, parse_sitemap
+from crawler.parse.sniff import is_html
 from tests.conftest import serve
 from tests.faults import HOST, FaultServer
 from tests.test_faults import fault_config, record

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from crawler.engine import Crawler
-from crawler.results import CrawlResult
+from crawler.engine.crawler import Crawler
+from crawler.output.results import CrawlResult
 from tests.faults_wire import HOST, LINKS, TIMED, WIRE_PAGES, WIRE_ROBOTS, WireServer, robots_host
 from tests.test_faults import fault_config, record
 

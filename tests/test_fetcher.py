@@ -24,9 +24,9 @@ from crawler.errors import (
     TooSlow,
     Truncated,
 )
-from crawler.fetcher import Fetcher
-from crawler.resolver import OverrideResolver
-from crawler.translate import translate_error
+from crawler.fetch.fetcher import Fetcher
+from crawler.fetch.resolver import OverrideResolver
+from crawler.fetch.translate import translate_error
 from tests.conftest import serve
 
 UA = "test-crawler/1.0"

@@ -1,4 +1,4 @@
-"""crawler.fetchwatch: the transfer-rate floor and the watch of a fetch, on given times."""
+"""crawler.fetch.watch: the transfer-rate floor and the watch of a fetch, on given times."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from crawler.fetchwatch import FetchWatch, Pacer, RateFloor
+from crawler.fetch.watch import FetchWatch, Pacer, RateFloor
 
 
 def naive_deadline(

@@ -22,8 +22,8 @@ from crawler.content.fingerprint import (
     simhash64,
     word_hashes,
 )
-from crawler.state import CrawlState
-from crawler.statedb import FILENAME, StateError
+from crawler.state.crawlstate import CrawlState
+from crawler.state.db import FILENAME, StateError
 from tests.conftest import serve
 from tests.test_content import crawl_site, site_handler
 

@@ -22,9 +22,9 @@ import pytest
 from aiohttp import web
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.output import FLUSH_INTERVAL, JsonlWriter
-from crawler.results import CrawlResult
-from crawler.warc import _complete_members_end
+from crawler.output.jsonl import FLUSH_INTERVAL, JsonlWriter
+from crawler.output.results import CrawlResult
+from crawler.output.warc import _complete_members_end
 from tests.conftest import serve
 
 KEPT_AFTER = 1.0  # the issue: every result older than ~1 s survives a SIGKILL

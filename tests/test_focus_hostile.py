@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from crawler.engine import Crawler
-from crawler.scoring import Link
+from crawler.engine.crawler import Crawler
+from crawler.focus.scoring import Link
 from tests.hostile import ROBOTS_HOSTS, HostileServer
 from tests.test_hostile import MiB, hostile_config, peak_rss_growth, server
 

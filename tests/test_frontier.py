@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from crawler.config import Config
+from crawler.config.load import Config
 from crawler.frontier import (
     Entry,
     EntryKind,
@@ -22,8 +22,8 @@ from crawler.frontier import (
     host_key,
     parse_retry_after,
 )
-from crawler.robots import ALLOW_ALL, RobotsPolicy, policy_from_response
-from crawler.simtime import SimulatedLoop
+from crawler.frontier.robots import ALLOW_ALL, RobotsPolicy, policy_from_response
+from crawler.testing.simtime import SimulatedLoop
 
 T = TypeVar("T")
 Respond = Callable[[Entry, float], tuple[Outcome | None, bool]]

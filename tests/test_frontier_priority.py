@@ -9,11 +9,11 @@ import random
 
 import pytest
 
-from crawler.entries import Packer
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome
+from crawler.frontier.entries import Packer
+from crawler.frontier.hosts import Host
 from crawler.frontier.queues import HostQueue
 from crawler.frontier.schedule import Schedule
-from crawler.hosts import Host
 from tests.test_frontier import crawl, min_gap, simulate, starts_by_host
 
 

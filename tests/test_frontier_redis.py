@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from crawler.entries import Entry, EntryKind, Outcome
-from crawler.frontier.redis import RedisFrontier
-from crawler.hosts import HostRule
-from crawler.robots import policy_from_response
+from crawler.fetch.steering import HostRule
+from crawler.frontier.entries import Entry, EntryKind, Outcome
+from crawler.frontier.redis.frontier import RedisFrontier
+from crawler.frontier.robots import policy_from_response
 from crawler.sieve.redis import RedisSieve, SharedStateError
 from tests.redis_server import RedisServer
 

@@ -1,6 +1,6 @@
 """The adaptive delay (``[politeness] adaptive``) in the Redis frontier: two instances (two
 "processes") report latencies of one host, and the shared delay moves exactly as the in-memory
-rules (`crawler.hosts.Politeness.response`) move a host's; a robots.txt Crawl-delay is its
+rules (`crawler.frontier.hosts.Politeness.response`) move a host's; a robots.txt Crawl-delay is its
 floor. Simulated clock, real redis-server."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from crawler.entries import Entry, Outcome
+from crawler.frontier.entries import Entry, Outcome
+from crawler.frontier.hosts import Host, Politeness
 from crawler.frontier.queues import HostQueue
-from crawler.frontier.redis import RedisFrontier
-from crawler.hosts import Host, Politeness
-from crawler.robots import policy_from_response
+from crawler.frontier.redis.frontier import RedisFrontier
+from crawler.frontier.robots import policy_from_response
 from tests.test_frontier_redis import PREFIX, Clock, frontier
 
 HOST = "http://slow.test"

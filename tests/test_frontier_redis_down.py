@@ -1,6 +1,6 @@
-"""The circuit breaker in the Redis frontier (crawler.frontier.redis), on a real redis-server: a
-host whose fetches keep failing is put down for every process sharing the crawl, and its other
-pages are refused at once (as tests/test_host_down.py asks of the in-memory frontier)."""
+"""The circuit breaker in the Redis frontier (crawler.frontier.redis.frontier), on a real
+redis-server: a host whose fetches keep failing is put down for every process sharing the crawl, and
+its other pages are refused at once (as tests/test_host_down.py asks of the in-memory frontier)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pytest
 from redis.asyncio import Redis
 
 from crawler.cluster import format_status, read_status
-from crawler.engine import Crawler
-from crawler.entries import Entry, EntryKind, Outcome
+from crawler.engine.crawler import Crawler
 from crawler.errors import ConnectError, ProtocolError
-from crawler.frontier.redis import RedisFrontier
+from crawler.frontier.entries import Entry, EntryKind, Outcome
+from crawler.frontier.redis.frontier import RedisFrontier
 from tests import test_frontier_redis as shared
 from tests.redis_server import RedisServer
 from tests.test_frontier_redis import PREFIX, Clock

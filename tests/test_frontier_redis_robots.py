@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from crawler.entries import Entry, EntryKind
-from crawler.frontier.redis import RedisFrontier
-from crawler.robots import RobotsPolicy, policy_from_response
+from crawler.frontier.entries import Entry, EntryKind
+from crawler.frontier.redis.frontier import RedisFrontier
+from crawler.frontier.robots import RobotsPolicy, policy_from_response
 from tests import test_frontier_redis as shared
 from tests.test_frontier_redis import PREFIX, ROBOTS_BODY, Clock, claim_one, frontier, page
 

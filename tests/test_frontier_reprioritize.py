@@ -12,17 +12,17 @@ import pytest
 from aiohttp import web
 from protego import Protego
 
-from crawler.admission import Admission
-from crawler.components import make_frontier, make_scope, make_urls, settings
-from crawler.config import Config
-from crawler.engine import Crawler
+from crawler.admission.gate import Admission
+from crawler.config.load import Config
+from crawler.engine.components import make_frontier, make_scope, make_urls, settings
+from crawler.engine.crawler import Crawler
+from crawler.focus.scoring import Link
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome
 from crawler.frontier.queues import HostQueue
-from crawler.results import CrawlStats
-from crawler.robots import RobotsPolicy
-from crawler.scoring import Link
+from crawler.frontier.robots import RobotsPolicy
+from crawler.output.results import CrawlStats
 from crawler.sieve import Dedup, Sieve
-from crawler.state import CrawlState
+from crawler.state.crawlstate import CrawlState
 from tests.conftest import serve
 from tests.test_frontier import simulate
 from tests.test_frontier_priority import drain, page

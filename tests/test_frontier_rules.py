@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from crawler.components import make_frontier
-from crawler.config import Config
-from crawler.entries import Entry, Outcome
+from crawler.config.load import Config
+from crawler.engine.components import make_frontier
 from crawler.frontier import EntryKind, Frontier, HostRule
+from crawler.frontier.entries import Entry, Outcome
 from tests.test_frontier import crawl, fill, min_gap, robots_body, simulate, starts_by_host
 
 

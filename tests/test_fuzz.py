@@ -21,13 +21,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawler.config import Config, config_from_mapping
-from crawler.config_sections import HostConfig
+from crawler.admission.scope import REASONS, Scope
+from crawler.config.load import Config, config_from_mapping
+from crawler.config.sections import HostConfig
 from crawler.errors import ConfigError
-from crawler.links import extract
-from crawler.robots import RobotsPolicy, policy_from_response
-from crawler.scope import REASONS, Scope
-from crawler.urls import UrlNormalizer
+from crawler.frontier.robots import RobotsPolicy, policy_from_response
+from crawler.parse.links import extract
+from crawler.urls.canonical import UrlNormalizer
 
 FUZZ = settings(
     max_examples=200,

@@ -1,4 +1,4 @@
-"""crawler.gctune: the collector's young threshold during a crawl, and the command's exit."""
+"""crawler.engine.gctune: the collector's young threshold during a crawl, and the command's exit."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from crawler.gctune import YOUNG_THRESHOLD, young_threshold
+from crawler.engine.gctune import YOUNG_THRESHOLD, young_threshold
 
 
 @pytest.fixture(autouse=True)
@@ -50,11 +50,11 @@ def test_nested_uses_restore_the_first_setting() -> None:
 
 
 def test_the_command_exits_with_its_status_and_no_last_collection() -> None:
-    # `crawl` = crawler.cli:entry: main()'s status, and every object frozen out of the
+    # `crawl` = crawler.cli.main:entry: main()'s status, and every object frozen out of the
     # collection interpreter shutdown runs (atexit handlers still run)
     code = (
         "import atexit, gc, sys\n"
-        "import crawler.cli as cli\n"
+        "import crawler.cli.main as cli\n"
         "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0))\n"
         "cli.main = lambda: 7\n"
         "cli.entry()\n"

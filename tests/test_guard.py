@@ -17,10 +17,10 @@ from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from crawler.errors import BlockedAddress, ConnectError
-from crawler.fetcher import Fetcher
-from crawler.guard import AddressGuard, GuardedResolver, classify, parse_network
-from crawler.resolver import OverrideResolver
-from crawler.translate import translate_error
+from crawler.fetch.fetcher import Fetcher
+from crawler.fetch.guard import AddressGuard, GuardedResolver, classify, parse_network
+from crawler.fetch.resolver import OverrideResolver
+from crawler.fetch.translate import translate_error
 from tests.conftest import serve
 
 UA = "test-crawler/1.0"

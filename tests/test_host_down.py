@@ -1,5 +1,5 @@
-"""The circuit breaker (crawler.hosts, crawler.frontier): a host whose fetches keep failing is
-put down, and its other pages are refused at once instead of being tried for hours."""
+"""The circuit breaker (crawler.frontier.hosts, crawler.frontier): a host whose fetches keep failing
+is put down, and its other pages are refused at once instead of being tried for hours."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import socket
 
 import pytest
 
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.entries import Entry, EntryKind, Outcome
+from crawler.config.load import Config
+from crawler.engine.crawler import Crawler
 from crawler.errors import ConnectError, ProtocolError
 from crawler.frontier import Frontier
+from crawler.frontier.entries import Entry, EntryKind, Outcome
 from tests.test_frontier import crawl, simulate
 
 

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from crawler import parsing
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.results import CrawlResult
-from crawler.urls import canonicalize
+from crawler.config.load import Config
+from crawler.engine.crawler import Crawler
+from crawler.output.results import CrawlResult
+from crawler.parse import thread as parsing
+from crawler.urls.canonical import canonicalize
 from tests.hostile import HOST, PRIVATE_IP, PRIVATE_NAME, ROBOTS_HOSTS, HostileServer
 
 MiB = 1024 * 1024
@@ -182,7 +182,7 @@ async def test_redirect_to_private_address_is_recorded(server: HostileServer, pa
 
 @pytest.mark.parametrize("path", PRIVATE_CASES)
 async def test_redirect_to_private_address_is_blocked(server: HostileServer, path: str) -> None:
-    pytest.importorskip("crawler.guard")
+    pytest.importorskip("crawler.fetch.guard")
     crawler, results = await _crawl_to_private(server, path)
     guard = getattr(crawler.fetcher, "guard", None)
     if guard is None or not getattr(guard, "enabled", False):
@@ -239,7 +239,7 @@ async def test_a_page_stuck_in_the_parser_does_not_hold_up_the_others(
     monkeypatch.setattr(parsing, "STUCK_SECONDS", 0.05)
     slow = server.url("/stray-end-tags")
     others = [server.url(f"/filler/{i}") for i in range(8)]
-    with caplog.at_level(logging.WARNING, logger="crawler.parsing"):
+    with caplog.at_level(logging.WARNING, logger="crawler.parse.thread"):
         async with (
             asyncio.timeout(30),
             Crawler(hostile_config(server, politeness={"per_host_concurrency": 4})) as c,

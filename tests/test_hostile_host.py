@@ -7,10 +7,10 @@ import asyncio
 import time
 from collections import Counter
 
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.hosts import SUSPECT_STREAK
-from crawler.results import CrawlResult
+from crawler.config.load import Config
+from crawler.engine.crawler import Crawler
+from crawler.frontier.hosts import SUSPECT_STREAK
+from crawler.output.results import CrawlResult
 from tests.hostile import HOST, RAW_CASES, WEB_CASES, HostileServer
 
 # Every case's record: its error kind, or its status when it is an HTTP answer.

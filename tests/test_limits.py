@@ -1,4 +1,4 @@
-"""Limits across a resume (`crawler.limits`): `crawl --state` grown step by step with
+"""Limits across a resume (`crawler.state.limits`): `crawl --state` grown step by step with
 --max-pages and max_depth, against the fixture site, as a user runs it (a subprocess)."""
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from crawler.cli_run import run
-from crawler.entries import Entry
-from crawler.fixture import FixtureSite
-from crawler.limits import LimitChange, limit_changes
+from crawler.cli.run import run
+from crawler.frontier.entries import Entry
 from crawler.sieve import fingerprint
-from crawler.state import CrawlState
-from crawler.statedb import FILENAME, StateError
-from crawler.urls import canonicalize
+from crawler.state.crawlstate import CrawlState
+from crawler.state.db import FILENAME, StateError
+from crawler.state.limits import LimitChange, limit_changes
+from crawler.testing.fixture import FixtureSite
+from crawler.urls.canonical import canonicalize
 from tests.conftest import site_config
 
 

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
-from crawler import markup
-from crawler.links import TITLE_MAX_CHARS, Page, extract, is_html
-from crawler.markup import DEPTH_LIMIT, refresh_url
-from crawler.urls import normalize
+from crawler.parse import markup
+from crawler.parse.links import TITLE_MAX_CHARS, Page, extract, is_html
+from crawler.parse.markup import DEPTH_LIMIT, refresh_url
+from crawler.urls.canonical import normalize
 
 URL = "http://site.test/dir/page.html"
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR<html><a href=x>"

@@ -1,4 +1,4 @@
-"""crawler.markup: what is read from a parsed body, and how a slow parse is reported."""
+"""crawler.parse.markup: what is read from a parsed body, and how a slow parse is reported."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from crawler import markup
-from crawler.markup import Markup, parse_markup
+from crawler.parse import markup
+from crawler.parse.markup import Markup, parse_markup
 
 
 def test_only_a_and_area_are_links() -> None:
@@ -25,7 +25,7 @@ def test_only_a_and_area_are_links() -> None:
 def test_a_slow_parse_is_logged(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="crawler.markup"):
+    with caplog.at_level(logging.WARNING, logger="crawler.parse.markup"):
         assert markup.parse_tree(b"<a href=x>", "http://t/") is not None
         assert "took" not in caplog.text  # a small page parses in well under a second
         monkeypatch.setattr(markup, "SLOW_PARSE_SECONDS", -1.0)

@@ -1,5 +1,5 @@
-"""The crawl-wide connectivity gate (crawler.outage), on an injected clock: backoff and jitter,
-one probe at a time, the give-up, the reset on an answer, the network-signal rule; then the
+"""The crawl-wide connectivity gate (crawler.fetch.outage), on an injected clock: backoff and
+jitter, one probe at a time, the give-up, the reset on an answer, the network-signal rule; then the
 asynchronous gate itself with tiny backoffs (milliseconds)."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from crawler.errors import (
     ProxyError,
     ProxyUnavailable,
 )
-from crawler.outage import POISON, Outage
-from crawler.response import Response
-from crawler.translate import Proxied, translate_error
+from crawler.fetch.outage import POISON, Outage
+from crawler.fetch.response import Response
+from crawler.fetch.translate import Proxied, translate_error
 
 
 class Clock:

@@ -19,16 +19,16 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from crawler.cli import main
-from crawler.components import settings
-from crawler.config import Config
-from crawler.engine import Crawler
+from crawler.cli.main import main
+from crawler.config.load import Config
+from crawler.engine.components import settings
+from crawler.engine.crawler import Crawler
 from crawler.errors import ConnectionReset, NetworkUnavailable, ProxyError, ProxyUnavailable
-from crawler.fetcher import Fetcher
-from crawler.outage import Outage
-from crawler.resolver import OverrideResolver
-from crawler.results import CrawlResult
-from crawler.state import CrawlState
+from crawler.fetch.fetcher import Fetcher
+from crawler.fetch.outage import Outage
+from crawler.fetch.resolver import OverrideResolver
+from crawler.output.results import CrawlResult
+from crawler.state.crawlstate import CrawlState
 
 PASSWORD = "s3cret-pw"
 HOSTS = [f"h{i}.test" for i in range(4)]

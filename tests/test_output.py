@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.engine import Crawler
-from crawler.fixture import FixtureSite
-from crawler.progress import ProgressReporter, print_summary, progress_line
-from crawler.warc import WarcOutput
+from crawler.cli.progress import ProgressReporter, print_summary, progress_line
+from crawler.engine.crawler import Crawler
+from crawler.output.warc import WarcOutput
+from crawler.testing.fixture import FixtureSite
 from tests.conftest import site_config
 
 
@@ -156,7 +156,7 @@ async def test_a_body_cut_at_the_cap_is_marked_truncated_in_the_warc(tmp_path: P
     says so with WARC-Truncated; a whole body's record does not."""
     from aiohttp import web
 
-    from crawler.config import Config
+    from crawler.config.load import Config
     from tests.conftest import serve
 
     big = b"<p>" + b"x" * 300_000
@@ -191,7 +191,7 @@ async def test_a_body_cut_at_the_cap_is_marked_truncated_in_the_warc(tmp_path: P
 def test_a_status_of_fewer_digits_is_written_with_three(tmp_path: Path) -> None:
     # a server's "000" and "099" were archived as "HTTP/1.1 0 ..." and "HTTP/1.1 99 ...": a
     # status line WARC readers (RFC 9112's three digits) cannot read
-    from crawler.response import Response
+    from crawler.fetch.response import Response
 
     warc = WarcOutput(tmp_path / "odd.warc.gz")
     for status in (0, 99, 999):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from crawler import anchors
-from crawler.anchors import ANCHOR_MAX_CHARS, CONTEXT_CLIMB, CONTEXT_MAX_CHARS
-from crawler.links import extract
-from crawler.markup import BODY_MAX_CHARS, parse_markup
-from crawler.parsing import THREAD_PARSE_BYTES, Parser
-from crawler.urlsyntax import cut_fragment
+from crawler.parse import anchors
+from crawler.parse.anchors import ANCHOR_MAX_CHARS, CONTEXT_CLIMB, CONTEXT_MAX_CHARS
+from crawler.parse.links import extract
+from crawler.parse.markup import BODY_MAX_CHARS, parse_markup
+from crawler.parse.thread import THREAD_PARSE_BYTES, Parser
+from crawler.urls.syntax import cut_fragment
 
 PAGE = b"""<html><head><title> Replication   guide </title><script>var nav = 1;</script>
 <style>p { color: red }</style></head><body>
@@ -175,7 +175,7 @@ def test_contexts_are_bounded_on_pages_built_against_them(
 def test_an_iframe_with_a_navigation_role_is_one_link() -> None:
     """`iframe[src]` and the navigation role are both in the text pass's selectors: the frame's
     src is read once."""
-    from crawler.links import extract
+    from crawler.parse.links import extract
 
     body = b"<p>text</p><iframe role=navigation src=menu.html></iframe><a href=a>a</a>"
     page = extract(body, "http://site.test/", content_type="text/html", anchors=True, text=True)

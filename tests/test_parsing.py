@@ -9,9 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from crawler import defuse, markup, parsing
-from crawler.markup import NOT_HTML, parse_markup
-from crawler.parsing import Parser, switch_interval
+from crawler.parse import defuse, markup
+from crawler.parse import thread as parsing
+from crawler.parse.markup import NOT_HTML, parse_markup
+from crawler.parse.thread import Parser, switch_interval
 
 URL = "http://site.test/page"
 BIG = b"<html><head><title>Big</title><meta name=robots content=nofollow></head><body>" + b"".join(
@@ -171,7 +172,7 @@ async def test_a_stuck_parse_gets_a_spare_thread_and_the_others_keep_flowing(
 
     parser = Parser(threads=1)
     try:
-        with caplog.at_level("WARNING", logger="crawler.parsing"):
+        with caplog.at_level("WARNING", logger="crawler.parse.thread"):
             first = asyncio.ensure_future(parser.parse(stuck_page(1), URL, "text/html"))
             assert await asyncio.to_thread(entered.acquire, True, 10)
             # the only thread is stuck: spares parse the next pages
@@ -212,7 +213,7 @@ async def test_close_leaves_a_stuck_parse_behind_after_a_while(
     try:
         assert await asyncio.to_thread(entered.acquire, True, 10)
         stuck.cancel()  # an aborted crawl: its workers are cancelled, then the parser closed
-        with caplog.at_level("WARNING", logger="crawler.parsing"):
+        with caplog.at_level("WARNING", logger="crawler.parse.thread"):
             await asyncio.wait_for(parser.close(), 5)  # does not wait for the stuck page
         assert "still on a slow page" in caplog.text and "1 queued parses cancelled" in caplog.text
         assert queued.cancelled()

@@ -12,10 +12,10 @@ import pytest
 from aiohttp import web
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.fetcher import Fetcher
-from crawler.warc import WarcOutput
+from crawler.config.load import Config
+from crawler.engine.crawler import Crawler
+from crawler.fetch.fetcher import Fetcher
+from crawler.output.warc import WarcOutput
 from tests.conftest import serve
 
 PAGES = 300

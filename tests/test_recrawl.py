@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from crawler.cli import main
-from crawler.cli_run import run
-from crawler.components import settings
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.entries import Entry
-from crawler.results import CrawlResult
-from crawler.state import CrawlState
-from crawler.statedb import FILENAME, StateError
+from crawler.cli.main import main
+from crawler.cli.run import run
+from crawler.config.load import Config
+from crawler.engine.components import settings
+from crawler.engine.crawler import Crawler
+from crawler.frontier.entries import Entry
+from crawler.output.results import CrawlResult
+from crawler.state.crawlstate import CrawlState
+from crawler.state.db import FILENAME, StateError
 from tests.conftest import serve
 
 LAST_MODIFIED = "Sat, 01 Nov 2025 10:00:00 GMT"

@@ -16,12 +16,12 @@ import pytest
 from aiohttp import web
 from multidict import CIMultiDict
 
-from crawler.cli_run import run
-from crawler.components import settings
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.results import CrawlResult
-from crawler.state import CrawlState
+from crawler.cli.run import run
+from crawler.config.load import Config
+from crawler.engine.components import settings
+from crawler.engine.crawler import Crawler
+from crawler.output.results import CrawlResult
+from crawler.state.crawlstate import CrawlState
 from tests.conftest import serve
 
 LM = "Sat, 01 Nov 2025 10:00:00 GMT"

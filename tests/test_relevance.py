@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from crawler.relevance import DEFAULT_THRESHOLD, TopicScorer
-from crawler.relevance.learn import LinkLearner
-from crawler.relevance.text import Stems, url_words, words
-from crawler.scoring import Link, PageText
+from crawler.focus.relevance import DEFAULT_THRESHOLD, TopicScorer
+from crawler.focus.relevance.learn import LinkLearner
+from crawler.focus.relevance.text import Stems, url_words, words
+from crawler.focus.scoring import Link, PageText
 
 FILLER = "the quick brown fox jumps over the lazy dog while nothing else happens here. "
 

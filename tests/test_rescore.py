@@ -10,19 +10,19 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from crawler.admission import Admission
-from crawler.components import make_frontier, make_scope, make_urls
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.entries import Entry
-from crawler.focus import Focus
+from crawler.admission.gate import Admission
+from crawler.config.load import Config
+from crawler.engine.components import make_frontier, make_scope, make_urls
+from crawler.engine.crawler import Crawler
+from crawler.engine.focus import Focus
+from crawler.focus.relevance import TopicScorer
+from crawler.focus.relevance.evidence import EvidenceTable
+from crawler.focus.scoring import Link, PageText, Rescorer
 from crawler.frontier import Frontier
-from crawler.relevance import TopicScorer
-from crawler.relevance.evidence import EvidenceTable
-from crawler.results import CrawlStats
-from crawler.scoring import Link, PageText, Rescorer
+from crawler.frontier.entries import Entry
+from crawler.output.results import CrawlStats
 from crawler.sieve import Dedup, Sieve
-from crawler.state import CrawlState
+from crawler.state.crawlstate import CrawlState
 from tests.conftest import serve
 from tests.test_frontier import simulate
 from tests.test_frontier_priority import drain, page

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from crawler.components import settings
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.fixture import FixtureSite
-from crawler.results import CrawlResult
-from crawler.state import CrawlState
-from crawler.urls import canonicalize
+from crawler.config.load import Config
+from crawler.engine.components import settings
+from crawler.engine.crawler import Crawler
+from crawler.output.results import CrawlResult
+from crawler.state.crawlstate import CrawlState
+from crawler.testing.fixture import FixtureSite
+from crawler.urls.canonical import canonicalize
 from tests.conftest import serve, site_config
 
 CONCURRENCY = 4
@@ -204,8 +204,8 @@ def test_confirm_defaults() -> None:
 
 
 async def test_library_crawl_closes_its_state(site: FixtureSite, tmp_path: Path) -> None:
-    from crawler.components import settings
-    from crawler.state import CrawlState
+    from crawler.engine.components import settings
+    from crawler.state.crawlstate import CrawlState
 
     config = site_config(site, max_pages=4)
     state = CrawlState.open(tmp_path / "s", settings(config))
@@ -230,8 +230,8 @@ async def test_a_result_not_taken_is_not_in_the_saved_stats(
     """A consumer that fails on a result (its output full) or breaks out after it leaves that
     URL pending; the saved stats must not count it either, or a resumed max_pages crawl, which
     counts its budget from them, stops a page early."""
-    from crawler.components import settings
-    from crawler.state import CrawlState
+    from crawler.engine.components import settings
+    from crawler.state.crawlstate import CrawlState
 
     config = site_config(site, max_pages=6, concurrency=1)
     taken: list[CrawlResult] = []

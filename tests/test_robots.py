@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawler.robots import ALLOW_ALL, RobotsPolicy, policy_from_response, product_token
+from crawler.frontier.robots import ALLOW_ALL, RobotsPolicy, policy_from_response, product_token
 
 UA = "sieve-crawler/0.1 (+https://example.test/bot)"
 

@@ -21,16 +21,16 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.entries import Entry, EntryKind
+from crawler.config.load import Config
+from crawler.engine.crawler import Crawler
 from crawler.errors import ConnectError, FetchError, FetchTimeout
-from crawler.fetcher import Fetcher
+from crawler.fetch.fetcher import Fetcher
+from crawler.fetch.translate import translate_error
 from crawler.frontier import Frontier
+from crawler.frontier.entries import Entry, EntryKind
+from crawler.frontier.hosts import Host, Politeness
 from crawler.frontier.queues import HostQueue
-from crawler.hosts import Host, Politeness
-from crawler.robots import REFUSED_ATTEMPTS, RobotsPolicy, policy_from_response
-from crawler.translate import translate_error
+from crawler.frontier.robots import REFUSED_ATTEMPTS, RobotsPolicy, policy_from_response
 from tests.conftest import serve
 from tests.test_frontier import crawl, simulate
 
@@ -281,7 +281,7 @@ def _dns_failure(code: int) -> FetchError:
 def test_a_name_that_does_not_exist_is_flagged_and_a_silent_resolver_is_not() -> None:
     assert _dns_failure(socket.EAI_NONAME).refused  # NXDOMAIN: the name does not exist
     assert not _dns_failure(socket.EAI_AGAIN).refused  # no answer (or SERVFAIL): a silence
-    assert _dns_failure(socket.EAI_AGAIN).network  # ... which crawler.outage watches
+    assert _dns_failure(socket.EAI_AGAIN).network  # ... which crawler.fetch.outage watches
 
 
 async def test_a_host_name_that_does_not_exist_fails_its_pages_after_two_tries(

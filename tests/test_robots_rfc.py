@@ -19,14 +19,14 @@ import pytest
 from aiohttp import web
 from redis.asyncio import Redis
 
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.entries import Entry
+from crawler.config.load import Config
+from crawler.engine.crawler import Crawler
 from crawler.errors import ConfigError
 from crawler.frontier import EntryKind, Frontier
-from crawler.hosts import host_key, robots_url
-from crawler.results import CrawlResult
-from crawler.robots import policy_from_response, product_token
+from crawler.frontier.entries import Entry
+from crawler.frontier.hosts import host_key, robots_url
+from crawler.frontier.robots import policy_from_response, product_token
+from crawler.output.results import CrawlResult
 from tests import test_frontier_redis as shared
 from tests.conftest import serve
 from tests.test_frontier import crawl, fill, robots_body, simulate

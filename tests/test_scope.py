@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from crawler.scope import Scope, split_host
+from crawler.admission.scope import Scope
+from crawler.urls.host import split_host
 
 
 @pytest.mark.parametrize(
@@ -136,7 +137,7 @@ def test_bad_limits_are_rejected(kwargs: dict[str, object]) -> None:
 
 
 def test_every_reason_is_listed() -> None:
-    from crawler.scope import REASONS
+    from crawler.admission.scope import REASONS
 
     scope = Scope(hosts=["a.test"], max_depth=1, skip_extensions=["png"], exclude=["ex"],
                   include=["^http://a.test/(?!no)"], max_pages_per_host=1, max_url_length=200,
@@ -162,7 +163,7 @@ def test_every_reason_is_listed() -> None:
 def test_cached_verdicts_equal_fresh_ones_across_depths_and_host_limits(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import crawler.scope as scope_module
+    import crawler.admission.scope as scope_module
 
     monkeypatch.setattr(scope_module, "VERDICT_CACHE", 8)  # generations swap every 4 keys
     kwargs: dict[str, object] = {

@@ -1,7 +1,7 @@
 """Focused crawling's plumbing: the score hook, page relevance, the fetch budget, the harvest rate.
 
 A small site on loopback: the home page links to ten topic pages and ten others; each page links
-back home. The topic scorer here is a stand-in (crawler.relevance's is tested on its own).
+back home. The topic scorer here is a stand-in (crawler.focus.relevance's is tested on its own).
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from crawler import focus as focus_module
-from crawler.cli_args import apply_overrides, build_parser
-from crawler.components import settings
-from crawler.config import Config, load_config
-from crawler.engine import Crawler
+from crawler.cli.args import apply_overrides, build_parser
+from crawler.cli.progress import progress_line, summary_table
+from crawler.config.load import Config, load_config
+from crawler.engine import focus as focus_module
+from crawler.engine.components import settings
+from crawler.engine.crawler import Crawler
 from crawler.errors import ConfigError, ScoreError
+from crawler.focus.scoring import Link, PageText, ScoreFn
 from crawler.frontier import Frontier
-from crawler.progress import progress_line, summary_table
-from crawler.results import CrawlResult
-from crawler.scoring import Link, PageText, ScoreFn
-from crawler.state import CrawlState
+from crawler.output.results import CrawlResult
+from crawler.state.crawlstate import CrawlState
 from tests.conftest import serve
 
 TOPIC = [f"/standby-{i}" for i in range(10)]
@@ -308,8 +308,8 @@ def test_focus_flag_and_config_section(tmp_path: Path) -> None:
 
 
 def test_focus_threshold_default_is_the_scorers() -> None:
-    from crawler.components import make_scorer
-    from crawler.relevance import DEFAULT_THRESHOLD
+    from crawler.engine.components import make_scorer
+    from crawler.focus.relevance import DEFAULT_THRESHOLD
 
     assert Config().focus.threshold == DEFAULT_THRESHOLD
     config = Config().override("focus", keywords=("wal",), threshold=0.25)

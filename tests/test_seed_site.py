@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from crawler.cli_run import run
-from crawler.components import settings
-from crawler.config import Config
-from crawler.engine import Crawler
-from crawler.scope import Scope
-from crawler.state import CrawlState
-from crawler.urls import canonicalize
+from crawler.admission.scope import Scope
+from crawler.cli.run import run
+from crawler.config.load import Config
+from crawler.engine.components import settings
+from crawler.engine.crawler import Crawler
+from crawler.state.crawlstate import CrawlState
+from crawler.urls.canonical import canonicalize
 from tests.conftest import serve
 
 HOSTS = ("example.test", "www.example.test", "moved.test", "new.test", "a.github.io",

@@ -6,9 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.errors import SeedError
-from crawler.results import CrawlResult
-from crawler.seeds import (
+from crawler.cli.seeds import (
     MAX_REPORTED,
     SeedReport,
     collect_seeds,
@@ -16,6 +14,8 @@ from crawler.seeds import (
     read_seeds,
     suggest_url,
 )
+from crawler.errors import SeedError
+from crawler.output.results import CrawlResult
 
 
 def test_every_bad_line_is_reported(tmp_path: Path) -> None:

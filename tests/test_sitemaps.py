@@ -7,9 +7,9 @@ import tracemalloc
 
 import pytest
 
-from crawler.engine import Crawler
-from crawler.fixture import FixtureSite
-from crawler.sitemaps import MAX_URLS, Sitemap, SitemapError, parse_sitemap
+from crawler.engine.crawler import Crawler
+from crawler.parse.sitemaps import MAX_URLS, Sitemap, SitemapError, parse_sitemap
+from crawler.testing.fixture import FixtureSite
 from tests.conftest import site_config
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
@@ -133,7 +133,7 @@ async def test_sitemaps_are_off_by_default(site: FixtureSite) -> None:
 def test_sitemaps_without_robots_say_they_read_nothing(caplog: pytest.LogCaptureFixture) -> None:
     """The Sitemap: lines are read from robots.txt: with respect_robots off none is fetched, and
     use_sitemaps did nothing without a word."""
-    from crawler.config import Config
+    from crawler.config.load import Config
 
     config = Config().override("scope", use_sitemaps=True)
     Crawler(config.override("politeness", respect_robots=False))

@@ -16,9 +16,9 @@ import pytest
 
 import crawler
 
-# Used by some crawls only: imported when first needed, never by `import crawler.cli`.
-HEAVY = ("numpy", "rich", "warcio", "defusedxml", "crawler.fixture", "crawler.content",
-         "crawler.warc", "crawler.sitemaps", "redis", "crawler.cluster")  # fmt: skip
+# Used by some crawls only: imported when first needed, never by `import crawler.cli.main`.
+HEAVY = ("numpy", "rich", "warcio", "defusedxml", "crawler.testing.fixture", "crawler.content",
+         "crawler.output.warc", "crawler.parse.sitemaps", "redis", "crawler.cluster")  # fmt: skip
 
 
 def loaded_after(code: str, modules: tuple[str, ...] = HEAVY) -> list[str]:
@@ -32,27 +32,30 @@ def loaded_after(code: str, modules: tuple[str, ...] = HEAVY) -> list[str]:
 
 
 def test_the_crawl_command_imports_none_of_the_optional_parts() -> None:
-    assert loaded_after("import crawler.cli") == []
+    assert loaded_after("import crawler.cli.main") == []
 
 
 def test_importing_the_package_imports_no_module_until_a_name_is_used() -> None:
-    assert loaded_after("import crawler", ("crawler.engine", "aiohttp", *HEAVY)) == []
-    assert loaded_after("from crawler import Crawler", ("crawler.engine",)) == ["crawler.engine"]
+    assert loaded_after("import crawler", ("crawler.engine.crawler", "aiohttp", *HEAVY)) == []
+    assert loaded_after("from crawler import Crawler", ("crawler.engine.crawler",)) == [
+        "crawler.engine.crawler"
+    ]
 
 
 def test_the_modules_come_when_a_crawl_uses_them() -> None:
     # the probe's own imports pull in what --warc, --demo and content dedup use
     code = (
-        "import crawler.cli, crawler.warc, crawler.fixture; from crawler.content import fingerprint"
+        "import crawler.cli.main, crawler.output.warc, crawler.testing.fixture; "
+        "from crawler.content import fingerprint"
     )
-    assert loaded_after(code, ("warcio", "numpy", "crawler.fixture")) == [
-        "warcio", "numpy", "crawler.fixture",
+    assert loaded_after(code, ("warcio", "numpy", "crawler.testing.fixture")) == [
+        "warcio", "numpy", "crawler.testing.fixture",
     ]  # fmt: skip
 
 
 def test_every_public_name_resolves_to_its_module_object() -> None:
-    from crawler.engine import Crawler
-    from crawler.urls import canonicalize
+    from crawler.engine.crawler import Crawler
+    from crawler.urls.canonical import canonicalize
 
     for name in crawler.__all__:
         assert getattr(crawler, name) is not None, name
@@ -64,7 +67,7 @@ def test_every_public_name_resolves_to_its_module_object() -> None:
 def test_every_crawler_error_is_public() -> None:
     """A library user catches what `crawl()` raises from the package itself: every
     CrawlerError subclass (StateError, OutputError... were only in their modules)."""
-    import crawler.cli  # every module a crawl loads, so that each subclass is defined
+    import crawler.cli.main  # every module a crawl loads, so that each subclass is defined
     import crawler.errors
 
     def subclasses(cls: type) -> set[type]:
@@ -100,14 +103,14 @@ class _Terminal(io.StringIO):
 
 def test_the_summary_is_plain_text_off_a_terminal_and_a_rich_table_on_one() -> None:
     code = (
-        "import io\nfrom crawler.engine import Crawler\n"
-        "from crawler.progress import print_summary\nstream = io.StringIO()\n"
+        "import io\nfrom crawler.engine.crawler import Crawler\n"
+        "from crawler.cli.progress import print_summary\nstream = io.StringIO()\n"
         "print_summary(Crawler().stats_dict(), stream)\n"
         "assert 'pages (results)' in stream.getvalue()"
     )
     assert loaded_after(code, ("rich",)) == []
-    from crawler.engine import Crawler
-    from crawler.progress import print_summary, summary_rows
+    from crawler.cli.progress import print_summary, summary_rows
+    from crawler.engine.crawler import Crawler
 
     stats = Crawler().stats_dict()
     plain, terminal = io.StringIO(), _Terminal()

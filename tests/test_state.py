@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from crawler.cli import repair_jsonl
-from crawler.frontier import Entry, Frontier, SimulatedLoop
-from crawler.seen import SeenStore
+from crawler.cli.main import repair_jsonl
+from crawler.frontier import Entry, Frontier
 from crawler.sieve import Sieve, fingerprint
-from crawler.state import CrawlState
-from crawler.statedb import FILENAME, StateError
+from crawler.sieve.seen import SeenStore
+from crawler.state.crawlstate import CrawlState
+from crawler.state.db import FILENAME, StateError
+from crawler.testing.simtime import SimulatedLoop
 
 SETTINGS = {"scope.include": [], "crawl.max_depth": 16}
 

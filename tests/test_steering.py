@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from crawler.config import config_from_mapping, load_config
-from crawler.config_sections import HostConfig
+from crawler.config.load import config_from_mapping, load_config
+from crawler.config.sections import HostConfig
 from crawler.errors import ConfigError
-from crawler.hosts import HostRule
-from crawler.noproxy import NoProxy
-from crawler.steering import REDACTED, HostMatch, HostRules, redact
+from crawler.fetch.noproxy import NoProxy
+from crawler.fetch.steering import REDACTED, HostMatch, HostRule, HostRules, redact
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -309,8 +308,8 @@ def test_host_rule_for_the_frontier() -> None:
 def test_warc_redacts_credentials_whatever_built_the_response(tmp_path: Path) -> None:
     from warcio.archiveiterator import ArchiveIterator
 
-    from crawler.response import Response
-    from crawler.warc import WarcOutput
+    from crawler.fetch.response import Response
+    from crawler.output.warc import WarcOutput
 
     sent = (("Authorization", "Basic c2VjcmV0"), ("Cookie", "sid=s1"), ("Accept", "text/html"))
     warc = WarcOutput(tmp_path / "r.warc.gz")

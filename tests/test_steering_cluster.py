@@ -10,9 +10,9 @@ import pytest
 from redis.asyncio import Redis
 
 from crawler.cluster import format_status, read_status
-from crawler.config_sections import HostConfig
-from crawler.engine import Crawler
-from crawler.fixture import A, FixtureSite
+from crawler.config.sections import HostConfig
+from crawler.engine.crawler import Crawler
+from crawler.testing.fixture import A, FixtureSite
 from tests.conftest import site_config
 from tests.redis_server import RedisServer
 

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from crawler.cookies import is_public_suffix
-from crawler.fetcher import Fetcher
+from crawler.fetch.cookies import is_public_suffix
+from crawler.fetch.fetcher import Fetcher
 from tests.conftest import serve
 
 HOSTS = {

@@ -18,8 +18,8 @@ import pytest
 from aiohttp import web
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.config import load_config
-from crawler.engine import Crawler
+from crawler.config.load import load_config
+from crawler.engine.crawler import Crawler
 from tests.conftest import serve
 
 PASSWORD = "pw-secret-1"

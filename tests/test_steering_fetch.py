@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 import pytest
 from aiohttp import web
 
-from crawler.config_sections import HostConfig
+from crawler.config.sections import HostConfig
 from crawler.errors import BlockedAddress, ConnectError
-from crawler.fetcher import Fetcher
-from crawler.guard import AddressGuard
-from crawler.steering import REDACTED, HostRules
+from crawler.fetch.fetcher import Fetcher
+from crawler.fetch.guard import AddressGuard
+from crawler.fetch.steering import REDACTED, HostRules
 from tests.conftest import serve
 
 HOSTS = {"a.test": "127.0.0.1", "b.test": "127.0.0.1", "direct.test": "127.0.0.1"}

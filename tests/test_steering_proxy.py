@@ -14,11 +14,11 @@ import pytest
 import trustme
 from aiohttp import web
 
-from crawler.config_sections import HostConfig
+from crawler.config.sections import HostConfig
 from crawler.errors import BlockedAddress, ConnectError, FetchError, ProxyError
-from crawler.fetcher import Fetcher
-from crawler.guard import AddressGuard
-from crawler.steering import REDACTED, HostRules
+from crawler.fetch.fetcher import Fetcher
+from crawler.fetch.guard import AddressGuard
+from crawler.fetch.steering import REDACTED, HostRules
 
 PASSWORD = "proxy-pw-7"
 TOKEN = base64.b64encode(f"pu:{PASSWORD}".encode()).decode()
@@ -132,7 +132,7 @@ async def test_a_proxy_refusing_connect_is_a_clear_error_without_its_password(
     async with Fetcher(user_agent="t/1", proxy=f"http://pu:{PASSWORD}@127.0.0.1:{proxy.port}") as f:
         with pytest.raises(FetchError) as caught:
             await f.fetch("https://far.test/")
-    if status == 407:  # the proxy's own failure: the crawl ends with it (crawler.outage)
+    if status == 407:  # the proxy's own failure: the crawl ends with it (crawler.fetch.outage)
         assert isinstance(caught.value, ProxyError) and caught.value.status == 407
         assert str(caught.value) == (
             f"the proxy 127.0.0.1:{proxy.port} refused the credentials of [fetch] proxy: "

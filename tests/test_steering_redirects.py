@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 from aiohttp import web
 
-from crawler.config import Config
-from crawler.config_sections import HostConfig
-from crawler.engine import Crawler
+from crawler.config.load import Config
+from crawler.config.sections import HostConfig
+from crawler.engine.crawler import Crawler
 from tests.conftest import serve
 
 HOSTS = {"a.test": "127.0.0.1", "b.test": "127.0.0.1"}

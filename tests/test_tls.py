@@ -15,11 +15,11 @@ import pytest
 import trustme
 from aiohttp import web
 
-from crawler.config import config_from_mapping
-from crawler.config_sections import HostConfig
+from crawler.config.load import config_from_mapping
+from crawler.config.sections import HostConfig
 from crawler.errors import CertificateError, ConfigError, ConnectError
-from crawler.fetcher import Fetcher
-from crawler.steering import HostRules
+from crawler.fetch.fetcher import Fetcher
+from crawler.fetch.steering import HostRules
 
 HOSTS = {"secure.test": "127.0.0.1", "other.test": "127.0.0.1"}
 
@@ -91,7 +91,7 @@ async def test_a_trusted_certificate_for_another_name_is_refused(port: int, ca_f
 async def test_verification_off_accepts_any_certificate_and_says_so(
     port: int, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="crawler.fetcher"):
+    with caplog.at_level(logging.WARNING, logger="crawler.fetch.fetcher"):
         async with fetcher(tls_verify=False) as f:
             response = await f.fetch(f"https://other.test:{port}/")
     assert response.status == 200

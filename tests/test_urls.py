@@ -1,4 +1,5 @@
-"""Tests for crawler.urls: one table per canonicalization rule, RFC 3986 5.4, properties."""
+"""Tests for crawler.urls.canonical: one table per canonicalization rule, RFC 3986 5.4,
+properties."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.provisional import urls as hyp_urls
 from yarl import URL
 
-from crawler.urls import (
+from crawler.urls.canonical import (
     DEFAULT_SESSION_PARAMS,
     DEFAULT_TRACKING_PARAMS,
     UrlNormalizer,

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawler.urls import UrlNormalizer, document_base
-from crawler.urlsyntax import ends_in_number, legacy_query, parse_ipv4
+from crawler.urls.canonical import UrlNormalizer, document_base
+from crawler.urls.syntax import ends_in_number, legacy_query, parse_ipv4
 from tests.whatwg_oracle import (
     DOC_SITES,
     Case,

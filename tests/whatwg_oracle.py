@@ -4,8 +4,8 @@ A case is (page URL, `<base href>` value or None, `<a href>` value), as the HTML
 over. `browser()` is what a browser follows: the document base URL (the base href parsed against
 the page, or the page when absent or unparsable), the href parsed against it, kept if http(s),
 fragment dropped. `crawler()` is what the crawl fetches: the same values through
-`crawler.links.read_page` and `UrlNormalizer.resolve_all`, with the fragment cut as the admission
-does. `classify()` names the difference between the two, or "same".
+`crawler.parse.links.read_page` and `UrlNormalizer.resolve_all`, with the fragment cut as the
+admission does. `classify()` names the difference between the two, or "same".
 
 Everything here is string work: nothing is resolved through DNS or sent anywhere.
 """
@@ -19,10 +19,10 @@ from pathlib import Path
 
 from ada_url import join_url
 
-from crawler.links import read_page
-from crawler.markup import Markup, parse_markup
-from crawler.urls import UrlNormalizer
-from crawler.urlsyntax import STRIP, cut_fragment
+from crawler.parse.links import read_page
+from crawler.parse.markup import Markup, parse_markup
+from crawler.urls.canonical import UrlNormalizer
+from crawler.urls.syntax import STRIP, cut_fragment
 
 Case = tuple[str, str | None, str]  # page URL, <base href> value or None, href value
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from crawler.cluster.node import ClusterNode, SentCache, check_cluster_config, crawl_prefix
 from crawler.cluster.status import format_status, read_status, status_command
-from crawler.cluster.work import SharedWork
+from crawler.frontier.redis.work import SharedWork
 
 __all__ = [
     "ClusterNode",

@@ -4,8 +4,8 @@ It connects to Redis, joins the crawl named ``[cluster] crawl_id`` (every key un
 ``crawl:{crawl_id}:``; the first process creates it), refuses to join one started with other
 settings (the scope, URL and Sieve settings that decide which URLs are admitted and how they
 are keyed, as ``--state`` does; named in the error), and builds the shared Sieve and frontier
-(`crawler.sieve.redis`, `crawler.frontier.redis`) and the engine's view of them
-(`crawler.cluster.work.SharedWork`).
+(`crawler.sieve.redis`, `crawler.frontier.redis.frontier`) and the engine's view of them
+(`crawler.frontier.redis.work.SharedWork`).
 
 Admission (`admit`) sends a page's new keys in one atomic Lua call (Sieve test-and-set and
 enqueue). A process-local cache of keys already sent (`SentCache`, bounded) answers "seen" for
@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING, Any
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import RedisError
 
-from crawler.cluster.budget import SharedBudget
-from crawler.cluster.work import SharedWork
-from crawler.config import Config
-from crawler.entries import Entry
+from crawler.config.load import Config
 from crawler.errors import ConfigError, SharedStateError
-from crawler.frontier.redis import SEEN, RedisFrontier
-from crawler.hosts import HostRule
+from crawler.fetch.steering import HostRule
+from crawler.focus.shared_budget import SharedBudget
+from crawler.frontier.entries import Entry
+from crawler.frontier.redis.frontier import SEEN, RedisFrontier
+from crawler.frontier.redis.work import SharedWork
 from crawler.sieve.redis import RedisSieve, text
 
 if TYPE_CHECKING:
@@ -207,7 +207,7 @@ class ClusterNode:
     async def admit(
         self, entries: Sequence[Entry], max_admitted: int = 0, *, seeds: bool = False
     ) -> list[int]:
-        """What the shared frontier says of each entry (`crawler.frontier.redis`: ADMITTED,
+        """What the shared frontier says of each entry (`crawler.frontier.redis.frontier`: ADMITTED,
         SEEN, FULL, HOST_FULL, OVER_LIMIT, HOST_LIMIT: ``[scope] max_pages_per_host`` counted
         over every process); keys this process sent before are SEEN at once."""
         cache = self.cache

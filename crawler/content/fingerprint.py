@@ -33,8 +33,8 @@ the hashing.
 
 `VERSION` numbers the fingerprint function: simhashes and content hashes are kept in the crawl
 state, and a state whose index was computed by another version cannot be compared against
-(`crawler.state` refuses it). Version 1 (before 2026-11-22) normalized with NFKC, hashed words
-from their first, middle and last 8 bytes and shingles with extra mixing rounds. Version 2
+(`crawler.state.crawlstate` refuses it). Version 1 (before 2026-11-22) normalized with NFKC, hashed
+words from their first, middle and last 8 bytes and shingles with extra mixing rounds. Version 2
 (2026-11-22) hashed a word from its length and first 16 bytes only: API documentation is full
 of long words alike there (javadoc's qualified names: java.util.concurrent.atomic.AtomicInteger,
 ...AtomicBoolean), and 479 of openjdk-17-doc's 10,138 pages were flagged near duplicates of

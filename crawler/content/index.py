@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 from array import array
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from crawler.content.fingerprint import Fingerprint
 
@@ -245,6 +245,10 @@ class ContentIndex:
         arrays = [self._exact_heads, self._exact_next, self._url_ends]
         own = sum(a.buffer_info()[1] * a.itemsize for a in arrays)
         return self.near.nbytes + own + len(self._hashes) + len(self._urls)
+
+    def figures(self) -> dict[str, Any]:
+        """The index's figures for the stats: its distinct pages and its memory."""
+        return {"pages": len(self), "bytes": self.nbytes}
 
     def __repr__(self) -> str:
         return f"<ContentIndex pages={len(self)} near={self.near!r} nbytes={self.nbytes}>"

@@ -30,6 +30,8 @@ deleted (docs/scale-out.md).
 
 from __future__ import annotations
 
+from typing import Any
+
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -144,6 +146,10 @@ class RedisContentIndex:
             return int(await self._client.hlen(self._keys[1]))
         except (RedisError, OSError) as exc:
             raise SharedStateError(f"Redis: {exc}") from exc
+
+    def figures(self) -> dict[str, Any]:
+        """This process's figures (`crawl --status` counts the shared index's pages)."""
+        return {"shared": True, "checked": self.checked}
 
     def __repr__(self) -> str:
         where = self._keys[0].removesuffix("content:exact")

@@ -9,19 +9,25 @@
 - :mod:`crawler.frontier.queues`: one host's queue (priority order, first in first out on ties);
 - :mod:`crawler.frontier.schedule`: which host goes next (ready time, then best priority).
 
-Everything importable from ``crawler.frontier`` before it became a package still is.
+- :mod:`crawler.frontier.hosts`: per-host state and the politeness rules (delay, backoff,
+  robots.txt lifetime, the circuit breaker);
+- :mod:`crawler.frontier.robots`: robots.txt policy (RFC 9309) on top of protego;
+- :mod:`crawler.frontier.entries`: the records that flow through it, packed to save memory;
+- :mod:`crawler.frontier.redis`: its twin shared through Redis (several processes, one crawl).
+
+The simulated clock its tests and benchmarks run on is `crawler.testing.simtime.SimulatedLoop`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from crawler.entries import Entry, EntryKind, Outcome
+from crawler.fetch.steering import HostRule
 from crawler.frontier.base import FrontierBackend, FrontierStats
+from crawler.frontier.entries import Entry, EntryKind, Outcome
 from crawler.frontier.handout import FrontierFailure
+from crawler.frontier.hosts import host_key, parse_retry_after
 from crawler.frontier.memory import Frontier
-from crawler.hosts import HostRule, host_key, parse_retry_after
-from crawler.simtime import SimulatedLoop
 
 __all__ = [
     "Entry",
@@ -32,7 +38,6 @@ __all__ = [
     "FrontierStats",
     "HostRule",
     "Outcome",
-    "SimulatedLoop",
     "host_key",
     "parse_retry_after",
 ]

@@ -1,12 +1,12 @@
 """The contract of a frontier: what the crawl asks of it, whatever keeps the queues.
 
-:class:`FrontierBackend` is what ``crawler.engine`` and ``crawler.admission`` rely on. The
-in-memory :class:`crawler.frontier.memory.Frontier` is the reference; any other backend (e.g. one
-keeping its queues in Redis) must keep every rule below, which the frontier tests check.
+:class:`FrontierBackend` is what ``crawler.engine.crawler`` and ``crawler.admission.gate`` rely on.
+The in-memory :class:`crawler.frontier.memory.Frontier` is the reference; any other backend (e.g.
+one keeping its queues in Redis) must keep every rule below, which the frontier tests check.
 
 Order
-  1. Each host (``crawler.hosts.host_key``: ``scheme://host:port``) has one queue, ordered by
-     ``Entry.priority``: higher first; equal priorities first in, first out. With every priority
+  1. Each host (``crawler.frontier.hosts.host_key``: ``scheme://host:port``) has one queue, ordered
+     by ``Entry.priority``: higher first; equal priorities first in, first out. With every priority
      0 (no scoring) a crawl is breadth-first within each host, as before best-first crawling.
   2. Among hosts that may be fetched now, the one whose best waiting entry has the highest
      priority goes first; ties: the host that became ready first, then the one filed first.
@@ -29,8 +29,8 @@ Politeness (decided before anything is handed out, never after)
      tracking parameters is handed out without them when robots.txt allows that
      (``RobotsPolicy.fetchable``: ``Disallow: /*sid=``).
  12. Circuit breaker: the ``max_host_failures``-th failure in a row held against a host
-     (``crawler.hosts.Politeness``; 0: never) puts it down: its queued pages, a retry asked for
-     in that ``done()``, and every page put for it later come back as REFUSED entries at once;
+     (``crawler.frontier.hosts.Politeness``; 0: never) puts it down: its queued pages, a retry asked
+     for in that ``done()``, and every page put for it later come back as REFUSED entries at once;
      ``refusal(entry)`` says ``host_down: ...``.
 
 Accounting
@@ -74,8 +74,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from crawler.entries import Entry, Outcome
-from crawler.robots import RobotsPolicy
+from crawler.frontier.entries import Entry, Outcome
+from crawler.frontier.robots import RobotsPolicy
 
 __all__ = ["FrontierBackend", "FrontierStats"]
 

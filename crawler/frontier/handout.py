@@ -9,7 +9,7 @@ Waiting: idle ``get()`` calls park a future in a FIFO of waiters. Whenever somet
 ready (``put``, ``done``, ``set_robots``, the timer) the frontier calls ``_dispatch()``, which hands
 ready entries straight to waiting futures, and arms ONE timer (``loop.call_later``) for the
 schedule's next ready time: no polling. Time: the clock defaults to the running loop's
-``time()``; tests and benchmarks use :class:`crawler.simtime.SimulatedLoop`.
+``time()``; tests and benchmarks use :class:`crawler.testing.simtime.SimulatedLoop`.
 
 A failure while handing out (an exception of the frontier's own code: a bug, never a slow site)
 *breaks* the frontier: it closes, and every waiting and later ``get()`` raises
@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable
 from contextlib import suppress
 
-from crawler.entries import Entry
+from crawler.frontier.entries import Entry
 from crawler.frontier.schedule import Schedule
 
 __all__ = ["FrontierFailure", "Handout"]

@@ -6,12 +6,12 @@ ties: breadth-first without scoring) and a *ready time*, when its next request m
 with work and a free slot are filed in the :class:`crawler.frontier.schedule.Schedule`;
 saturated ones, or held until their robots.txt is known, are filed again by ``done()`` or
 ``set_robots()``. Politeness rules (delay, adaptive delay, backoff, robots.txt lifetime, the
-``host_rule`` overrides) are :class:`crawler.hosts.Politeness`, applied to
-:class:`crawler.hosts.Host` states.
+``host_rule`` overrides) are :class:`crawler.frontier.hosts.Politeness`, applied to
+:class:`crawler.frontier.hosts.Host` states.
 
 Handing out (``get()``, the waiting getters and the timer) is the base class,
 :class:`crawler.frontier.handout.Handout`; this class decides which entry goes next (``_poll``).
-Memory: a queued entry is a compact record (:class:`crawler.entries.Packer`), rebuilt equal
+Memory: a queued entry is a compact record (:class:`crawler.frontier.entries.Packer`), rebuilt equal
 (priority included) by ``get()`` and ``pending()``.
 
 Re-prioritizing (rule 10): once the crawl is *scored* (the first entry with a priority other
@@ -31,13 +31,14 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
-from crawler.entries import Entry, EntryKind, Outcome, Packer
+from crawler.fetch.steering import HostRule
 from crawler.frontier.base import FrontierStats
+from crawler.frontier.entries import Entry, EntryKind, Outcome, Packer
 from crawler.frontier.handout import Handout
+from crawler.frontier.hosts import Host, Politeness, host_key, robots_url
 from crawler.frontier.queues import HostQueue, marks
 from crawler.frontier.refusals import UNREACHABLE, refusal, sweep
-from crawler.hosts import Host, HostRule, Politeness, host_key, robots_url
-from crawler.robots import RobotsPolicy
+from crawler.frontier.robots import RobotsPolicy
 
 __all__ = ["Frontier"]
 

@@ -1,7 +1,7 @@
 """One host's queue: its packed entries in priority order, first in first out among equals.
 
-Records are the ``(head, context)`` pairs of :class:`crawler.entries.Packer`, each queued with its
-priority. Higher priorities go first; equal ones first in, first out.
+Records are the ``(head, context)`` pairs of :class:`crawler.frontier.entries.Packer`, each queued
+with its priority. Higher priorities go first; equal ones first in, first out.
 
 While every record in the queue has the same priority (always, in a crawl without scoring) the
 queue is a deque holding each record as two consecutive items and the priority once: O(1) at
@@ -34,11 +34,11 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from crawler.entries import Context
+from crawler.frontier.entries import Context
 
 __all__ = ["HostQueue", "Record", "mark", "marks"]
 
-Record = tuple[Any, Context, float]  # head, context (see crawler.entries.Packer), priority
+Record = tuple[Any, Context, float]  # head, context (see crawler.frontier.entries.Packer), priority
 Item = tuple[float, int, Any, Context]  # a heap item: -priority, seq, head, context
 _EMPTY: Final = float("-inf")
 _SLACK: Final = 64  # stale items tolerated beyond the live ones before the heap is rebuilt

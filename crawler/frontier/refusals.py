@@ -14,9 +14,9 @@ from collections import deque
 from dataclasses import replace
 from typing import Final
 
-from crawler.entries import Entry, EntryKind, Packer
-from crawler.hosts import Host
-from crawler.robots import RobotsPolicy
+from crawler.frontier.entries import Entry, EntryKind, Packer
+from crawler.frontier.hosts import Host
+from crawler.frontier.robots import RobotsPolicy
 
 __all__ = ["UNREACHABLE", "refusal", "sweep"]
 

@@ -27,7 +27,7 @@ import heapq
 import itertools
 from typing import Final
 
-from crawler.hosts import Host
+from crawler.frontier.hosts import Host
 
 __all__ = ["Schedule"]
 

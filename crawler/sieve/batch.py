@@ -9,7 +9,7 @@ the first batch big enough to use it, not with this module (~60-100 ms of a craw
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import mmh3
 
@@ -21,12 +21,26 @@ if TYPE_CHECKING:
     import numpy as np
     from bitarray import bitarray
     from numpy.typing import NDArray
-
-    from crawler.sieve.bloom import Sieve
 else:
     np = _UNLOADED  # numpy, once `_vectorized` has imported it (None: not installed)
 
-__all__ = ["add_many", "add_many_hashed"]
+__all__ = ["Batched", "add_many", "add_many_hashed"]
+
+
+class Batched(Protocol):
+    """What the batch insert reads and moves of a `crawler.sieve.bloom.Sieve` (its stages, its
+    count, its growth): the Sieve's own extension, typed without importing it."""
+
+    _old: tuple[tuple[bitarray, int, int], ...]
+    _cur: Any  # the newest BloomStage: m, k, bits, set_bits, _grow_at
+    _count: int
+
+    def _grow(self) -> None: ...
+
+    def add(self, item: str | bytes) -> bool: ...
+
+    def add_hashed(self, h1: int, h2: int) -> bool: ...
+
 
 _digest = mmh3.mmh3_x64_128_digest
 _BATCH_MIN = 40  # below this many keys the plain loop beats numpy (measured: even at ~32)
@@ -49,7 +63,7 @@ def _vectorized(n: int) -> bool:
     return True
 
 
-def add_many(sieve: Sieve, items: Sequence[str | bytes]) -> list[bool]:
+def add_many(sieve: Batched, items: Sequence[str | bytes]) -> list[bool]:
     """`[sieve.add(x) for x in items]`, vectorized when numpy is present and the batch is big."""
     if not _vectorized(len(items)):
         add = sieve.add
@@ -61,7 +75,7 @@ def add_many(sieve: Sieve, items: Sequence[str | bytes]) -> list[bool]:
     return _add_array(sieve, np.frombuffer(raw, dtype="<i8"))
 
 
-def add_many_hashed(sieve: Sieve, pairs: Sequence[tuple[int, int]]) -> list[bool]:
+def add_many_hashed(sieve: Batched, pairs: Sequence[tuple[int, int]]) -> list[bool]:
     """`[sieve.add_hashed(h1, h2) for h1, h2 in pairs]`, vectorized like `add_many`."""
     if not _vectorized(len(pairs)):
         add = sieve.add_hashed
@@ -69,7 +83,7 @@ def add_many_hashed(sieve: Sieve, pairs: Sequence[tuple[int, int]]) -> list[bool
     return _add_array(sieve, np.array(pairs, dtype=np.int64).ravel())
 
 
-def _add_array(sieve: Sieve, h: NDArray[np.int64]) -> list[bool]:
+def _add_array(sieve: Batched, h: NDArray[np.int64]) -> list[bool]:
     """Vectorized add (h: flat h1, h2, h1, h2...) with exactly the answers of sequential adds.
 
     Keys seen before the batch are seen. Every newest-stage bit a key would set and that is

@@ -11,15 +11,15 @@ are remembered in a small bounded set and answered "seen" without the Sieve or t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from crawler.sieve.bloom import fingerprint
 
 if TYPE_CHECKING:
-    from crawler.seen import SeenStore
     from crawler.sieve.kinds import SeenFilter
+    from crawler.sieve.seen import SeenStore
 
-__all__ = ["Dedup"]
+__all__ = ["Dedup", "filter_figures"]
 
 
 class Dedup:
@@ -86,15 +86,54 @@ class Dedup:
         new = len(self.sieve) + self.rescued
         return self.rescued / new if new else 0.0
 
+    def figures(self) -> dict[str, Any]:
+        """The seen test's figures for the stats: its filter's, and the exact tier's."""
+        return {
+            **filter_figures(self.sieve),
+            "confirm": "exact" if self.exact is not None else "none",
+            "rescued_false_positives": self.rescued,
+            "measured_false_positive_rate": self.measured_false_positive_rate,
+        }
+
     def forget(self, key: str) -> bool:
         """Let `key` be taken in again: out of the filter (a kind that can delete, else a
-        TypeError), the exact tier and the recent keys. True when the filter had it."""
-        had = self.sieve.remove(key)
+        TypeError), the exact tier and the recent keys. True when the filter had it.
+
+        A filter cannot tell a key it holds from a false positive: removing a key it never took
+        in would remove the entry of the key it collides with. With the exact tier, a key it
+        never took in is not removed from the filter at all; without it, that happens with the
+        filter's false-positive probability, and the other key is then taken in again once (a
+        URL fetched twice, never one lost)."""
+        if not self.sieve.supports_remove:
+            raise TypeError(f"a {self.sieve.kind!r} filter cannot delete keys")
         self._seen.discard(key)
         if self.exact is not None:
-            self.exact.discard(fingerprint(key))
-        return had
+            fp = fingerprint(key)
+            if fp not in self.exact:
+                return False  # never taken in: nothing to remove
+            self.exact.discard(fp)
+        return self.sieve.remove(key)
 
     def __repr__(self) -> str:
         tier = "exact" if self.exact is not None else "bloom only"
         return f"<Dedup {tier} rescued={self.rescued} confirmed={self.confirmed} {self.sieve!r}>"
+
+
+def filter_figures(f: SeenFilter) -> dict[str, Any]:
+    """The URL-seen filter's figures, whatever its kind: the keys it took in (`count`), its
+    estimate of them (the scalable Sieve's, from its set bits; the count for the others), its
+    stages (1 for a kind that never grows), its memory and false-positive bound."""
+    stages = getattr(f, "stages", 1)
+    approx = getattr(f, "approx_items", len(f))
+    figures = {
+        "kind": f.kind,
+        "count": len(f),
+        "approx_items": round(approx),
+        "stages": stages if isinstance(stages, int) else len(stages),
+        "size_in_bytes": f.size_in_bytes,
+        "false_positive_bound": f.false_positive_bound,
+    }
+    estimate = getattr(f, "false_positive_estimate", None)  # the scalable Sieve's, from its bits
+    if estimate is not None:
+        figures["false_positive_estimate"] = estimate
+    return figures

@@ -15,12 +15,11 @@ import struct
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
 from bitarray import bitarray
 
-if TYPE_CHECKING:
-    from crawler.sieve.bloom import BloomStage
+from crawler.errors import SieveFormatError
 
 __all__ = ["SEED", "Header", "SieveFormatError", "StageRecord", "decode", "encode", "read"]
 __all__ += ["write_atomic"]
@@ -32,10 +31,6 @@ _VERSION = 1
 _HEAD = struct.Struct("<8sHHIdddQQI")  # magic, version, reserved, seed, P, r, growth, C, count, n
 _STAGE = struct.Struct("<QdIQQ")  # capacity, error rate, k, m, set bits
 _DIGEST = 16  # blake2b-128 of everything before it
-
-
-class SieveFormatError(ValueError):
-    """A saved Sieve is truncated, corrupt, from another program or from an unknown version."""
 
 
 class Header(NamedTuple):
@@ -59,7 +54,29 @@ class StageRecord(NamedTuple):
     bits: bitarray
 
 
-def encode(header: Header, stages: Sequence[BloomStage]) -> bytes:
+class StageFields(Protocol):
+    """What a stage writes: a `crawler.sieve.bloom.BloomStage` (or a `StageRecord`)."""
+
+    @property
+    def capacity(self) -> int: ...
+
+    @property
+    def error_rate(self) -> float: ...
+
+    @property
+    def k(self) -> int: ...
+
+    @property
+    def m(self) -> int: ...
+
+    @property
+    def set_bits(self) -> int: ...
+
+    @property
+    def bits(self) -> bitarray: ...
+
+
+def encode(header: Header, stages: Sequence[StageFields]) -> bytes:
     """Header, stage table, every stage's bits, blake2b-128 checksum."""
     parts = [
         _HEAD.pack(

@@ -1,0 +1,7 @@
+"""`python -m crawler.cli`: the `crawl` command."""
+
+from __future__ import annotations
+
+from crawler.cli.command import entry
+
+entry()

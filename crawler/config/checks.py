@@ -1,0 +1,178 @@
+"""The checks of a config section's values: ranges, patterns, header and proxy syntax.
+
+`check_section` runs on every section `crawler.config.load` builds (from TOML or an override) and
+raises `ConfigError` naming the file, the section and the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import math
+import re
+from typing import Any
+
+from crawler.config.sections import (
+    DEFAULT_NEAR_DISTANCE,
+    ClusterConfig,
+    CrawlConfig,
+    DedupConfig,
+    FetchConfig,
+    FocusConfig,
+    HostConfig,
+    ScopeConfig,
+    SecurityConfig,
+    SieveConfig,
+    UrlsConfig,
+)
+from crawler.errors import ConfigError
+from crawler.fetch.guard import parse_network
+from crawler.fetch.steering import HostMatch, check_ca_file, check_headers, check_proxy
+from crawler.frontier.robots import product_token
+from crawler.urls.canonical import UrlNormalizer
+
+__all__ = ["check_section"]
+
+_CRAWL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+_POSITIVE = {
+    "concurrency", "per_host_concurrency", "capacity", "growth", "warc_max_size", "max_queued",
+    "max_queued_per_host", "robots_attempts",
+}  # fmt: skip
+_AT_MOST = {
+    "concurrency": 10_000,  # one task each: a million took 1.5 GB and 30 s before any fetch
+}
+_NON_NEGATIVE = {
+    "max_pages", "max_depth", "delay", "max_delay", "robots_ttl", "backoff_base", "backoff_max",
+    "max_retry_after", "retries", "max_redirects", "max_pages_per_host", "memo_size",
+    "max_links_per_page", "progress_interval", "checkpoint_interval", "max_url_length",
+    "max_path_depth", "max_segment_repeats", "max_query_params", "min_rate", "lease_ttl",
+    "max_host_failures", "outage_give_up",
+}  # fmt: skip
+_POSITIVE_FLOAT = {
+    "connect_timeout",
+    "read_timeout",
+    "total_timeout",
+    "max_body",
+    "max_header_size",
+    "min_rate_window",
+    "heartbeat",
+}
+
+
+def check_section(obj: Any, where: str) -> None:
+    """Check the values of one built section (or `[[hosts]]` rule); ConfigError names the key."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if value is None:  # an optional key that was not given
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{where} {f.name}: must be a finite number, got {value!r}")
+        if f.name in _POSITIVE and value < 1:
+            raise ConfigError(f"{where} {f.name}: must be >= 1, got {value!r}")
+        if f.name in _AT_MOST and value > _AT_MOST[f.name]:
+            raise ConfigError(f"{where} {f.name}: must be <= {_AT_MOST[f.name]:,}, got {value!r}")
+        if f.name in _NON_NEGATIVE and value < 0:
+            raise ConfigError(f"{where} {f.name}: must be >= 0, got {value!r}")
+        if f.name in _POSITIVE_FLOAT and value <= 0:
+            raise ConfigError(f"{where} {f.name}: must be > 0, got {value!r}")
+    if isinstance(obj, SieveConfig):
+        if not 0 < obj.error_rate < 1:
+            raise ConfigError(f"{where} error_rate: must be between 0 and 1, got {obj.error_rate}")
+        if not 0 < obj.ratio < 1:
+            raise ConfigError(f"{where} ratio: must be between 0 and 1, got {obj.ratio}")
+        from crawler.sieve.kinds import FILTER_KINDS  # (no numpy: a kind's module loads when made)
+
+        if obj.kind not in FILTER_KINDS:
+            known = ", ".join(map(repr, FILTER_KINDS))
+            raise ConfigError(f"{where} kind: must be one of {known}, got {obj.kind!r}")
+        if obj.confirm not in ("auto", "none", "exact"):
+            raise ConfigError(
+                f"{where} confirm: must be one of 'auto', 'none', 'exact', got {obj.confirm!r}"
+            )
+    if isinstance(obj, DedupConfig) and obj.near_distance != DEFAULT_NEAR_DISTANCE:
+        # checked against crawler.content, imported (numpy with it) only for a value set
+        from crawler.content.index import MAX_DISTANCE
+
+        if not 0 <= obj.near_distance <= MAX_DISTANCE:
+            raise ConfigError(
+                f"{where} near_distance: must be in 0..{MAX_DISTANCE}, got {obj.near_distance}"
+            )
+    if isinstance(obj, CrawlConfig):
+        _check_user_agent(obj.user_agent, where)
+    if isinstance(obj, FetchConfig | HostConfig):
+        _check_steering(obj, where)
+    if isinstance(obj, SecurityConfig):
+        for network in obj.allow_networks:
+            try:
+                parse_network(network)
+            except ValueError as exc:  # "allow_networks: '10.0.0.1/8' is not a valid network: ..."
+                raise ConfigError(f"{where} {exc}") from None
+    if isinstance(obj, UrlsConfig):
+        try:  # the patterns are compiled by UrlNormalizer: check them now, not at crawl time
+            UrlNormalizer(session_params=obj.session_params,
+                          tracking_params=obj.tracking_params, memo_size=0)  # fmt: skip
+        except ValueError as exc:
+            raise ConfigError(f"{where} {exc}") from None
+    if isinstance(obj, FocusConfig):
+        if any(not word.strip() for word in obj.keywords):
+            raise ConfigError(f"{where} keywords: blank keyword in {list(obj.keywords)!r}")
+        if not 0 <= obj.threshold <= 1:
+            raise ConfigError(f"{where} threshold: must be within 0..1, got {obj.threshold!r}")
+    if isinstance(obj, ClusterConfig):
+        if not _CRAWL_ID.fullmatch(obj.crawl_id):
+            raise ConfigError(f"{where} crawl_id: 1-64 letters, digits, '.', '_' or '-' "
+                              f"(not first), got {obj.crawl_id!r}")  # fmt: skip
+        if obj.redis and not obj.redis.startswith(("redis://", "rediss://", "unix://")):
+            raise ConfigError(f"{where} redis: a redis://HOST:PORT/DB URL (or rediss://, "
+                              "unix://), got one without that scheme")  # fmt: skip
+    if isinstance(obj, ScopeConfig):
+        for key in ("include", "exclude"):
+            for pattern in getattr(obj, key):
+                try:
+                    re.compile(pattern)
+                except (re.error, OverflowError, RecursionError) as exc:
+                    raise ConfigError(f"{where} {key}: bad regex {pattern!r}: {exc}") from None
+
+
+def _check_user_agent(user_agent: str, where: str) -> None:
+    """The User-Agent is sent as a header and names us to robots.txt (`product_token`)."""
+    if any((c < " " and c != "\t") or c == "\x7f" for c in user_agent):
+        raise ConfigError(f"{where} user_agent: contains a control character")
+    try:
+        product_token(user_agent)
+    except ValueError:
+        raise ConfigError(
+            f"{where} user_agent: must start with the crawler's name, robots.txt is matched "
+            f"against it (e.g. 'mybot/1.0 (+https://example.com/bot)'), got {user_agent!r}"
+        ) from None
+
+
+def _check_steering(obj: FetchConfig | HostConfig, where: str) -> None:
+    problem = check_headers(obj.headers, everywhere=isinstance(obj, FetchConfig))
+    if problem is not None:
+        raise ConfigError(f"{where} headers: {problem}")
+    if isinstance(obj, FetchConfig):
+        problem = check_proxy(obj.proxy)
+        if problem is not None:
+            raise ConfigError(f"{where} proxy: {problem}")
+        problem = check_ca_file(obj.ca_file)
+        if problem is not None:
+            raise ConfigError(f"{where} ca_file: {problem}")
+        for host, address in obj.resolve.items():
+            try:  # like curl's --resolve: a name to an address, not to another name or a port
+                ipaddress.ip_address(address)
+            except ValueError:
+                example = "(e.g. '127.0.0.1' or '::1')"
+                raise ConfigError(f"{where} resolve: {host!r} maps to {address!r}, which is "
+                                  f"not an IP address {example}") from None  # fmt: skip
+        return
+    try:
+        HostMatch(obj.match)
+    except ValueError as exc:
+        raise ConfigError(f"{where} match: {exc}") from None
+    if obj.auth is not None:
+        if len(obj.auth) != 2 or ":" in obj.auth[0]:
+            raise ConfigError(f"{where} auth: must be [user, password] (no ':' in the user)")
+        if any(k.lower() == "authorization" for k in obj.headers):
+            raise ConfigError(f"{where} auth: give either auth or an Authorization header")

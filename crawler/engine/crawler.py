@@ -1,0 +1,418 @@
+"""The crawl engine: workers that take URLs from the frontier and turn them into results.
+
+    async with Crawler(config) as crawler:
+        async for result in crawler.crawl(["https://example.org/"]):
+            ...
+
+Each worker (`crawler.engine.worker`) loops: `frontier.get()` (politeness is decided there, before a
+URL is handed out), fetch, extract links (`crawler.engine.pages`: what is done with each URL), then
+the per-link path (`crawler.admission.gate`: ``urls.resolve -> scope.check -> Sieve ->
+frontier.put``); `frontier.done()` runs in `finally`. A failure while handling one URL becomes that
+URL's result (`error`), it never kills a worker; a worker that dies anyway ends the crawl with its
+exception instead of vanishing. An output or crawl state that cannot be written (`OutputError`,
+`StateError`: a full disk) ends the crawl with that error; the URL stays pending in the state. So
+does a proxy or network outage that outlasts ``[fetch] outage_give_up`` (`NetworkUnavailable`,
+`ProxyUnavailable`: `crawler.fetch.outage`); every URL not yet fetched stays pending.
+
+With ``[cluster] redis`` (``crawl --redis URL``) the frontier and the seen test are shared with
+other processes (`crawler.cluster`): the same workers, a `SharedWork` frontier, and admission
+through the shared crawl. A Redis failure ends the crawl with `SharedStateError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import time
+from collections.abc import AsyncGenerator, Callable, Iterable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from crawler.admission.gate import Admission
+from crawler.admission.kept import offer_kept
+from crawler.admission.scope import Scope
+from crawler.config.load import Config
+from crawler.engine.components import (
+    cluster_settings,
+    make_fetcher,
+    make_frontier,
+    make_scope,
+    make_sieve,
+    make_urls,
+    settings,
+    warn_unused_outputs,
+)
+from crawler.engine.focus import Focus
+from crawler.engine.gctune import young_threshold
+from crawler.engine.pages import PageHandler
+from crawler.engine.recrawl import stored_validators
+from crawler.engine.run import CrawlRun
+from crawler.engine.stats import crawl_stats
+from crawler.engine.worker import FATAL, WorkerDone, run_worker
+from crawler.errors import ConfigError, SeedError, SharedStateError
+from crawler.fetch.response import Response
+from crawler.focus.budget import FetchBudget
+from crawler.focus.scoring import ScoreFn
+from crawler.frontier import Entry, Frontier
+from crawler.output.results import CrawlResult, CrawlStats
+from crawler.parse.thread import Parser, switch_interval
+from crawler.sieve import Dedup
+from crawler.sieve.seen import SeenStore
+from crawler.state.crawlstate import CrawlState
+from crawler.urls.host import split_host
+
+if TYPE_CHECKING:
+    from crawler.cluster import ClusterNode, SharedWork  # redis-py: only for a shared crawl
+    from crawler.content import ContentIndex
+    from crawler.content.redis import RedisContentIndex
+
+__all__ = ["Crawler"]
+
+log = logging.getLogger(__name__)
+
+
+class Crawler:
+    """A crawl: configuration, the Sieve, the canonicalizer, the fetcher and the stats."""
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        clock: Callable[[], float] | None = None,
+        recorder: Callable[[Response], None] | None = None,
+        state: CrawlState | None = None,
+        score: ScoreFn | None = None,
+    ) -> None:
+        """`clock` drives politeness (default: the event loop's); `recorder` sees every HTTP
+        response as received, robots.txt and redirects included (the WARC writer is one);
+        `state` makes the crawl crash-safe and resumable (see `crawler.state.crawlstate`); `score`
+        gives each new link its priority, or None to skip it (see `crawler.focus.scoring`; it takes
+        the place of the `[focus]` scorer's link priorities, not of its page relevance)."""
+        self.config = config = config or Config()
+        self.stats = CrawlStats()
+        self.focus = Focus.build(config, score, self.stats)
+        # Scoring makes max_pages a fetch budget (see crawler.focus.budget), else a cap on
+        # admissions.
+        max_pages = config.crawl.max_pages
+        self.budget = FetchBudget(max_pages) if self.focus is not None and max_pages else None
+        self._clock = clock
+        self._recorder = recorder
+        self.state = state
+        warn_unused_outputs(config, state=state is not None, recorder=recorder is not None)
+        self.sieve = make_sieve(config)
+        self.dedup = Dedup(self.sieve)
+        self.urls = make_urls(config)
+        self.fetcher = make_fetcher(config)
+        self.frontier: Frontier | SharedWork | None = None
+        self.scope: Scope | None = None
+        self.cluster: ClusterNode | None = None
+        if config.cluster.redis:
+            try:
+                from crawler.cluster import check_cluster_config
+            except ImportError as exc:  # redis-py is an extra
+                raise ConfigError(f"--redis needs redis-py: pip install "
+                                  f"'sieve-crawler[redis]' ({exc})") from None  # fmt: skip
+            check_cluster_config(config, state=state is not None)
+        self.stopped = False
+        self._ran_out = False
+        self._results: asyncio.Queue[CrawlResult | WorkerDone] = asyncio.Queue()
+        self._room = asyncio.Semaphore(2 * config.crawl.concurrency)
+        self._workers: list[asyncio.Task[None]] = []
+        self.pages: PageHandler | None = None  # built with the frontier (_prepare)
+        self.parser = Parser()
+        dc = config.dedup
+        self.content: ContentIndex | RedisContentIndex | None = None
+        # imported only then: numpy (a shared crawl's index lives in Redis: see _prepare)
+        if dc.enabled and not config.cluster.redis:
+            from crawler.content import ContentIndex
+
+            self.content = ContentIndex(dc.near_distance)
+        # a recrawl (a state's generation > 0): pages are fetched with their stored validators
+        self.recrawl = state is not None and state.generation > 0
+        self._entered = False  # `async with Crawler(...)`: the fetcher's session is open
+        self._run = CrawlRun[CrawlResult]()  # crawl()'s generator: `async with` ends it first
+
+    async def __aenter__(self) -> Crawler:
+        await self.fetcher.__aenter__()
+        self._entered = True
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._entered = False
+        try:
+            await self._run.end(self.stop, self.abort)
+        finally:
+            try:
+                await self.fetcher.close()
+            finally:
+                await self.parser.close()
+
+    # -- the crawl -------------------------------------------------------------------------
+
+    def seed_entries(self, seeds: Iterable[str]) -> list[Entry]:
+        """Validate seeds into frontier entries; raises SeedError naming a bad one."""
+        entries = []
+        for seed in seeds:
+            url, key = self.urls.normalize(seed), self.urls.canonicalize(seed)
+            if url is None or key is None:
+                raise SeedError(f"not a crawlable http(s) URL: {seed!r}")
+            fetch = key if self.config.urls.fetch_canonical else url
+            entries.append(Entry(url=fetch, key=key, depth=0))
+        return entries
+
+    async def _prepare(self, seeds: Iterable[str]) -> None:
+        """Set up frontier, scope and the seen test; restore a saved state; admit the seeds."""
+        if not self._entered:  # else every fetch fails, robots.txt first, as an internal error
+            raise RuntimeError("crawl() needs an open Crawler: async with Crawler(config) as c: "
+                               "async for result in c.crawl(seeds): ...")  # fmt: skip
+        if isinstance(seeds, str):  # else each of its characters is a seed: 'h', 't', ...
+            raise TypeError(f"crawl() takes a list of seed URLs, not one: crawl([{seeds!r}])")
+        entries = self.seed_entries(seeds)
+        self.scope = make_scope(self.config)
+        if self.config.cluster.redis:
+            from crawler.cluster import ClusterNode
+
+            shared = settings(self.config, scored=self.focus is not None)
+            if self.focus is not None:  # max_pages is a budget, free to change: not its presence
+                shared["crawl.fetch_budget"] = self.budget is not None
+            shared.update(cluster_settings(self.config))  # one content index, one delay
+            self.cluster = node = ClusterNode(self.config, shared,
+                                              clock=self._clock,
+                                              host_rule=self.fetcher.rules.host_rule)  # fmt: skip
+            await node.open(self.stats.as_dict)
+            if self.config.dedup.enabled:
+                self.content = node.content_index(self.config.dedup.near_distance)
+            if self.budget is not None:  # page results of every process
+                self.budget = await node.budget(self.budget.limit)
+            self.frontier = node.work
+            frontier = None
+        else:
+            self.frontier = frontier = make_frontier(self.config, self._clock,
+                                                     self.fetcher.rules.host_rule)  # fmt: skip
+        confirm = self.config.sieve.confirm
+        exact = confirm == "exact" or (confirm == "auto" and self.state is not None)
+        state = self.state
+        if state is not None and state.resumed:
+            self.sieve = state.restore_sieve(self.sieve)
+            self.stats.restore(state.stats() or {})
+            if self.budget is not None:  # the budget counts the page results of every run
+                self.budget.spend(
+                    self.stats.pages - self.stats.robots_refused - self.stats.host_down
+                )
+        content = self.content
+        if state is not None and content is not None:
+            from crawler.content import ContentIndex
+
+            assert isinstance(content, ContentIndex)  # a shared crawl has no --state
+            if state.resumed:
+                content.load(state.content())
+            content.store = state.add_content
+        store = (state.seen if state is not None else SeenStore()) if exact else None
+        self.dedup = Dedup(self.sieve, store)
+        gate: dict[str, Any] = {
+            "urls": self.urls, "scope": self.scope, "dedup": self.dedup, "stats": self.stats,
+            "state": state,
+            "max_pages": 0 if self.budget is not None else self.config.crawl.max_pages,
+            "max_redirects": self.config.fetch.max_redirects,
+            "fetch_canonical": self.config.urls.fetch_canonical,
+        }  # fmt: skip
+        if self.cluster is not None:
+            from crawler.admission.shared import SharedAdmission  # redis-py: a shared crawl only
+
+            self.admission: Admission = SharedAdmission(shared=self.cluster, **gate)
+        else:
+            self.admission = Admission(frontier=frontier, **gate)
+        self.pages = PageHandler(
+            self.config,
+            fetcher=self.fetcher,
+            parser=self.parser,
+            urls=self.urls,
+            admission=self.admission,
+            frontier=self.frontier,
+            stats=self.stats,
+            state=state,
+            recrawl=self.recrawl,
+            recorder=self._recorder,
+            focus=self.focus,
+            content=self.content,
+        )
+        hosts = {split_host(e.key) for e in entries}
+        if state is not None:
+            assert frontier is not None  # a shared crawl has no --state (crawler.cluster)
+            hosts = state.seed_hosts(hosts)
+            resumed = 0
+            for entry in state.pending():
+                resumed += frontier.put(entry)
+            if self.scope.max_pages_per_host:  # every URL admitted before counts, done or not
+                for key in state.admitted_keys():
+                    self.scope.admitted(key)
+            if resumed:
+                log.info("resuming: %d URLs still to fetch", resumed)
+        if not self.config.scope.allowed_domains:  # (+ hosts seeds redirected to, resumed)
+            for host in hosts | (state.seed_hosts(set(), "site_hosts") if state else set()):
+                self.scope.add_host(host)
+        # SSRF guard: the seeds' hosts (and every address they resolve to) are exempt.
+        guard = self.fetcher.guard
+        if guard is not None:
+            for host in hosts | {split_host(e.url) for e in entries}:
+                guard.allow_host(host)
+        if state is not None:  # a resume whose limits admit more: the links they refused
+            score = self.focus.score if self.focus is not None else None
+            if offered := await offer_kept(self.admission, state, score):
+                log.info("resuming: %d links kept for a larger limit admitted", offered)
+        for entry in entries:
+            await self.admission.seed(entry)
+        if state is not None and frontier is not None:  # (a run with nothing to fetch: no gap)
+            state.dedup(self.content is not None, fetching=len(frontier) > 0)
+
+    def crawl(self, seeds: Iterable[str]) -> AsyncGenerator[CrawlResult, None]:
+        """Crawl from `seeds`, yielding one result per fetched, failed or refused URL.
+
+        A Crawler runs one crawl; breaking out of the loop ends it cleanly: at once with
+        `contextlib.aclosing`, else when `async with Crawler(...)` ends. With a `state`, the
+        crawl closes it at the end, with a last snapshot and the status "finished" or
+        "interrupted"; a state it could not load is closed untouched."""
+        return self._run.watch(self._run_crawl(seeds))
+
+    async def _run_crawl(self, seeds: Iterable[str]) -> AsyncGenerator[CrawlResult, None]:
+        if self._workers:
+            raise RuntimeError("this Crawler has already crawled; make a new one")
+        state, results, n = self.state, self._results, self.config.crawl.concurrency
+        try:
+            await self._prepare(seeds)
+        except BaseException:
+            if state is not None:
+                state.abandon()
+            if self.cluster is not None:
+                await self.cluster.close(self.stats.as_dict)
+            raise
+        self.stats.started = time.monotonic() - self.stats.elapsed
+        checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
+        self._workers = [
+            asyncio.create_task(self._worker(), name=f"crawl-worker-{i}") for i in range(n)
+        ]
+        untaken: CrawlResult | None = None  # yielded, and the consumer has not come back
+        with switch_interval(), young_threshold():
+            finished = 0
+            try:
+                while finished < n:
+                    item = await results.get()
+                    if isinstance(item, WorkerDone):
+                        finished += 1
+                        if isinstance(item.error, FATAL):
+                            raise item.error
+                        if item.error is not None:  # a bug: the crawl ends now (state kept)
+                            why = f"{type(item.error).__name__}: {item.error}"
+                            raise RuntimeError(f"a crawl worker died: {why}") from item.error
+                        continue
+                    self.stats.record(item)
+                    self.stats.elapsed = time.monotonic() - self.stats.started
+                    untaken = item
+                    yield item
+                    untaken = None
+                    # The consumer has taken the result: only now is the URL done for good.
+                    self._room.release()
+                    if self.cluster is not None:
+                        self.cluster.work.consumed(item.key)
+                    if state is not None:
+                        state.completed(item.key, *stored_validators(item),
+                                        stats=self.stats.as_dict())  # fmt: skip
+                        if time.monotonic() >= checkpoint_at:
+                            state.checkpoint(self.sieve, self.stats.as_dict())
+                            checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
+                budget = self.budget  # spent with URLs left: unfinished (resumable)
+                if self.cluster is not None and budget is not None and budget.exhausted:
+                    with contextlib.suppress(SharedStateError):  # else: as at the last claim
+                        await self.cluster.work.refresh()  # queued now, by every process
+                left = self.frontier is not None and len(self.frontier) > 0
+                spent = budget is not None and budget.exhausted and left
+                self._ran_out = not self.stopped and not spent
+            finally:
+                assert self.frontier is not None
+                self.frontier.close()
+                self.abort()
+                await asyncio.gather(*self._workers, return_exceptions=True)
+                self.stats.elapsed = time.monotonic() - self.stats.started
+                # A result whose consumer did not come back (it raised, e.g. its output failed,
+                # or broke out of the loop) stays pending: saved stats do not count it yet.
+                saved = functools.partial(self.stats.without, untaken)
+                if self.cluster is not None:  # completions sent, a last heartbeat
+                    await self.cluster.close(saved)
+                if state is not None:
+                    status = "finished" if self._ran_out else "interrupted"
+                    state.close(self.sieve, saved(), status)
+
+    def stop(self) -> None:
+        """Stop handing out work; fetches in flight finish, then the crawl ends."""
+        self.stopped = True
+        if self.frontier is not None:
+            self.frontier.close()
+
+    def abort(self) -> None:
+        """Cancel the fetches in flight (with a state, they stay pending for a resume)."""
+        for task in self._workers:
+            task.cancel()
+
+    @property
+    def complete(self) -> bool:
+        """True when the crawl ran out of work (not stopped, not left early by its consumer)."""
+        return self._ran_out
+
+    # -- workers ---------------------------------------------------------------------------
+
+    async def _emit(self, result: CrawlResult) -> None:
+        await self._room.acquire()  # back-pressure: at most 2 x concurrency results waiting
+        if self.cluster is not None:  # its lease is released once the consumer took it
+            self.cluster.work.emitted(result.key)
+        self._results.put_nowait(result)
+
+    async def _worker(self) -> None:
+        assert self.frontier is not None and self.pages is not None
+        shared = None if self.cluster is None else self.cluster.work
+        error: BaseException | None = None
+        try:
+            error = await run_worker(self.frontier, self.pages, self.budget, shared, self._emit)
+        except asyncio.CancelledError:
+            raise  # aborted (the crawl is ending): not an error
+        except BaseException as exc:  # (run_worker returns its errors): never end unannounced
+            error = exc
+            raise
+        finally:  # crawl() counts its workers' ends: each must say it ended, or it waits forever
+            self._results.put_nowait(WorkerDone(error))
+
+    def forget(self, url: str) -> bool:
+        """Let `url` be admitted again: its key leaves the URL-seen filter, the exact tier and,
+        with a state, the journal of done URLs (its validators with it). Only with a kind that
+        can delete (`[sieve] kind = "counting"` or `"cuckoo"`), else a TypeError; a ValueError
+        for a URL that is not crawlable. True when the filter had the URL."""
+        if not self.sieve.supports_remove:
+            raise TypeError(f"Crawler.forget needs a [sieve] kind that can delete ('counting' or "
+                            f"'cuckoo'); this crawl's is {self.sieve.kind!r}")  # fmt: skip
+        if self.cluster is not None:  # (refused before: a shared crawl's Sieve is scalable)
+            raise TypeError("Crawler.forget: a shared crawl's Sieve cannot delete")
+        key = self.urls.canonicalize(url)
+        if key is None:
+            raise ValueError(f"Crawler.forget: not a crawlable http(s) URL: {url!r}")
+        if self.state is not None:
+            self.state.forget(key)
+        return self.dedup.forget(key)
+
+    def stats_dict(self) -> dict[str, Any]:
+        """Crawl, frontier, Sieve and canonicalizer figures in one JSON-ready dict."""
+        scorer = self.focus.scorer if self.focus is not None else None
+        guard, outage = self.fetcher.guard, self.fetcher.outage
+        return crawl_stats(
+            self.stats.as_dict(),
+            # the shared Sieve in a crawl through Redis (this process's local one is unused)
+            seen=self.cluster.sieve_stats() if self.cluster is not None else self.dedup.figures(),
+            memo_hit_rate=self.urls.memo_hit_rate,
+            threshold=scorer.threshold if scorer is not None else None,
+            content=self.content,
+            ssrf_blocked=guard.blocked if guard is not None else 0,
+            outages=outage.stats() if outage is not None else None,
+            frontier=self.frontier.stats if self.frontier is not None else None,
+        )

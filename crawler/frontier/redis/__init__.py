@@ -1,0 +1,16 @@
+"""The frontier shared through Redis: its queues, leases and host state, in Lua scripts.
+
+| module | holds |
+| --- | --- |
+| `frontier` | The frontier in Redis: one crawl's queues, politeness and leases shared by ... |
+| `lua_keys` | The Redis frontier's keys, and the Lua every one of its scripts starts with |
+| `lua_leases` | The Lua scripts of the Redis frontier's leases and the host state they ... |
+| `lua_queue` | The Lua scripts of the Redis frontier's queues: admission (the Sieve's ... |
+| `members` | How the Redis frontier writes an entry: a queue member, and back |
+| `queues` | The queues of the Redis frontier: what goes in, and what is queued |
+| `work` | The shared frontier as the engine's workers see it: `SharedWork` |
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,399 @@
+"""The frontier in Redis: one crawl's queues, politeness and leases shared by several processes.
+
+:class:`RedisFrontier` keeps the ordering and politeness rules of
+:class:`crawler.frontier.base.FrontierBackend` across every process pointed at one Redis. Each
+state change is one Lua script (keys and shared Lua in ``crawler.frontier.redis.lua_keys``; the
+queues' scripts in ``redis_lua_queue``, the leases' in ``redis_lua_leases``), so it is atomic
+across processes; ``now`` is the injected clock (tests) or Redis ``TIME`` (one clock
+for every process). Politeness is global because a *host* is claimed, not a URL: a claim takes the
+best entry of the best ready host, counts it in flight, moves the host's next start to ``now +
+delay`` and takes the host out of ``ready`` while its concurrency is used up; no process holds a
+host for a batch, so processes take turns on it. With ``turn`` > 0 they also take turns when
+they race for a host of one slot that frees up: while another process's claim came back empty
+in the last ``turn`` seconds, such a host that this process claimed last is left to the others
+for ``turn`` seconds after it becomes ready (the engine's `crawler.cluster.SharedWork` polls
+more often than that); a host of several slots is shared slot by slot.
+
+Leases: every entry handed out is leased (id, owner, expiry = now + ``lease_ttl``, default the
+fetch's total timeout 60 s + 30 s). ``done()`` takes the lease back: a finisher whose lease
+expired (and was reclaimed, maybe handed to another process) changes nothing and gets False.
+Every process runs the reclaim script from ``get()`` every ``reclaim_interval`` seconds: expired
+leases go back to the head of their host's queue (before new work of equal priority) and free
+their slot. Admission (``put_many``) is one Lua call doing the Sieve's test-and-set (the bits and
+counters of :class:`crawler.sieve.redis.RedisSieve`, same keys, same bits) and, for new keys
+only, the enqueue: a crash can never leave a URL seen but not queued. Admission, priorities
+and the views (``pending``, ``stats``) are :class:`crawler.frontier.redis.queues.RedisQueues`'s,
+which this class extends with the hand-out, the leases and robots.txt.
+
+Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
+  1. kept: score ``-priority``; members ``{class}{seq}...`` pop FIFO on equal priorities.
+  2. kept among the first ``candidates`` ready hosts (earliest ready first): the best priority
+     wins, ties the earliest ready; hosts ready at the same time tie by name, not by filing.
+  3. kept: retries and reclaimed leases come back with class 0, before equal-priority new work.
+  4. delay between starts, ``per_host_concurrency`` (or ``host_rule``), backoff (HOST blame,
+     SUSPECT streaks, 429/503 Retry-After capped at ``max_retry_after``; the blame is computed
+     here as ``Politeness.response`` does, the counters live in the host hash) are kept across
+     processes, and so is the circuit breaker: the ``max_host_failures``-th HOST failure in a
+     row, reported by any process, puts the host down in Redis (``down`` in its hash); its
+     queued pages, its retries and pages admitted later are handed out first, at once, as
+     REFUSED entries (``refusal()``: ``host_down: ...``), each to one process, leased until
+     ``done()`` (the engine's, once the result is out) but holding no slot.
+     So is the adaptive delay (``adaptive``): each outcome's latency moves the host's shared
+     delay as ``Politeness.response`` moves a host's in memory (DONE), whichever process fetched.
+  5. kept with ``respect_robots`` (off by default here; the engine passes its setting): a host
+     whose policy is unknown or expired hands out its ROBOTS entry first (leased like a page;
+     reclaimed, it is asked again) and nothing else until ``set_robots()``, which stores the
+     answer's status and body in the host hash (``robots()``; each process rebuilds and caches
+     the policy with ``policy_from_response``) and applies Crawl-delay, backoff and giving up as
+     ``Politeness.robots`` does. Differs: a disallowed page is found when it is claimed (the
+     policy is parsed in Python, not in Lua) and comes back REFUSED then, in its host's queue
+     order rather than at once; its slot is given back and the host's next start restored (no
+     slot, no delay spent: one extra round trip per claim that found any; not when another
+     claim of the host came in between, whose delay stands), and it stays leased,
+     slot-less, until ``done()``, as a down host's refusal does (a process killed before it
+     wrote the result leaves the page to the reclaim: handed out, and refused, again).
+  6. ``done()`` once per entry, REFUSED ones included (it releases their leases): a second (or
+     a late) one returns False instead of raising, since another process may legitimately hold
+     the entry now.
+  7. kept (``max_queued``, ``max_queued_per_host``, closed); put_many returns False and counts.
+  8. ``get()`` waits (never busy-loops: it sleeps until the earliest ready time or
+     ``poll_interval``, whichever is sooner) and returns None once nothing is queued and nothing
+     is leased by any process, or after ``close()``.
+  9. ``pending()`` returns (not yields) every queued entry, host by host (by name), each host's
+     in hand-out order.
+ 10. kept: ``queued_priority``/``reprioritize`` read, raise (and lower) through ``qk:{host}``.
+ 11. kept: the batch is queued in one script, so no claim sees half of it.
+Differences: every method but ``close()`` is a coroutine; ``pending()`` and ``stats()`` are
+calls (no ``len()``/``in_flight``: ``stats()`` has both); ``done()`` returns whether the lease
+was current; ``open()`` first; ``claim(count)``, ``done_many()``
+and ``reclaim()`` are extra (a non-waiting batch claim, a batch of completions in one round trip,
+the reclaim that ``get()`` runs on its timer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import socket
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
+from typing import Any, Final
+
+from redis.asyncio import Redis
+
+from crawler.fetch.steering import HostRule
+from crawler.frontier.entries import Entry, EntryKind, Outcome
+from crawler.frontier.hosts import SUSPECT_STREAK, down_reason, host_key, robots_url
+from crawler.frontier.redis.lua_leases import DONE, RECLAIM, REFUSE, RENEW, SET_ROBOTS
+from crawler.frontier.redis.lua_queue import CLAIM
+from crawler.frontier.redis.members import blame_args, entry_of, latency_args, member_tail, text
+from crawler.frontier.redis.queues import (
+    ADMITTED,
+    FULL,
+    HOST_FULL,
+    HOST_LIMIT,
+    OVER_LIMIT,
+    SEEN,
+    RedisQueues,
+)
+from crawler.frontier.refusals import UNREACHABLE
+from crawler.frontier.robots import REFUSED_ATTEMPTS, RobotsPolicy, policy_from_response
+from crawler.sieve.redis import RedisSieve
+
+__all__ = ["ADMITTED", "FULL", "HOST_FULL", "HOST_LIMIT", "OVER_LIMIT", "SEEN", "RedisFrontier"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_LEASE_TTL: Final = 60.0 + 30.0  # the fetch's total_timeout + 30 s
+_DONE_HEAD: Final = 10  # the DONE script's arguments before the entries'
+
+
+class RedisFrontier(RedisQueues):
+    """A frontier whose state lives in Redis under `prefix`; `sieve` is the crawl's RedisSieve
+    (same client and prefix; opened here). ``await open()`` before use."""
+
+    __slots__ = ("_candidates", "_down", "_flying", "_max_delay", "_next_reclaim", "_policies",
+                 "_rng", "_robots_asked", "_sleep", "adaptive", "backoff_base", "backoff_max",
+                 "lease_ttl",
+                 "max_host_failures", "max_retry_after", "owner", "poll_interval",
+                 "reclaim_interval", "robots_max_attempts", "robots_ttl", "turn",
+                 "user_agent")  # fmt: skip
+
+    def __init__(
+        self,
+        client: Redis,
+        prefix: str,
+        sieve: RedisSieve,
+        *,
+        delay: float = 0.0,
+        per_host_concurrency: int = 1,
+        max_delay: float = 60.0,
+        adaptive: bool = False,
+        max_queued: int = 1_000_000,
+        max_queued_per_host: int = 100_000,
+        backoff_base: float = 1.0,
+        backoff_max: float = 300.0,
+        max_retry_after: float = 600.0,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        reclaim_interval: float | None = None,
+        poll_interval: float = 0.2,
+        candidates: int = 16,
+        turn: float = 0.0,
+        exact: bool = False,
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+        rng: random.Random | None = None,
+        host_rule: Callable[[str], HostRule | None] | None = None,
+        owner: str | None = None,
+        respect_robots: bool = False,
+        robots_ttl: float = 86400.0,
+        robots_max_attempts: int = 6,
+        max_host_failures: int = 10,
+        user_agent: str = "sieve-crawler",
+    ) -> None:
+        if sieve.prefix != prefix:
+            raise ValueError(f"the sieve's prefix {sieve.prefix!r} is not {prefix!r}")
+        for name, value in dict(delay=delay, lease_ttl=lease_ttl, poll_interval=poll_interval,
+                                backoff_base=backoff_base, backoff_max=backoff_max,
+                                max_retry_after=max_retry_after).items():  # fmt: skip
+            if not 0.0 <= value < float("inf"):
+                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+        if per_host_concurrency < 1 or candidates < 1:
+            raise ValueError("per_host_concurrency and candidates must be >= 1")
+        if max_host_failures < 0:
+            raise ValueError(f"max_host_failures must be >= 0, got {max_host_failures!r}")
+        super().__init__(client, prefix, sieve, delay=delay,
+                         per_host_concurrency=per_host_concurrency, max_queued=max_queued,
+                         max_queued_per_host=max_queued_per_host, exact=exact,
+                         respect_robots=respect_robots, clock=clock,
+                         host_rule=host_rule)  # fmt: skip
+        self._max_delay = max(float(max_delay), self.delay)
+        self.adaptive = adaptive
+        self.backoff_base, self.backoff_max = float(backoff_base), float(backoff_max)
+        self.max_retry_after = float(max_retry_after)
+        self.lease_ttl = float(lease_ttl)
+        self.reclaim_interval = (
+            min(5.0, self.lease_ttl / 4) if reclaim_interval is None else reclaim_interval
+        )
+        self.poll_interval = poll_interval
+        self._candidates = candidates
+        self.turn = float(turn)
+        self._sleep = sleep if sleep is not None else asyncio.sleep
+        self._rng = rng if rng is not None else random.Random()
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{random.getrandbits(32):x}"
+        self.robots_ttl = float(robots_ttl)
+        self.robots_max_attempts = robots_max_attempts
+        self.max_host_failures = max_host_failures
+        self.user_agent = user_agent
+        self._policies: dict[str, tuple[str, RobotsPolicy]] = {}  # host -> (version, policy)
+        self._down: dict[str, str] = {}  # host -> why it is down, as its refusals said
+        self._robots_asked: dict[str, str] = {}  # host -> its ROBOTS lease held here
+        self._next_reclaim = float("-inf")
+        self._flying: dict[int, tuple[Entry, str]] = {}  # id(entry) -> (entry, lease id)
+        self._register({"claim": CLAIM, "done": DONE, "reclaim": RECLAIM, "refuse": REFUSE,
+                        "robots": SET_ROBOTS, "renew": RENEW})  # fmt: skip
+
+    async def open(self) -> None:
+        """Open (or join) the shared Sieve; SharedStateError if Redis is unreachable."""
+        await self.sieve.open()
+
+    # -- hand-out -------------------------------------------------------------------------------
+    async def claim(self, count: int = 1) -> tuple[list[Entry], float | None, int, int]:
+        """Claim up to `count` entries now, without waiting: (entries, seconds until the next
+        host is ready or None, queued, leased). With ``respect_robots`` a page its host's robots.txt
+        disallows comes back as a REFUSED entry (its slot and delay given back in one more round
+        trip for the whole claim). The pages of a host that is down (``max_host_failures``)
+        come first, as REFUSED entries. Either refusal stays leased until ``done()`` (no slot,
+        no delay), so a process killed before it wrote the result leaves the page to another."""
+        args = [self.prefix, self._now_arg(), count, self.lease_ttl, self.owner,
+                self._candidates, "1" if self.respect_robots else "", repr(self.turn)]  # fmt: skip
+        reply = await self._run("claim", args)
+        first = text(reply[0])
+        entries = []
+        refused: list[str] = []  # leases of pages robots.txt disallows
+        for i in range(3, len(reply), 5):
+            lease, host, score, member, version = (text(x) for x in reply[i : i + 5])
+            if version.startswith("down:"):  # its host is down: why
+                self._down[host] = version[5:]
+                entry = replace(entry_of(host, member, -float(score)), kind=EntryKind.REFUSED)
+            elif member[0] == "2":
+                url = robots_url(host)
+                entry = Entry(url=url, key=url, kind=EntryKind.ROBOTS)
+                self._robots_asked[host] = lease
+            else:
+                entry = entry_of(host, member, -float(score))
+                if version:
+                    policy = await self._policy(host, version)
+                    fetch = policy.fetchable(entry.url, entry.key)
+                    if fetch is None:
+                        entry = replace(entry, kind=EntryKind.REFUSED)
+                        refused.append(lease)
+                    elif fetch != entry.url:  # the page without its session id
+                        entry = replace(entry, url=fetch)
+            self._flying[id(entry)] = (entry, lease)
+            entries.append(entry)
+        if refused:  # their slots and delays back, their leases kept (slot-less) until done()
+            await self._run("refuse", [self.prefix, "", *refused])
+        return entries, (float(first) if first else None), int(reply[1]), int(reply[2])
+
+    async def _policy(self, host: str, version: str) -> RobotsPolicy:
+        """The host's robots.txt policy as stored (`version`: its expiry), cached per host."""
+        cached = self._policies.get(host)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        stored = await self.robots(host)
+        status, body = stored if stored is not None else (None, b"")
+        policy = policy_from_response(status, body, self.user_agent)
+        self._policies[host] = (version, policy)
+        return policy
+
+    async def get(self) -> Entry | None:
+        """The next entry that may be fetched now, waiting politely; None once nothing is
+        queued or leased anywhere, or after ``close()`` (rule 8)."""
+        while not self._closed:
+            await self.maybe_reclaim()
+            entries, ready_in, queued, leased = await self.claim()
+            if entries:
+                return entries[0]
+            if queued == 0 and leased == 0:
+                return None
+            await self._sleep(self.poll_interval if ready_in is None else
+                              min(self.poll_interval, ready_in))  # fmt: skip
+        return None
+
+    async def done(
+        self, entry: Entry, outcome: Outcome | None = None, *, retry: bool = False
+    ) -> bool:
+        """Release an entry's lease: apply `outcome` to its host's backoff, re-queue it at the
+        head of its priority when `retry`. False (and nothing changed) when the lease is no
+        longer current: it expired and was reclaimed, or was released already."""
+        return (await self.done_many([(entry, outcome, retry)]))[0]
+
+    async def done_many(self, items: Iterable[tuple[Entry, Outcome | None, bool]]) -> list[bool]:
+        """``done(entry, outcome, retry=retry)`` of each item, in one round trip (plus one per
+        ROBOTS entry whose ``set_robots()`` never came: its robots.txt counts as unreachable).
+        The ``max_host_failures``-th HOST failure in a row puts its host down, for every
+        process: its queued pages, a retry among them, are handed out as refusals."""
+        args = self._done_head()
+        flags: list[bool | None] = []
+        urls: list[str] = []
+        for entry, outcome, retry in items:
+            flying = self._flying.pop(id(entry), None)
+            if entry.kind is EntryKind.REFUSED:
+                if flying is None:  # done() already
+                    flags.append(False)
+                    continue
+                outcome, retry = None, False  # robots.txt or its host down: its lease goes now
+            if flying is None or flying[0] is not entry:
+                raise ValueError(f"done() for an entry not handed out here: {entry!r}")
+            if entry.kind is EntryKind.ROBOTS:
+                host = host_key(entry.url)
+                if host in self._robots_asked:  # set_robots() was never called: unreachable
+                    await self.set_robots(host, UNREACHABLE)
+                outcome, retry = None, False
+            blame, wait = blame_args(outcome)
+            tail = member_tail(Entry(url=entry.url, key=entry.key, depth=entry.depth,
+                               parent=entry.parent, retries=entry.retries + 1,
+                               redirects=entry.redirects, sitemap=entry.sitemap))  # fmt: skip
+            args += (flying[1], "1" if retry else "", tail, blame,
+                     outcome.attempt if outcome is not None else 0,
+                     "" if wait is None else repr(wait),
+                     repr(0.5 + 0.5 * self._rng.random()),
+                     *latency_args(outcome))  # fmt: skip
+            flags.append(None)
+            urls.append(entry.url)
+        answers = await self._run("done", args) if len(args) > _DONE_HEAD else []
+        for url, answer in zip(urls, answers, strict=True):
+            if answer == 2:
+                logger.warning("%s is down (%s): refusing its pages", host_key(url),
+                               down_reason(self.max_host_failures))  # fmt: skip
+        replies = iter(answers)
+        return [bool(next(replies)) if flag is None else flag for flag in flags]
+
+    def _done_head(self) -> list[Any]:
+        """The DONE script's arguments before the entries' (``_DONE_HEAD`` of them)."""
+        return [self.prefix, self._now_arg(), repr(self.backoff_base), repr(self.backoff_max),
+                repr(self.max_retry_after), SUSPECT_STREAK, self.max_host_failures,
+                down_reason(self.max_host_failures), "1" if self.adaptive else "",
+                repr(self._max_delay)]  # fmt: skip
+
+    async def maybe_reclaim(self) -> None:
+        """Run ``reclaim()`` when its timer (every ``reclaim_interval`` seconds) is due."""
+        now = self._now()
+        if now >= self._next_reclaim:
+            await self.reclaim()
+            self._next_reclaim = now + self.reclaim_interval
+
+    async def renew(self) -> int:
+        """Extend the leases this process holds by ``lease_ttl`` from now (those not reclaimed
+        meanwhile); how many. A process that renews them every ``lease_ttl / 3`` keeps URLs
+        whose fetch (or result) takes long, and loses them ``lease_ttl`` after it dies."""
+        leases = [lease for _, lease in self._flying.values()]
+        if not leases:
+            return 0
+        return int(await self._run("renew", [self.prefix, self._now_arg(), self.lease_ttl,
+                                             *leases]))  # fmt: skip
+
+    async def release(self, entries: list[Entry]) -> int:
+        """Give back entries claimed here and not fetched (a process stopping): each goes back
+        to the head of its host's queue as it was, its slot freed; how many were still leased."""
+        args = self._done_head()
+        for entry in entries:
+            flying = self._flying.pop(id(entry), None)
+            if flying is None or entry.kind is EntryKind.ROBOTS:
+                continue  # a ROBOTS entry is simply asked again once its lease expires
+            args += (flying[1], "2", member_tail(entry), "", 0, "", "1", "", "")
+        return sum(await self._run("done", args)) if len(args) > _DONE_HEAD else 0
+
+    async def reclaim(self, limit: int = 1000) -> int:
+        """Put expired leases' entries back at the head of their hosts; how many."""
+        return int(await self._run("reclaim", [self.prefix, self._now_arg(), limit]))
+
+    # -- robots.txt -----------------------------------------------------------------------------
+    async def set_robots(self, key: str, policy: RobotsPolicy, body: bytes | None = None) -> None:
+        """Give a host (its key, or any URL on it) its robots.txt answer, for every process:
+        the status and `body` are stored (``robots()`` gives them back to rebuild the policy),
+        the Crawl-delay raises the shared delay, a temporary policy (unreachable) backs the host
+        off and, after ``robots_max_attempts`` (``REFUSED_ATTEMPTS`` when the host refused the
+        connection), refuses its pages (``crawler.frontier.hosts.Politeness`` rules; here the
+        refusal stays ``robots: ...`` and is kept ``robots_ttl``). Call it before ``done()`` on the
+        ROBOTS entry; it may also preload a host."""
+        host = host_key(key)
+        lease = self._robots_asked.pop(host, "")  # a late answer changes nothing
+        delay, conc = self._host_settings(host)
+        crawl_delay = "" if policy.crawl_delay is None else repr(policy.crawl_delay)
+        attempts = self.robots_max_attempts
+        if policy.refused:  # an answer: nothing listens there
+            attempts = min(attempts, REFUSED_ATTEMPTS)
+        args = [self.prefix, self._now_arg(), host, "" if policy.status is None else policy.status,
+                body or b"", "1" if policy.temporary else "", crawl_delay, repr(self._max_delay),
+                repr(self.robots_ttl), attempts,
+                repr(0.5 + 0.5 * self._rng.random()), repr(self.backoff_base),
+                repr(self.backoff_max), repr(delay), conc, lease,
+                "1" if self.adaptive else ""]  # fmt: skip
+        if await self._run("robots", args) == 1 and policy.temporary:
+            logger.warning("robots.txt of %s unreachable %d times: refusing its pages",
+                           host, attempts)  # fmt: skip
+
+    def refusal(self, entry: Entry) -> str:
+        """Why a REFUSED entry was refused, as a result's error (`kind: message`): its host is
+        down (``max_host_failures``), or its robots.txt rules, or robots.txt being unreachable
+        (RFC 9309: then nothing may be fetched)."""
+        host = host_key(entry.url)
+        down = self._down.get(host)
+        if down is not None:
+            return f"host_down: {down}"
+        cached = self._policies.get(host)
+        if cached is None or cached[1].temporary:
+            return "robots: robots.txt unreachable (RFC 9309: complete disallow)"
+        return "robots: disallowed by robots.txt"
+
+    def __repr__(self) -> str:
+        return (
+            f"RedisFrontier(prefix={self.prefix!r}, owner={self.owner!r}, "
+            f"in_flight_here={len(self._flying)}, delay={self.delay}, "
+            f"per_host_concurrency={self.concurrency}, lease_ttl={self.lease_ttl}, "
+            f"closed={self._closed})"
+        )

@@ -1,0 +1,352 @@
+"""From response bytes to a lexbor tree, safely.
+
+`parse_markup` decides whether a body is HTML and decodes it to UTF-8 (`crawler.parse.sniff`),
+defuses pathological markup (`crawler.parse.defuse`: absurd nesting, tag floods), parses it with
+lexbor and reads what the crawl needs from the tree into a `Markup` record of plain values
+(`crawler.parse.links` interprets them): the links, metas, title and, when asked, the page's text
+here, each link's anchor text and context in `crawler.parse.anchors`. The steps are separate
+functions because they run in different places: lexbor releases the GIL while it parses, so for
+big bodies the crawl runs `parse_tree` in a parse thread (`crawler.parse.thread`) and `prepare` /
+`read_tree`, which hold the GIL anyway, on the event loop. It never raises on what a server
+sends.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
+
+from crawler.parse.anchors import Contexts, collapse, link_details
+from crawler.parse.defuse import DEPTH_LIMIT, MAX_TAGS, defuse
+from crawler.parse.sniff import decode, is_html
+from crawler.parse.tags import tag_ids
+from crawler.urls.syntax import STRIP, cut_fragment
+
+__all__ = [
+    "BODY_MAX_CHARS",
+    "CONTENT_MAX_CHARS",
+    "DEPTH_LIMIT",
+    "HEADINGS_MAX_CHARS",
+    "MAX_TAGS",
+    "SLOW_PARSE_SECONDS",
+    "TITLE_MAX_CHARS",
+    "Markup",
+    "parse_markup",
+    "parse_tree",
+    "prepare",
+    "read_tree",
+    "refresh_url",
+]  # fmt: skip
+
+logger = logging.getLogger(__name__)
+
+SLOW_PARSE_SECONDS = 1.0
+"""A parse that takes longer is logged (a typical page parses in ~1 ms per 100 KB)."""
+
+TITLE_MAX_CHARS = 1000
+"""Longest title kept; longer ones are cut (after whitespace is collapsed)."""
+HEADINGS_MAX_CHARS = 10_000
+"""Longest h1-h6 text kept for a page."""
+BODY_MAX_CHARS = 100_000
+"""Longest visible body text kept for a page."""
+CONTENT_MAX_CHARS = 1_000_000
+"""Longest main-content text kept for a page (its content fingerprint's input)."""
+
+# One whole-tree pass finds the links, the robots meta tags and the first <base href>, in
+# document order. "[href]" also matches <link>, <use>...: sorted out by tag id, which is cheaper
+# than lexbor matching four selectors per element (~40% of the pass on a typical page). Lexbor
+# lists an element once per selector of the list it matches (a <meta name href>, twice: harmless,
+# and ":not([href])" would cost the pass ~5%); the text pass's selectors are kept disjoint.
+_TREE_CSS = "[href], meta, frame[src], iframe[src]"
+_CANONICAL_CSS = 'link[rel~="canonical" i][href]'
+
+_A, _AREA, _META, _BASE = tag_ids("a", "area", "meta", "base")
+_LINK_TAGS = frozenset((_A, _AREA))
+_FRAME_TAGS = frozenset(tag_ids("frame", "iframe"))  # their src: a page of the site, often
+(_FRAME,) = tag_ids("frame")
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+# Left out of a page's visible text (removed after the links are read): what is not text, and
+# the boilerplate the pages of a site share (navigation bars, sidebars, headers, footers).
+_HIDDEN = ("script", "style", "noscript", "template", "svg", "nav", "header", "footer", "aside")
+_HIDDEN_ROLE = "navigation"  # any element with this ARIA role (a Sphinx sidebar, say) too
+# ARIA in HTML allows no role on <html> or <body>: one there (a stray fragment's
+# <html role=navigation> is merged into the root by the parser) would hide the whole page
+_ROLE_CSS = f"[role~={_HIDDEN_ROLE} i]:not(html, body)"
+_ROOT_TAGS = frozenset(tag_ids("html", "body"))
+_HIDDEN_CSS = f"{', '.join(_HIDDEN)}, {_ROLE_CSS}:not({', '.join(_HIDDEN)})"
+_HEADING_TAGS = frozenset(tag_ids(*_HEADINGS))
+_HIDDEN_TAGS = frozenset(tag_ids(*_HIDDEN))
+# With `text`, the same pass finds the headings and the hidden elements too (one more pass
+# would cost more than the longer selector); a role=navigation link or heading is listed once,
+# as a link or heading, and hidden by its branch.
+_TEXT_TREE_CSS = (
+    f"{_TREE_CSS}, :is({', '.join(_HEADINGS)}):not([href]), :is({', '.join(_HIDDEN)}):not([href]),"
+    f" {_ROLE_CSS}:not([href]):not({', '.join((*_HEADINGS, *_HIDDEN, 'frame', 'iframe', 'meta'))})"
+)
+# A refresh's content: a time (digits and dots), then ";", "," or whitespace, and the URL,
+# maybe after "url=" and in quotes (the HTML standard's "shared declarative refresh steps").
+_REFRESH = re.compile(
+    r"[\t\n\f\r ]*(?=[0-9.])[0-9.]*(?:[\t\n\f\r ]*[;,]|[\t\n\f\r ])[\t\n\f\r ]*"
+    r"(?:url[\t\n\f\r ]*=[\t\n\f\r ]*)?(['\"]?)(.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+# The page's main content, when it marks it (Sphinx's document body, for instance).
+_MAIN_CSS = "main, [role~=main i]"
+
+
+@dataclass(frozen=True, slots=True)
+class Markup:
+    """What a body holds for the crawl, as plain values (the lexbor tree is not kept).
+
+    `hrefs`: every a/area href, frame/iframe src and <meta http-equiv=refresh> URL in document
+    order, then a frameset's <noframes> links (C0 controls and spaces stripped);
+    `nofollow`: the indices in `hrefs` of links with rel=nofollow; `metas`: (lowercased name,
+    content) of each <meta name>; `base_href`: the first <base href> anywhere;
+    `canonical_href`: the first rel=canonical link in <head>; `title`: the first <title>
+    (<head>'s first), whitespace collapsed, at most TITLE_MAX_CHARS.
+    Empty when the body is not HTML or could not be parsed.
+
+    Read only when asked (a focused crawl): `anchors`, per distinct href (fragment cut, as in
+    `crawler.urls.syntax.cut_fragment`) the (anchor text, rel, text around it) of its first
+    occurrence with an anchor text (else of its first); `text`, the page's (h1-h6 text, visible
+    body text). Read only when asked (content dedup): `content`, the visible text of the page's
+    main content (its first <main> or role=main element, else its <body>). Visible text leaves
+    out scripts, styles, templates, inline SVG and the boilerplate a site's pages share (nav,
+    header, footer, aside, role=navigation). Whitespace is collapsed in all but `content`.
+    """
+
+    is_html: bool
+    charset: str | None = None
+    hrefs: tuple[str, ...] = ()
+    nofollow: tuple[int, ...] = ()
+    metas: tuple[tuple[str, str], ...] = ()
+    base_href: str | None = None
+    canonical_href: str | None = None
+    title: str | None = None
+    anchors: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    text: tuple[str, str] | None = None
+    content: str | None = None
+
+
+NOT_HTML = Markup(is_html=False)
+
+
+def parse_markup(
+    body: bytes,
+    url: str,
+    content_type: str | None = None,
+    *,
+    anchors: bool = False,
+    text: bool = False,
+    content: bool = False,
+) -> Markup:
+    """Sniff, decode, defuse, parse and read one response body fetched from `url` (for logs);
+    `anchors`, `text` and `content` as for `read_tree`."""
+    prepared = prepare(body, url, content_type)
+    if prepared is None:
+        return NOT_HTML
+    charset, data = prepared
+    tree = parse_tree(data, url)
+    return read_tree(tree, charset, anchors=anchors, text=text, content=content)
+
+
+def prepare(
+    body: bytes, url: str, content_type: str | None = None, *, strict: bool = False
+) -> tuple[str, bytes] | None:
+    """(charset, UTF-8 bytes safe to parse) of an HTML body; None if the body is not HTML.
+    `strict`: see `crawler.parse.defuse.defuse`."""
+    if not is_html(content_type, body):
+        return None
+    charset, data = decode(body, content_type)
+    return charset, defuse(data, url, strict=strict)
+
+
+def parse_tree(data: bytes, url: str) -> LexborHTMLParser | None:
+    """Lexbor's tree of `prepare`d bytes (None if lexbor fails). Runs without the GIL."""
+    started = time.perf_counter()
+    try:
+        tree = LexborHTMLParser(data)
+    except (SelectolaxError, ValueError, MemoryError) as exc:  # the record survives a bad body
+        logger.warning("cannot parse %s as HTML: %s", url, exc)
+        return None
+    elapsed = time.perf_counter() - started
+    if elapsed > SLOW_PARSE_SECONDS:
+        logger.warning(
+            "%s: parsing %d bytes took %.1f s (markup built to be slow?)", url, len(data),
+            elapsed,
+        )  # fmt: skip
+    return tree
+
+
+def read_tree(
+    tree: LexborHTMLParser | None,
+    charset: str,
+    *,
+    anchors: bool = False,
+    text: bool = False,
+    content: bool = False,
+) -> Markup:
+    """The `Markup` record of a parsed tree (an empty HTML one when there is no tree).
+
+    `anchors`: also read each link's anchor text, rel and surrounding text; `text`: also read
+    the page's headings and visible body text; `content`: also read its main content's visible
+    text (`text` and `content` strip hidden elements from `tree`)."""
+    if tree is None:
+        return Markup(
+            True, charset, text=("", "") if text else None, content="" if content else None
+        )
+    hrefs: list[str] = []
+    nofollow: list[int] = []
+    metas: list[tuple[str, str]] = []
+    details: dict[str, tuple[str, str, str]] | None = {} if anchors else None
+    contexts = Contexts()
+    headings: list[str] = []
+    hidden: list[LexborNode] = []
+    base_href: str | None = None
+    framed = False
+    for node in tree.css(_TEXT_TREE_CSS if text else _TREE_CSS):
+        tag_id = node.tag_id
+        if tag_id in _LINK_TAGS:  # svg:a too, as browsers follow it
+            attrs = node.attributes  # one dict: cheaper than two node.attrs lookups
+            rel = attrs.get("rel")
+            if rel and "nofollow" in rel.lower().split():
+                nofollow.append(len(hrefs))
+            href = attrs.get("href") or attrs.get("xlink:href")  # SVG 1.1 links have the latter
+            hrefs.append(href.strip(STRIP) if href else "")
+            if text and _is_navigation(attrs.get("role")):
+                hidden.append(node)
+            if details is not None:  # a page repeats its links: read each href's once
+                cut = cut_fragment(hrefs[-1])
+                known = details.get(cut)
+                if known is None or not known[0]:
+                    detail = link_details(node, rel, contexts)
+                    if known is None or detail[0]:
+                        details[cut] = detail
+        elif tag_id in _FRAME_TAGS:
+            src = node.attributes.get("src")
+            if src:  # a frameset's pages are only reached through their frames
+                hrefs.append(src.strip(STRIP))
+                framed = framed or tag_id == _FRAME
+        elif tag_id == _META:
+            attrs = node.attributes
+            name = attrs.get("name")
+            if name is not None:
+                metas.append((name.strip().lower(), attrs.get("content") or ""))
+            if (attrs.get("http-equiv") or "").strip().lower() == "refresh":
+                target = refresh_url(attrs.get("content") or "")
+                if target:  # where the page sends the browser: a link of the page
+                    hrefs.append(target)
+        elif tag_id == _BASE and base_href is None:
+            base_href = node.attributes.get("href") or ""
+        elif not text:  # "[href]" matches <link>, <use>...: nothing to read
+            continue
+        elif tag_id in _HIDDEN_TAGS:
+            hidden.append(node)
+        elif tag_id not in _ROOT_TAGS and _is_navigation(node.attributes.get("role")):
+            hidden.append(node)  # a heading too (an <html href role=navigation>: no)
+        elif tag_id in _HEADING_TAGS:
+            headings.append(node.text(deep=True, separator=" "))
+
+    if framed:
+        _noframes_links(tree, hrefs, nofollow)
+    head = tree.head or tree
+    canonical = head.css_first(_CANONICAL_CSS)
+    canonical_href = (canonical.attrs.get("href") or "").strip(STRIP) if canonical else None
+    title = None
+    title_node = head.css_first("title") or tree.css_first("title")
+    if title_node is not None:
+        raw = title_node.text(deep=True).lstrip()[: 4 * TITLE_MAX_CHARS]
+        title = " ".join(raw.split())[:TITLE_MAX_CHARS].rstrip() or None
+    page_text, main_text = _page_text(tree, headings, hidden, text, content)
+    return Markup(
+        True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
+        title, details if details is not None else {}, page_text, main_text,
+    )  # fmt: skip
+
+
+def _noframes_links(tree: LexborHTMLParser, hrefs: list[str], nofollow: list[int]) -> None:
+    """Append the a/area hrefs of a frameset page's <noframes> elements to `hrefs` (and their
+    rel=nofollow indices to `nofollow`): the parser keeps that markup as raw text, but it links
+    what a frameless client reads (old javadoc's "Non-frame version"). It is defused and
+    parsed as a body of its own; only pages with a <frame src> pay for this."""
+    for node in tree.css("noframes"):
+        raw = node.text(deep=True)
+        if "href" not in raw.lower():
+            continue
+        inner = parse_tree(defuse(raw.encode(), "a <noframes> element"), "a <noframes> element")
+        for link in inner.css("[href]") if inner is not None else ():
+            if link.tag_id in _LINK_TAGS:
+                attrs = link.attributes
+                rel = attrs.get("rel")
+                if rel and "nofollow" in rel.lower().split():
+                    nofollow.append(len(hrefs))
+                href = attrs.get("href") or attrs.get("xlink:href")
+                hrefs.append(href.strip(STRIP) if href else "")
+
+
+def refresh_url(content: str) -> str | None:
+    """The URL of a `<meta http-equiv=refresh>` content ("5; url='/next'"), read as the HTML
+    standard's declarative refresh steps do; None when it only reloads the page."""
+    match = _REFRESH.match(content)
+    if match is None:
+        return None
+    quote, url = match.group(1), match.group(2)
+    if quote:
+        url = url.split(quote, 1)[0]
+    url = url.strip(STRIP)
+    return url or None
+
+
+def _is_navigation(role: str | None) -> bool:
+    """Whether a role attribute's value holds the navigation role (hidden from page text)."""
+    return role is not None and _HIDDEN_ROLE in role.lower().split()
+
+
+def _page_text(
+    tree: LexborHTMLParser, headings: list[str], hidden: list[LexborNode], text: bool, content: bool
+) -> tuple[tuple[str, str] | None, str | None]:
+    """((h1-h6 text, visible body text) if `text`, visible main-content text if `content`) of
+    a page. Hidden elements are removed from `tree`, the last first (in document order), so that
+    none is inside one already removed: with `text`, the `hidden` ones the tree's pass found;
+    else those inside the main content. The body's text serves both when the page marks no main
+    content. The main-content text keeps its whitespace (its fingerprint splits the words)."""
+    if not (text or content):
+        return None, None
+    for node in reversed(hidden):
+        node.decompose()
+    body = tree.body or tree.root
+    body_text = body.text(deep=True, separator=" ") if text and body is not None else ""
+    page_text = None
+    if text:
+        headings_text = collapse(" ".join(headings), HEADINGS_MAX_CHARS)
+        page_text = headings_text, collapse(body_text, BODY_MAX_CHARS)
+    if not content:
+        return page_text, None
+    root = tree.css_first(_MAIN_CSS)
+    if root is None:
+        if text:
+            return page_text, body_text[:CONTENT_MAX_CHARS]
+        root = body
+    if root is None:
+        return page_text, ""
+    if not text:
+        # nodes compared by `mem_id` (the same lexbor node): selectolax's == and != compare
+        # serialized HTML, two serializations of the subtrees (7 ms for one sqlite3-doc page)
+        hidden = root.css(_HIDDEN_CSS)  # within the main content only (itself included)
+        root_id = root.mem_id
+        is_body = body is not None and root_id == body.mem_id
+        if not is_body and any(node.mem_id == root_id for node in hidden):
+            # a hidden main content (<nav role=main>): none, as when `text` removed it first
+            root = body
+            if root is None:
+                return page_text, ""
+            hidden = root.css(_HIDDEN_CSS)
+        root_id = root.mem_id
+        for node in reversed(hidden):
+            if node.mem_id != root_id:  # never the node read below (decomposed, it is freed)
+                node.decompose()
+    return page_text, root.text(deep=True, separator=" ")[:CONTENT_MAX_CHARS]

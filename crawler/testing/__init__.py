@@ -1,0 +1,29 @@
+"""For tests, benchmarks and the demo: the fixture site on loopback, the simulated clock.
+
+| module | holds |
+| --- | --- |
+| `fixture` | A deterministic fixture site on loopback, for the tests and `crawl --demo` |
+| `simtime` | Simulated time for asyncio: an event loop whose clock jumps straight to the ... |
+
+What other folders use is exported here, imported when first used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crawler._exports import lazy
+
+if TYPE_CHECKING:
+    from crawler.testing.fixture import FixtureSite
+
+__all__ = [
+    "FixtureSite",
+]
+
+__getattr__ = lazy(
+    __name__,
+    {
+        "FixtureSite": "fixture",
+    },
+)
