@@ -13,8 +13,6 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from crawler.sieve.dedup import filter_figures
-
 if TYPE_CHECKING:
     from rich.live import Live
     from rich.table import Table
@@ -38,17 +36,10 @@ def progress_line(crawler: Crawler) -> str:
     parts.append(f"errors {sum(s.errors.values())}")
     if (harvest := s.harvest_rate) is not None:  # a focused crawl
         parts.append(f"harvest {harvest:.0%}")
-    if crawler.cluster is not None:  # the crawl's Sieve is the shared one, in Redis
-        approx, stages, which = (
-            crawler.cluster.sieve.approx_items,
-            crawler.cluster.sieve.stages,
-            "shared sieve",
-        )
-    else:
-        figures = filter_figures(crawler.sieve)
-        kind = figures["kind"]
-        which = "sieve" if kind == "scalable" else f"sieve: {kind}"
-        approx, stages = figures["approx_items"], figures["stages"]
+    figures = crawler.seen_figures()  # the shared Sieve's in a crawl through Redis
+    kind = figures["kind"]
+    which = "shared sieve" if figures.get("shared") else "sieve" if kind == "scalable" else kind
+    approx, stages = figures["approx_items"], figures["stages"]
     parts.append(f"seen ~{approx:,.0f} URLs ({which}, {stages} stage{'s' * (stages != 1)})")
     return " | ".join(parts)
 

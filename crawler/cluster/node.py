@@ -280,6 +280,7 @@ class ClusterNode:
     def sieve_stats(self) -> dict[str, Any]:
         sieve = self.sieve
         return {
+            "kind": "scalable",
             "count": sieve.count,
             "approx_items": round(sieve.approx_items),
             "stages": sieve.stages,

@@ -55,7 +55,8 @@ from crawler.errors import ConfigError, SeedError, SharedStateError
 from crawler.fetch.response import Response
 from crawler.focus.budget import FetchBudget
 from crawler.focus.scoring import ScoreFn
-from crawler.frontier import Entry, Frontier
+from crawler.frontier import Entry
+from crawler.frontier.base import WorkSource
 from crawler.output.results import CrawlResult, CrawlStats
 from crawler.parse.thread import Parser, switch_interval
 from crawler.sieve import Dedup
@@ -64,7 +65,7 @@ from crawler.state.crawlstate import CrawlState
 from crawler.urls.host import split_host
 
 if TYPE_CHECKING:
-    from crawler.cluster import ClusterNode, SharedWork  # redis-py: only for a shared crawl
+    from crawler.cluster import ClusterNode  # redis-py: only for a shared crawl
     from crawler.content import ContentIndex
     from crawler.content.redis import RedisContentIndex
 
@@ -105,7 +106,7 @@ class Crawler:
         self.dedup = Dedup(self.sieve)
         self.urls = make_urls(config)
         self.fetcher = make_fetcher(config)
-        self.frontier: Frontier | SharedWork | None = None
+        self.frontier: WorkSource | None = None
         self.scope: Scope | None = None
         self.cluster: ClusterNode | None = None
         if config.cluster.redis:
@@ -366,16 +367,15 @@ class Crawler:
 
     async def _emit(self, result: CrawlResult) -> None:
         await self._room.acquire()  # back-pressure: at most 2 x concurrency results waiting
-        if self.cluster is not None:  # its lease is released once the consumer took it
-            self.cluster.work.emitted(result.key)
+        assert self.frontier is not None
+        self.frontier.emitted(result.key)  # (a shared crawl's lease ends once it is consumed)
         self._results.put_nowait(result)
 
     async def _worker(self) -> None:
         assert self.frontier is not None and self.pages is not None
-        shared = None if self.cluster is None else self.cluster.work
         error: BaseException | None = None
         try:
-            error = await run_worker(self.frontier, self.pages, self.budget, shared, self._emit)
+            error = await run_worker(self.frontier, self.pages, self.budget, self._emit)
         except asyncio.CancelledError:
             raise  # aborted (the crawl is ending): not an error
         except BaseException as exc:  # (run_worker returns its errors): never end unannounced
@@ -401,14 +401,18 @@ class Crawler:
             self.state.forget(key)
         return self.dedup.forget(key)
 
+    def seen_figures(self) -> dict[str, Any]:
+        """The seen test's figures: the shared Sieve's in a crawl through Redis (this process's
+        local one is unused), else the filter's and the exact tier's."""
+        return self.cluster.sieve_stats() if self.cluster is not None else self.dedup.figures()
+
     def stats_dict(self) -> dict[str, Any]:
         """Crawl, frontier, Sieve and canonicalizer figures in one JSON-ready dict."""
         scorer = self.focus.scorer if self.focus is not None else None
         guard, outage = self.fetcher.guard, self.fetcher.outage
         return crawl_stats(
             self.stats.as_dict(),
-            # the shared Sieve in a crawl through Redis (this process's local one is unused)
-            seen=self.cluster.sieve_stats() if self.cluster is not None else self.dedup.figures(),
+            seen=self.seen_figures(),
             memo_hit_rate=self.urls.memo_hit_rate,
             threshold=scorer.threshold if scorer is not None else None,
             content=self.content,

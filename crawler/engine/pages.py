@@ -24,7 +24,8 @@ from crawler.engine.recrawl import conditional_headers
 from crawler.errors import FetchError, ProtocolError, failure_class
 from crawler.fetch.fetcher import Fetcher
 from crawler.fetch.response import Response
-from crawler.frontier import Entry, Frontier, Outcome, host_key
+from crawler.frontier import Entry, Outcome, host_key
+from crawler.frontier.base import WorkSource
 from crawler.frontier.hosts import parse_retry_after
 from crawler.frontier.robots import fetch_robots, policy_from_response, product_token
 from crawler.output.results import CrawlResult, CrawlStats
@@ -35,7 +36,6 @@ from crawler.state.crawlstate import CrawlState
 from crawler.urls.canonical import UrlNormalizer
 
 if TYPE_CHECKING:
-    from crawler.cluster import SharedWork  # redis-py: only for a shared crawl
     from crawler.content import ContentIndex
     from crawler.content.redis import RedisContentIndex
 
@@ -65,7 +65,7 @@ class PageHandler:
         parser: Parser,
         urls: UrlNormalizer,
         admission: Admission,
-        frontier: Frontier | SharedWork,
+        frontier: WorkSource,
         stats: CrawlStats,
         state: CrawlState | None,
         recrawl: bool,

@@ -2,7 +2,7 @@
 
 `run_worker` is what each of `Crawler`'s worker tasks runs (`crawler.engine.crawler`): claim a slot
 of the fetch budget (a focused crawl's), `frontier.get()`, then fetch robots.txt, emit a refusal, or
-fetch the page (`crawler.engine.pages`); `frontier.done()` (in a shared crawl, `give_back` for an
+fetch the page (`crawler.engine.pages`); `frontier.done()` (`frontier.abandon` for an
 entry left unhandled) runs in `finally`. A failure while handling one URL becomes that URL's result
 (``internal: ...``), it never ends the loop, except the errors that end the crawl (a failed
 scorer, an output or crawl state that cannot be written, a lost shared crawl in Redis, a network
@@ -19,17 +19,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from crawler.engine.pages import PageHandler, failed_result
 from crawler.errors import NetworkUnavailable, OutputError, ScoreError, SharedStateError
 from crawler.focus.budget import FetchBudget
-from crawler.frontier import EntryKind, Frontier, Outcome
+from crawler.frontier import EntryKind, Outcome
+from crawler.frontier.base import WorkSource
 from crawler.output.results import CrawlResult
 from crawler.state.db import StateError
-
-if TYPE_CHECKING:
-    from crawler.cluster import SharedWork  # redis-py: only for a shared crawl
 
 __all__ = ["FATAL", "WorkerDone", "run_worker"]
 
@@ -52,17 +49,15 @@ class WorkerDone:
 
 
 async def run_worker(
-    frontier: Frontier | SharedWork,
+    frontier: WorkSource,
     pages: PageHandler,
     budget: FetchBudget | None,
-    shared: SharedWork | None,
     emit: Callable[[CrawlResult], Awaitable[None]],
 ) -> BaseException | None:
     """Handle the frontier's entries until it runs out or closes, or the budget is spent; the
     error that ended the loop, or None (cancelled too: the entry in flight stays pending).
 
-    `shared`: a shared crawl's frontier, which takes back an entry left unhandled; `emit` hands
-    a result to the consumer."""
+    `emit` hands a result to the consumer."""
     error: BaseException | None = None
     try:
         while budget is None or await budget.claim():
@@ -91,10 +86,10 @@ async def run_worker(
                 handled = True
             finally:
                 try:
-                    if handled or shared is None:
+                    if handled:
                         frontier.done(entry, outcome, retry=retry)  # its host's slot, always
-                    else:  # aborted: back to the shared frontier (with a state, left pending)
-                        shared.give_back(entry)
+                    else:  # aborted: its slot freed (with a state, left pending; shared: back)
+                        frontier.abandon(entry)
                 finally:
                     if budget is not None:  # spent by a page's result
                         budget.settle(handled and entry.kind is EntryKind.PAGE and not retry)

@@ -77,7 +77,7 @@ from typing import Protocol
 from crawler.frontier.entries import Entry, Outcome
 from crawler.frontier.robots import RobotsPolicy
 
-__all__ = ["FrontierBackend", "FrontierStats"]
+__all__ = ["FrontierBackend", "FrontierStats", "WorkSource"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +98,36 @@ class FrontierStats:
     robots_fetches: int  # ROBOTS entries handed out
     handed_out: int  # PAGE entries handed out
     raised: int  # queued entries whose priority reprioritize() raised
+
+
+class WorkSource(Protocol):
+    """What the crawl's workers and the engine ask of the frontier they take work from: the
+    in-memory `Frontier`, or a shared crawl's `crawler.frontier.redis.work.SharedWork`. The
+    engine, the worker loop and the pages never ask which one they hold."""
+
+    @property
+    def stats(self) -> FrontierStats: ...
+
+    async def get(self) -> Entry | None: ...
+
+    def done(
+        self, entry: Entry, outcome: Outcome | None = None, *, retry: bool = False
+    ) -> None: ...
+
+    def abandon(self, entry: Entry) -> None:
+        """An entry handed out and left unhandled (the crawl aborted while it was in flight):
+        its host's slot freed; with a state it stays pending, in a shared crawl it goes back."""
+
+    def emitted(self, key: str) -> None:
+        """The result of `key` reached the crawl's consumer (a shared crawl's lease ends)."""
+
+    def refusal(self, entry: Entry) -> str: ...
+
+    def set_robots(self, key: str, policy: RobotsPolicy, body: bytes | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
+    def __len__(self) -> int: ...
 
 
 class FrontierBackend(Protocol):

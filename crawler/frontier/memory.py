@@ -202,6 +202,13 @@ class Frontier(Handout):
             self._schedule.raised(host, priority)
         return True, was
 
+    def abandon(self, entry: Entry) -> None:
+        """An entry left unhandled (the crawl aborted): its slot freed, nothing else."""
+        self.done(entry)
+
+    def emitted(self, key: str) -> None:
+        """Nothing to do in memory (`WorkSource.emitted`)."""
+
     def done(self, entry: Entry, outcome: Outcome | None = None, *, retry: bool = False) -> None:
         """Release the slot of an entry handed out by ``get()``; exactly once per PAGE/ROBOTS
         entry (a no-op for REFUSED ones). ``outcome`` drives backoff and the adaptive delay;

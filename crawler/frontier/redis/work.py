@@ -153,7 +153,7 @@ class SharedWork:
         else:
             self._send((entry, outcome, retry))
 
-    def give_back(self, entry: Entry) -> None:
+    def abandon(self, entry: Entry) -> None:
         """An entry whose handling was cut short (the crawl is ending): another worker here
         may take it; else `drain` gives it back to the shared frontier, leased to nobody."""
         self._spare.append(entry)
