@@ -103,41 +103,18 @@ async def run(
     new generation of the finished crawl in the state (or resumes the one in progress).
     """
     o = config.output
-    if recrawl and not (Path(config.state.dir) / FILENAME).exists():
-        raise StateError(f"{config.state.dir}: no crawl state to visit again; "
-                         "run the crawl once without --recrawl")  # fmt: skip
     warc: WarcOutput | None = None
     if o.warc:  # before the state: a refused WARC file leaves the state unopened (--fresh too)
         from crawler.output.warc import WarcOutput  # warcio
 
         warc = WarcOutput(o.warc, max_size=o.warc_max_size)
-    state = (
-        CrawlState.open(config.state.dir, settings(config), fresh=fresh)
-        if config.state.dir
-        else None
-    )
-    if state is not None and recrawl and state.previous_status == "finished":
-        generation = state.start_recrawl()
-        admitted, _ = state.counts()
-        say(quiet, f"recrawl {generation} of the crawl in {state.directory}: "
-                   f"{admitted:,} URLs to visit again")  # fmt: skip
-    elif state is not None and recrawl and state.generation == 0:
-        state.abandon()
-        raise StateError(f"{state.directory}: the crawl is not finished; run it again without "
-                         "--recrawl to finish it first")  # fmt: skip
-    elif state is not None and state.previous_status in ("running", "interrupted"):
-        admitted, done = state.counts()  # (a recrawl just started is not "resumed")
-        what = "recrawl" if state.generation else "crawl"
-        say(quiet, f"resuming the {what} in {state.directory} ({done:,} of {admitted:,} URLs done)")
-    for line in notes(state) if state is not None else ():  # the limits changed since
-        say(quiet, line)
+    state = open_state(config, quiet=quiet, fresh=fresh, recrawl=recrawl)
     try:
         crawler = Crawler(config, recorder=warc.write if warc is not None else None, state=state)
     except BaseException:  # (a shared crawl refuses --state): the state's lock goes with it
         if state is not None:
             state.abandon()
         raise
-    reporter = ProgressReporter(crawler, sys.stderr, interval=o.progress_interval)
     shared = bool(config.cluster.redis)  # a result is written before its lease is released
     writer = JsonlWriter(out, sync=state is not None or shared, on_error=crawler.stop,
                          name=o.path if o.path not in ("", "-") else "stdout")  # fmt: skip
@@ -147,6 +124,84 @@ async def run(
         return bool(resolved and crawler.scope and crawler.scope.check(resolved[1], 0) == "domain")
 
     report = SeedReport(out_of_scope)
+    try:
+        stopped_by = await crawl_with_signals(crawler, seeds, writer, report, out, keys=keys,
+                                              quiet=quiet)  # fmt: skip
+    finally:
+        if warc is not None:
+            warc.close()
+    if stopped_by:
+        where = f"; state saved in {config.state.dir}" if state is not None else ""
+        hint = (
+            f"resume with: {command_line(without_fresh(args))}"
+            if state is not None
+            else f"the shared crawl {config.cluster.crawl_id!r} goes on in Redis; rejoin it "
+            f"with: {command_line(args)}"
+            if config.cluster.redis
+            else "it cannot be resumed: run with --state DIR to make crawls resumable"
+        )
+        # said last, below the summary, so that the command to resume is on screen at the end
+        return Outcome(crawler, 128 + stopped_by, last=f"crawl: interrupted{where}; {hint}")
+    if state is not None and state.previous_status == "finished" and writer.lines == 0:
+        again = command_line([*without_fresh(args), "--fresh"])
+        visit = command_line([*without_fresh(args), "--recrawl"])
+        say(quiet, f"the crawl in {state.directory} is already complete: nothing to do. "
+                   f"To visit its URLs again (conditional requests): {visit}; "
+                   f"to crawl again from scratch: {again} (outputs are appended to: "
+                   "point -o/--warc at new files)")  # fmt: skip
+        return Outcome(crawler, 0, summary=False)
+    tell_how_it_ended(crawler, report, writer.lines, quiet=quiet)
+    # a process of a shared crawl sees the seeds it fetched, maybe not all of them; a resumed
+    # crawl tries only the seeds left pending: any answer of the crawl's URLs (its earlier runs'
+    # included, in the restored stats) means something could be fetched
+    answered = sum(crawler.stats.status_classes.values())
+    if report.nothing_fetched and not answered and (not shared or report.tried >= len(set(seeds))):
+        return Outcome(crawler, NOTHING_FETCHED, error=report.message())
+    return Outcome(crawler, 0)
+
+
+def open_state(config: Config, *, quiet: bool, fresh: bool, recrawl: bool) -> CrawlState | None:
+    """The crawl state of `[state] dir` (None without one), opened, with a line saying what this
+    run does with it: a recrawl started, a crawl resumed, the limits changed since."""
+    if recrawl and not (Path(config.state.dir) / FILENAME).exists():
+        raise StateError(f"{config.state.dir}: no crawl state to visit again; "
+                         "run the crawl once without --recrawl")  # fmt: skip
+    if not config.state.dir:
+        return None
+    state = CrawlState.open(config.state.dir, settings(config), fresh=fresh)
+    if recrawl and state.previous_status == "finished":
+        generation = state.start_recrawl()
+        admitted, _ = state.counts()
+        say(quiet, f"recrawl {generation} of the crawl in {state.directory}: "
+                   f"{admitted:,} URLs to visit again")  # fmt: skip
+    elif recrawl and state.generation == 0:
+        state.abandon()
+        raise StateError(f"{state.directory}: the crawl is not finished; run it again without "
+                         "--recrawl to finish it first")  # fmt: skip
+    elif state.previous_status in ("running", "interrupted"):
+        admitted, done = state.counts()  # (a recrawl just started is not "resumed")
+        what = "recrawl" if state.generation else "crawl"
+        say(quiet, f"resuming the {what} in {state.directory} ({done:,} of {admitted:,} URLs done)")
+    for line in notes(state):  # the limits changed since
+        say(quiet, line)
+    return state
+
+
+async def crawl_with_signals(
+    crawler: Crawler,
+    seeds: list[str],
+    writer: JsonlWriter,
+    report: SeedReport,
+    out: IO[str],
+    *,
+    keys: set[str] | None,
+    quiet: bool,
+) -> int:
+    """Run the crawl, each result written and observed, under the command's SIGINT/SIGTERM
+    handler: the first signal stops the crawl gracefully (fetches in flight get
+    `SHUTDOWN_GRACE` seconds), a second one leaves at once. The signal that stopped it, or 0."""
+    o = crawler.config.output
+    reporter = ProgressReporter(crawler, sys.stderr, interval=o.progress_interval)
     stopped_by: list[int] = []
     loop = asyncio.get_running_loop()
 
@@ -178,28 +233,14 @@ async def run(
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
-        if warc is not None:
-            warc.close()
-    if stopped_by:
-        where = f"; state saved in {config.state.dir}" if state is not None else ""
-        hint = (
-            f"resume with: {command_line(without_fresh(args))}"
-            if state is not None
-            else f"the shared crawl {config.cluster.crawl_id!r} goes on in Redis; rejoin it "
-            f"with: {command_line(args)}"
-            if config.cluster.redis
-            else "it cannot be resumed: run with --state DIR to make crawls resumable"
-        )
-        # said last, below the summary, so that the command to resume is on screen at the end
-        return Outcome(crawler, 128 + stopped_by[0], last=f"crawl: interrupted{where}; {hint}")
-    if state is not None and state.previous_status == "finished" and writer.lines == 0:
-        again = command_line([*without_fresh(args), "--fresh"])
-        visit = command_line([*without_fresh(args), "--recrawl"])
-        say(quiet, f"the crawl in {state.directory} is already complete: nothing to do. "
-                   f"To visit its URLs again (conditional requests): {visit}; "
-                   f"to crawl again from scratch: {again} (outputs are appended to: "
-                   "point -o/--warc at new files)")  # fmt: skip
-        return Outcome(crawler, 0, summary=False)
+    return stopped_by[0] if stopped_by else 0
+
+
+def tell_how_it_ended(crawler: Crawler, report: SeedReport, lines: int, *, quiet: bool) -> None:
+    """What a user should know of a crawl that ran to its end: a fetch budget spent with URLs
+    left, seeds that redirected out of the crawl's scope, a shared crawl with nothing left."""
+    config, state = crawler.config, crawler.state
+    shared = bool(config.cluster.redis)
     budget, frontier = crawler.budget, crawler.frontier
     if budget is not None and budget.exhausted and frontier is not None and len(frontier):
         # a focused crawl's --max-pages spent, URLs left queued: say so, and how to go on
@@ -215,16 +256,9 @@ async def run(
         say(quiet, f"seed {seed} redirected to {target}, another site, outside the crawl's scope: "
                    "nothing of it was crawled; seed the target itself, or add its host to "
                    "[scope] allowed_domains")  # fmt: skip
-    if shared and writer.lines == 0 and not (budget is not None and budget.exhausted):
+    if shared and lines == 0 and not (budget is not None and budget.exhausted):
         say(quiet, f"the shared crawl {config.cluster.crawl_id!r} has nothing left to do "
                    "(crawl --status shows it)")  # fmt: skip
-    # a process of a shared crawl sees the seeds it fetched, maybe not all of them; a resumed
-    # crawl tries only the seeds left pending: any answer of the crawl's URLs (its earlier runs'
-    # included, in the restored stats) means something could be fetched
-    answered = sum(crawler.stats.status_classes.values())
-    if report.nothing_fetched and not answered and (not shared or report.tried >= len(set(seeds))):
-        return Outcome(crawler, NOTHING_FETCHED, error=report.message())
-    return Outcome(crawler, 0)
 
 
 async def run_demo(config: Config, out: IO[str], explicit_delay: bool, quiet: bool) -> Outcome:

@@ -55,7 +55,7 @@ from crawler.errors import ConfigError, SeedError, SharedStateError
 from crawler.fetch.response import Response
 from crawler.focus.budget import FetchBudget
 from crawler.focus.scoring import ScoreFn
-from crawler.frontier import Entry
+from crawler.frontier import Entry, Frontier
 from crawler.frontier.base import WorkSource
 from crawler.output.results import CrawlResult, CrawlStats
 from crawler.parse.thread import Parser, switch_interval
@@ -174,29 +174,64 @@ class Crawler:
             raise TypeError(f"crawl() takes a list of seed URLs, not one: crawl([{seeds!r}])")
         entries = self.seed_entries(seeds)
         self.scope = make_scope(self.config)
-        if self.config.cluster.redis:
-            from crawler.cluster import ClusterNode
-
-            shared = settings(self.config, scored=self.focus is not None)
-            if self.focus is not None:  # max_pages is a budget, free to change: not its presence
-                shared["crawl.fetch_budget"] = self.budget is not None
-            shared.update(cluster_settings(self.config))  # one content index, one delay
-            self.cluster = node = ClusterNode(self.config, shared,
-                                              clock=self._clock,
-                                              host_rule=self.fetcher.rules.host_rule)  # fmt: skip
-            await node.open(self.stats.as_dict)
-            if self.config.dedup.enabled:
-                self.content = node.content_index(self.config.dedup.near_distance)
-            if self.budget is not None:  # page results of every process
-                self.budget = await node.budget(self.budget.limit)
-            self.frontier = node.work
-            frontier = None
-        else:
-            self.frontier = frontier = make_frontier(self.config, self._clock,
-                                                     self.fetcher.rules.host_rule)  # fmt: skip
-        confirm = self.config.sieve.confirm
-        exact = confirm == "exact" or (confirm == "auto" and self.state is not None)
+        frontier = await self._open_frontier()
+        assert self.frontier is not None
+        self._restore()
+        self._open_admission(frontier)
+        self.pages = PageHandler(
+            self.config,
+            fetcher=self.fetcher,
+            parser=self.parser,
+            urls=self.urls,
+            admission=self.admission,
+            frontier=self.frontier,
+            stats=self.stats,
+            state=self.state,
+            recrawl=self.recrawl,
+            recorder=self._recorder,
+            focus=self.focus,
+            content=self.content,
+        )
+        self._scope_seed_hosts(entries, frontier)
         state = self.state
+        if state is not None:  # a resume whose limits admit more: the links they refused
+            score = self.focus.score if self.focus is not None else None
+            if offered := await offer_kept(self.admission, state, score):
+                log.info("resuming: %d links kept for a larger limit admitted", offered)
+        for entry in entries:
+            await self.admission.seed(entry)
+        if state is not None and frontier is not None:  # (a run with nothing to fetch: no gap)
+            state.dedup(self.content is not None, fetching=len(frontier) > 0)
+
+    async def _open_frontier(self) -> Frontier | None:
+        """The frontier the workers take work from: in memory (returned: the admission gate
+        fills it), or a shared crawl's, with its content index and fetch budget (None)."""
+        if not self.config.cluster.redis:
+            frontier = make_frontier(self.config, self._clock, self.fetcher.rules.host_rule)
+            self.frontier = frontier
+            return frontier
+        from crawler.cluster import ClusterNode
+
+        shared = settings(self.config, scored=self.focus is not None)
+        if self.focus is not None:  # max_pages is a budget, free to change: not its presence
+            shared["crawl.fetch_budget"] = self.budget is not None
+        shared.update(cluster_settings(self.config))  # one content index, one delay
+        self.cluster = node = ClusterNode(self.config, shared, clock=self._clock,
+                                          host_rule=self.fetcher.rules.host_rule)  # fmt: skip
+        await node.open(self.stats.as_dict)
+        if self.config.dedup.enabled:
+            self.content = node.content_index(self.config.dedup.near_distance)
+        if self.budget is not None:  # page results of every process
+            self.budget = await node.budget(self.budget.limit)
+        self.frontier = node.work
+        return None
+
+    def _restore(self) -> None:
+        """With a state: the seen test, the stats, the budget and the content index as a
+        resumed crawl left them; the seen test's exact tier (`[sieve] confirm`)."""
+        confirm = self.config.sieve.confirm
+        state = self.state
+        exact = confirm == "exact" or (confirm == "auto" and state is not None)
         if state is not None and state.resumed:
             self.sieve = state.restore_sieve(self.sieve)
             self.stats.restore(state.stats() or {})
@@ -214,9 +249,12 @@ class Crawler:
             content.store = state.add_content
         store = (state.seen if state is not None else SeenStore()) if exact else None
         self.dedup = Dedup(self.sieve, store)
+
+    def _open_admission(self, frontier: Frontier | None) -> None:
+        """The admission gate: in memory into `frontier`, or through the shared crawl."""
         gate: dict[str, Any] = {
             "urls": self.urls, "scope": self.scope, "dedup": self.dedup, "stats": self.stats,
-            "state": state,
+            "state": self.state,
             "max_pages": 0 if self.budget is not None else self.config.crawl.max_pages,
             "max_redirects": self.config.fetch.max_redirects,
             "fetch_canonical": self.config.urls.fetch_canonical,
@@ -227,20 +265,12 @@ class Crawler:
             self.admission: Admission = SharedAdmission(shared=self.cluster, **gate)
         else:
             self.admission = Admission(frontier=frontier, **gate)
-        self.pages = PageHandler(
-            self.config,
-            fetcher=self.fetcher,
-            parser=self.parser,
-            urls=self.urls,
-            admission=self.admission,
-            frontier=self.frontier,
-            stats=self.stats,
-            state=state,
-            recrawl=self.recrawl,
-            recorder=self._recorder,
-            focus=self.focus,
-            content=self.content,
-        )
+
+    def _scope_seed_hosts(self, entries: list[Entry], frontier: Frontier | None) -> None:
+        """The seeds' hosts (every run's, with a state, and those seeds redirected to) in scope
+        and exempt from the SSRF guard; a resumed crawl's pending URLs back in the frontier."""
+        assert self.scope is not None
+        state = self.state
         hosts = {split_host(e.key) for e in entries}
         if state is not None:
             assert frontier is not None  # a shared crawl has no --state (crawler.cluster)
@@ -261,14 +291,6 @@ class Crawler:
         if guard is not None:
             for host in hosts | {split_host(e.url) for e in entries}:
                 guard.allow_host(host)
-        if state is not None:  # a resume whose limits admit more: the links they refused
-            score = self.focus.score if self.focus is not None else None
-            if offered := await offer_kept(self.admission, state, score):
-                log.info("resuming: %d links kept for a larger limit admitted", offered)
-        for entry in entries:
-            await self.admission.seed(entry)
-        if state is not None and frontier is not None:  # (a run with nothing to fetch: no gap)
-            state.dedup(self.content is not None, fetching=len(frontier) > 0)
 
     def crawl(self, seeds: Iterable[str]) -> AsyncGenerator[CrawlResult, None]:
         """Crawl from `seeds`, yielding one result per fetched, failed or refused URL.
