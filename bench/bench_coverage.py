@@ -12,6 +12,13 @@ computed without the crawler: the pages reachable from that page by `<a href>`, 
 it; fragments cut; the site only).
 Every page the reference reaches and the crawl does not (or the opposite) is printed with its
 depth; so is every result that is not a 200, by status or error kind.
+
+    python -m bench.bench_coverage --corpus sqlite3-doc --sieve all
+
+crawls the site once with each kind of URL-seen filter (`[sieve] kind`, `crawler.sieve`) and
+ends with one table: each kind's crawled set against the reference (the breadth-first truth),
+and the URLs fetched more than once (a false negative would show there; a false positive
+among the missed).
 """
 
 from __future__ import annotations
@@ -104,13 +111,14 @@ def reference(root: Path, start: str = "index.html") -> dict[str, tuple[str, int
     return out
 
 
-def run(corpus: str, keep: Path | None = None) -> None:
+def run(corpus: str, keep: Path | None = None, sieve: str = "") -> tuple[int, int, int, int]:
+    """Crawl `corpus` and print its coverage; (reachable, crawled, missed, repeats)."""
     root = CORPORA[corpus]()
     with tempfile.TemporaryDirectory(prefix="bench-coverage-") as tmp, Nginx(root) as server:
         config, out = Path(tmp) / "crawl.toml", Path(tmp) / "crawl.jsonl"
         config.write_text(CONFIG)
         cmd = [sys.executable, "-m", "crawler.cli", server.base_url + start_page(corpus), "-q"]
-        cmd += ["--config", str(config), "-o", str(out)]
+        cmd += ["--config", str(config), "-o", str(out)] + (["--sieve", sieve] if sieve else [])
         proc = subprocess.run(cmd, check=True, stderr=subprocess.PIPE, text=True)
         results = [json.loads(line) for line in out.read_text().splitlines()]
         base = server.base_url
@@ -130,7 +138,7 @@ def run(corpus: str, keep: Path | None = None) -> None:
         if any(r["status"] == 200 and str(r["content_type"]).startswith("text/html") for r in rs)
     }
     on_disk = sum(1 for p in root.rglob("*") if p.suffix in (".html", ".htm"))
-    print(f"### {corpus}: {root}\n")
+    print(f"### {corpus}: {root}{f' (sieve: {sieve})' if sieve else ''}\n")
     print(f"HTML files on disk {on_disk}; reachable (html.parser reference) {len(ref_html)}; "
           f"crawled 200 HTML {len(ok)}; both {len(ref_html & ok)}")  # fmt: skip
     for label, only in (("missed by the crawl", ref_html - ok), ("only the crawl", ok - ref_html)):
@@ -154,6 +162,7 @@ def run(corpus: str, keep: Path | None = None) -> None:
     for line, n in lines.most_common(20):
         print(f"  {n} x {line[:160]}")
     print(flush=True)
+    return len(ref_html), len(ok), len(ref_html - ok), repeats
 
 
 def main(argv: list[str]) -> None:
@@ -164,9 +173,21 @@ def main(argv: list[str]) -> None:
     )
     parser.add_argument("--corpus", choices=tuple(CORPORA), action="append", required=True)
     parser.add_argument("--keep", type=Path, help="keep each crawl's JSON Lines and stderr here")
+    parser.add_argument("--sieve", action="append", default=[],
+                        help="crawl with this [sieve] kind ('all': each of them)")  # fmt: skip
     args = parser.parse_args(argv)
+    from crawler.sieve import FILTER_KINDS
+
+    kinds = list(FILTER_KINDS) if "all" in args.sieve else args.sieve
+    rows = []
     for corpus in args.corpus:
-        run(corpus, args.keep)
+        for kind in kinds or [""]:
+            rows.append((corpus, kind or "scalable", *run(corpus, args.keep, kind)))
+    if kinds:
+        print("| corpus | sieve kind | reachable HTML | crawled 200 HTML | missed | repeats |")
+        print("|---|---|--:|--:|--:|--:|")
+        for corpus, kind, reach, ok, missed, repeats in rows:
+            print(f"| {corpus} | {kind} | {reach:,} | {ok:,} | {missed} | {repeats} |")
 
 
 if __name__ == "__main__":
