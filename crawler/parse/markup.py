@@ -199,10 +199,41 @@ def read_tree(
         return Markup(
             True, charset, text=("", "") if text else None, content="" if content else None
         )
+    details: dict[str, tuple[str, str, str]] | None = {} if anchors else None
+    hrefs, nofollow, metas, base_href, framed, headings, hidden = _read_elements(
+        tree, text, details
+    )
+    if framed:
+        _noframes_links(tree, hrefs, nofollow)
+    head = tree.head or tree
+    canonical_href = _canonical_href(head)
+    title = _title(tree, head)  # before `_page_text` strips hidden elements (an <svg><title>)
+    page_text, main_text = _page_text(tree, headings, hidden, text, content)
+    return Markup(
+        True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
+        title, details if details is not None else {}, page_text, main_text,
+    )  # fmt: skip
+
+
+# What `_read_elements`' pass found: (hrefs, nofollow, metas, base_href) as in `Markup`, then
+# whether the page is a frameset (a <frame src>: its <noframes> links are read too) and, with
+# `text`, the h1-h6 texts and the elements left out of the page's text. A plain tuple: a
+# NamedTuple cost ~0.8 us a page more (its making and field reads; a page's pass is ~200 us).
+_Found = tuple[
+    list[str], list[int], list[tuple[str, str]], str | None, bool, list[str], list[LexborNode]
+]
+
+
+def _read_elements(
+    tree: LexborHTMLParser, text: bool, details: dict[str, tuple[str, str, str]] | None
+) -> _Found:
+    """The tree's one whole pass (`_TREE_CSS`; with `text`, `_TEXT_TREE_CSS`), in document
+    order: links, frames, metas and the first <base href>; with `text`, the headings and the
+    hidden elements too; with `details` (`anchors`), each href's anchor details put there.
+    The crawl's per-element loop: what it fills are locals (no attribute lookup per element)."""
     hrefs: list[str] = []
     nofollow: list[int] = []
     metas: list[tuple[str, str]] = []
-    details: dict[str, tuple[str, str, str]] | None = {} if anchors else None
     contexts = Contexts()
     headings: list[str] = []
     hidden: list[LexborNode] = []
@@ -232,14 +263,7 @@ def read_tree(
                 hrefs.append(src.strip(STRIP))
                 framed = framed or tag_id == _FRAME
         elif tag_id == _META:
-            attrs = node.attributes
-            name = attrs.get("name")
-            if name is not None:
-                metas.append((name.strip().lower(), attrs.get("content") or ""))
-            if (attrs.get("http-equiv") or "").strip().lower() == "refresh":
-                target = refresh_url(attrs.get("content") or "")
-                if target:  # where the page sends the browser: a link of the page
-                    hrefs.append(target)
+            _read_meta(node.attributes, metas, hrefs)
         elif tag_id == _BASE and base_href is None:
             base_href = node.attributes.get("href") or ""
         elif not text:  # "[href]" matches <link>, <use>...: nothing to read
@@ -250,22 +274,35 @@ def read_tree(
             hidden.append(node)  # a heading too (an <html href role=navigation>: no)
         elif tag_id in _HEADING_TAGS:
             headings.append(node.text(deep=True, separator=" "))
+    return hrefs, nofollow, metas, base_href, framed, headings, hidden
 
-    if framed:
-        _noframes_links(tree, hrefs, nofollow)
-    head = tree.head or tree
+
+def _read_meta(
+    attrs: dict[str, str | None], metas: list[tuple[str, str]], hrefs: list[str]
+) -> None:
+    """Read one <meta>'s attributes: a <meta name> into `metas`, a refresh's URL into `hrefs`."""
+    name = attrs.get("name")
+    if name is not None:
+        metas.append((name.strip().lower(), attrs.get("content") or ""))
+    if (attrs.get("http-equiv") or "").strip().lower() == "refresh":
+        target = refresh_url(attrs.get("content") or "")
+        if target:  # where the page sends the browser: a link of the page
+            hrefs.append(target)
+
+
+def _canonical_href(head: LexborHTMLParser | LexborNode) -> str | None:
+    """The href of the first rel=canonical link in `head` (C0 controls and spaces stripped)."""
     canonical = head.css_first(_CANONICAL_CSS)
-    canonical_href = (canonical.attrs.get("href") or "").strip(STRIP) if canonical else None
-    title = None
+    return (canonical.attrs.get("href") or "").strip(STRIP) if canonical else None
+
+
+def _title(tree: LexborHTMLParser, head: LexborHTMLParser | LexborNode) -> str | None:
+    """The first <title> (`head`'s first), whitespace collapsed, at most TITLE_MAX_CHARS."""
     title_node = head.css_first("title") or tree.css_first("title")
-    if title_node is not None:
-        raw = title_node.text(deep=True).lstrip()[: 4 * TITLE_MAX_CHARS]
-        title = " ".join(raw.split())[:TITLE_MAX_CHARS].rstrip() or None
-    page_text, main_text = _page_text(tree, headings, hidden, text, content)
-    return Markup(
-        True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
-        title, details if details is not None else {}, page_text, main_text,
-    )  # fmt: skip
+    if title_node is None:
+        return None
+    raw = title_node.text(deep=True).lstrip()[: 4 * TITLE_MAX_CHARS]
+    return " ".join(raw.split())[:TITLE_MAX_CHARS].rstrip() or None
 
 
 def _noframes_links(tree: LexborHTMLParser, hrefs: list[str], nofollow: list[int]) -> None:
