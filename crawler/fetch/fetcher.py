@@ -35,6 +35,7 @@ import ssl
 import time
 from collections.abc import Mapping
 from types import TracebackType
+from typing import NoReturn
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
@@ -51,7 +52,14 @@ from crawler.fetch.resolver import OverrideResolver
 from crawler.fetch.response import Response
 from crawler.fetch.steering import HostRules, redact, tls_context
 from crawler.fetch.translate import Proxied, translate_error
-from crawler.fetch.watch import CURRENT, STALE_TRIES, Pacer, StaleConnection, WatchedRequest
+from crawler.fetch.watch import (
+    CURRENT,
+    STALE_TRIES,
+    FetchWatch,
+    Pacer,
+    StaleConnection,
+    WatchedRequest,
+)
 
 __all__ = ["Fetcher"]
 
@@ -225,100 +233,136 @@ class Fetcher:
         *,
         stale: bool,
     ) -> Response:
-        """One `fetch`; `stale`: raise `StaleConnection` for a reset on a reused connection."""
+        """One `fetch`; `stale`: raise `StaleConnection` for a reset on a reused connection.
+        Its pace is watched (`crawler.fetch.watch`) until the body is read."""
         assert self._session is not None
         cap = self.max_body if max_body is None else max_body
         started = time.monotonic()
         waiting = True  # until the response headers are complete
         watch = self._pacer.start()
         token = CURRENT.set(watch)
-        proxy = tunnel = None
+        proxy: URL | None = None
+        https = False
         try:
             target = URL(url, encoded=True)
             if self._guarded is not None:
                 await self._check_literal(target)
-            host, port = target.raw_host or "", target.port or 0  # as host_key spells it
-            scheme = target.scheme
-            verify = self.rules.tls_verify(host, port, scheme)
-            headers = _merged(self.rules.headers(host, port, scheme), conditional)
-            proxy = self._proxy_for(host, port)
-            if proxy is not None and self._proxy_auth is not None:  # CONNECT's, or the request's
-                if scheme == "https":
-                    tunnel = self._proxy_auth
-                else:
-                    headers = {**(headers or {}), **self._proxy_auth}
+            https = target.scheme == "https"
+            headers, proxy, tunnel, tls = self._steer(target, conditional)
             async with self._session.get(
                 target,
                 allow_redirects=False,
                 headers=headers,
                 proxy=proxy,
                 proxy_headers=tunnel,
-                ssl=True if verify is None else self._ssl_rules[verify],
+                ssl=tls,
             ) as resp:
                 waiting = False
                 latency = time.monotonic() - started
-                declared = resp.content_length
-                # a redirect's or an error's status counts, not its body: one that cannot be
-                # decoded is read as empty, one past the cap is cut there (browsers follow a
-                # redirect without reading it)
-                lenient = not 200 <= resp.status < 300
-                truncate = truncate or lenient
-                try:
-                    encoding = content_coding(resp.headers)
-                except DecodingError:
-                    if not lenient:
-                        raise
-                    encoding = "unsupported"
-                if declared is not None and declared > cap and not encoding and not truncate:
-                    raise BodyTooLarge(f"Content-Length {declared} exceeds the cap of {cap} bytes")
-                decoder = Decoder.make(encoding, lenient=lenient)
-                self._pacer.body(watch, resp.content)
-                raw, body, cut = await read_capped(resp, cap, truncate, decoder)
-                if decoder is not None and decoder.failed:
-                    log.info("%s: the body of a %d cannot be decoded: read where it decodes", url,
-                             resp.status)  # fmt: skip
-                version = resp.version
-                return Response(
-                    url=url,
-                    status=resp.status,
-                    headers=tuple(
-                        (str(k), v if v.isascii() else header_text(k, v))
-                        for k, v in resp.headers.items()
-                    ),
-                    body=body,
-                    latency=latency,
-                    elapsed=time.monotonic() - started,
-                    ip=watch.peer,
-                    reason=header_text("", resp.reason or ""),
-                    version=f"HTTP/{version.major}.{version.minor}" if version else "HTTP/1.1",
-                    request_headers=redact(
-                        ((str(k), v) for k, v in resp.request_info.headers.items()), self._secret
-                    ),
-                    raw_body=None if raw is body else raw,
-                    truncated=cut,
-                )
+                raw, body, cut = await self._read_body(resp, url, cap, truncate, watch)
+                return self._response(url, resp, raw, body, cut, latency, started, watch.peer)
         except asyncio.CancelledError:
             if watch.expired():
                 raise self._too_slow(waiting) from None
             raise
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
-            if watch.expired():
-                raise self._too_slow(waiting) from exc
-            via = None  # through a proxy, what failed may be the proxy (crawler.fetch.translate)
-            if proxy is not None:
-                via = Proxied(proxy.host or "", proxy.port or 0, watch.sent_at is None,
-                              scheme == "https")  # fmt: skip
-            if isinstance(exc, aiohttp.ClientResponseError):
-                # its request_info holds the request's headers (credentials), and a proxy's
-                # error its URL with the password: not chained, so no traceback shows them
-                raise translate_error(exc, waiting=waiting, proxy=via) from None
-            error = translate_error(exc, waiting=waiting, proxy=via)
-            if stale and waiting and watch.reused and isinstance(error, ConnectionReset):
-                raise StaleConnection(error) from exc
-            raise error from exc
+            self._fail(exc, watch, waiting=waiting, proxy=proxy, https=https, stale=stale)
         finally:
             self._pacer.finish(watch)
             CURRENT.reset(token)
+
+    def _steer(
+        self, target: URL, conditional: Mapping[str, str] | None
+    ) -> tuple[Mapping[str, str] | None, URL | None, dict[str, str] | None, ssl.SSLContext | bool]:
+        """(headers, proxy, CONNECT headers, TLS setting) of a request to `target`: its host
+        rules' headers and a recrawl's `conditional` ones, the proxy unless NO_PROXY lists the
+        host, the proxy's credentials (in the CONNECT for https, else in the request)."""
+        host, port = target.raw_host or "", target.port or 0  # as host_key spells it
+        scheme = target.scheme
+        verify = self.rules.tls_verify(host, port, scheme)
+        headers = _merged(self.rules.headers(host, port, scheme), conditional)
+        proxy = self._proxy_for(host, port)
+        tunnel = None
+        if proxy is not None and self._proxy_auth is not None:  # CONNECT's, or the request's
+            if scheme == "https":
+                tunnel = self._proxy_auth
+            else:
+                headers = {**(headers or {}), **self._proxy_auth}
+        return headers, proxy, tunnel, True if verify is None else self._ssl_rules[verify]
+
+    async def _read_body(
+        self, resp: aiohttp.ClientResponse, url: str, cap: int, truncate: bool, watch: FetchWatch
+    ) -> tuple[bytes, bytes, bool]:
+        """(raw, decoded, cut) body of `resp`, decompressed, held to `cap` as `fetch` tells and
+        to the transfer-rate floor. A 2xx in a coding it cannot decode raises DecodingError."""
+        declared = resp.content_length
+        # a redirect's or an error's status counts, not its body: one that cannot be
+        # decoded is read as empty, one past the cap is cut there (browsers follow a
+        # redirect without reading it)
+        lenient = not 200 <= resp.status < 300
+        truncate = truncate or lenient
+        try:
+            encoding = content_coding(resp.headers)
+        except DecodingError:
+            if not lenient:
+                raise
+            encoding = "unsupported"
+        if declared is not None and declared > cap and not encoding and not truncate:
+            raise BodyTooLarge(f"Content-Length {declared} exceeds the cap of {cap} bytes")
+        decoder = Decoder.make(encoding, lenient=lenient)
+        self._pacer.body(watch, resp.content)
+        raw, body, cut = await read_capped(resp, cap, truncate, decoder)
+        if decoder is not None and decoder.failed:
+            log.info("%s: the body of a %d cannot be decoded: read where it decodes", url,
+                     resp.status)  # fmt: skip
+        return raw, body, cut
+
+    def _response(
+        self, url: str, resp: aiohttp.ClientResponse, raw: bytes, body: bytes, cut: bool,
+        latency: float, started: float, peer: str | None,
+    ) -> Response:  # fmt: skip
+        """The `Response` record of `resp` and its body, read from `peer`: `latency` seconds
+        to the headers, `started` on `time.monotonic()`. Secret request headers are redacted."""
+        version = resp.version
+        return Response(
+            url=url,
+            status=resp.status,
+            headers=tuple(
+                (str(k), v if v.isascii() else header_text(k, v)) for k, v in resp.headers.items()
+            ),
+            body=body,
+            latency=latency,
+            elapsed=time.monotonic() - started,
+            ip=peer,
+            reason=header_text("", resp.reason or ""),
+            version=f"HTTP/{version.major}.{version.minor}" if version else "HTTP/1.1",
+            request_headers=redact(
+                ((str(k), v) for k, v in resp.request_info.headers.items()), self._secret
+            ),
+            raw_body=None if raw is body else raw,
+            truncated=cut,
+        )
+
+    def _fail(
+        self, exc: BaseException, watch: FetchWatch, *, waiting: bool, proxy: URL | None,
+        https: bool, stale: bool,
+    ) -> NoReturn:  # fmt: skip
+        """Raise what an aiohttp, asyncio or OS error `exc` of a fetch means: `TooSlow` when the
+        transfer-rate floor cut it, `StaleConnection` (with `stale`) for a reset of a reused
+        connection met before the headers, else its `translate_error` FetchError."""
+        if watch.expired():
+            raise self._too_slow(waiting) from exc
+        via = None  # through a proxy, what failed may be the proxy (crawler.fetch.translate)
+        if proxy is not None:
+            via = Proxied(proxy.host or "", proxy.port or 0, watch.sent_at is None, https)
+        if isinstance(exc, aiohttp.ClientResponseError):
+            # its request_info holds the request's headers (credentials), and a proxy's
+            # error its URL with the password: not chained, so no traceback shows them
+            raise translate_error(exc, waiting=waiting, proxy=via) from None
+        error = translate_error(exc, waiting=waiting, proxy=via)
+        if stale and waiting and watch.reused and isinstance(error, ConnectionReset):
+            raise StaleConnection(error) from exc
+        raise error from exc
 
     def _too_slow(self, waiting: bool) -> TooSlow:
         phase = "the response headers" if waiting else "the body"
