@@ -71,7 +71,11 @@ async def finish(procs: list[asyncio.subprocess.Process], seconds: float) -> lis
         for p in procs:
             if p.returncode is None:
                 p.kill()
-        pytest.fail(f"crawl processes still running after {seconds} s")
+        logs = []
+        for p in procs:  # what each said before it was killed: the way to the hang
+            assert p.stderr is not None
+            logs.append((await p.stderr.read()).decode(errors="replace")[-3000:])
+        pytest.fail(f"crawl processes still running after {seconds} s:\n" + "\n---\n".join(logs))
 
 
 def keys_of(path: Path) -> list[str]:
