@@ -99,7 +99,7 @@ def run(
             [
                 sys.executable,
                 "-m",
-                "crawler.cli.main",
+                "crawler.cli",
                 seed,
                 "--config",
                 str(config),

@@ -353,7 +353,7 @@ def run_corpus(corpus: str, quick: bool, rounds: int, scrapy_peer: bool) -> None
     cli_cpu = sorted(m.proc_cpu_s for m in clis)[len(clis) // 2]
     cli_rss = sorted(m.peak_rss_mb for m in clis)[len(clis) // 2]
     print(
-        f"{'crawl command (python -m crawler.cli.main)':<38} {median_of(clis, 'pages'):>6} "
+        f"{'crawl command (python -m crawler.cli)':<38} {median_of(clis, 'pages'):>6} "
         f"{median_of(clis, 'distinct'):>8} {median_of(clis, 'first_request_s'):>11.3f} "
         f"{median_of(clis, 'last_result_s'):>11.3f} {median_of(clis, 'exit_s'):>6.2f} "
         f"{cli_rate:>8.0f} {cli_cpu:>8.2f} {cli_rss:>7.1f}"
