@@ -8,7 +8,9 @@ import io
 import json
 import logging
 import os
+import shlex
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -233,9 +235,21 @@ def test_command_line_is_the_console_script_as_invoked(monkeypatch: pytest.Monke
 
 
 def test_command_line_keeps_python_dash_m(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "argv", ["/x/crawler/cli/main.py", "s.txt"])
+    monkeypatch.setattr(sys, "argv", ["/x/crawler/cli/__main__.py", "s.txt"])
     monkeypatch.setattr(sys, "orig_argv", ["python3", "-X", "dev", "-m", "crawler.cli", "s.txt"])
     assert command_line(["s.txt", "--fresh"]) == "python3 -X dev -m crawler.cli s.txt --fresh"
+
+
+def test_command_line_otherwise_is_the_module_that_runs_the_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["/x/crawler/cli/__main__.py", "s.txt"])
+    monkeypatch.setattr(sys, "orig_argv", [])  # (not known)
+    line = command_line(["s.txt"])
+    assert line == shlex.join([sys.executable, "-m", "crawler.cli", "s.txt"])
+    version = subprocess.run([*shlex.split(line)[:-1], "--version"], capture_output=True,
+                             text=True, timeout=60)  # fmt: skip
+    assert version.returncode == 0 and version.stdout.startswith("crawl (sieve-crawler)")
 
 
 # -- output paths ----------------------------------------------------------------------------

@@ -53,16 +53,16 @@ class Outcome:
 
 
 def command_line(args: Sequence[str]) -> str:
-    """The command as it was invoked (`.venv/bin/crawl ...`, `python -m crawler.cli.main ...`), with
+    """The command as it was invoked (`.venv/bin/crawl ...`, `python -m crawler.cli ...`), with
     `args` after it, quoted so that it can be pasted into a shell."""
     orig, argv = list(getattr(sys, "orig_argv", [])), sys.argv
     prefix = orig[: len(orig) - (len(argv) - 1)] if len(orig) >= len(argv) >= 1 else []
     if len(prefix) >= 3 and prefix[-2] == "-m":
-        head = prefix  # python [options] -m crawler.cli.main
+        head = prefix  # python [options] -m crawler.cli
     elif argv and argv[0] and not argv[0].endswith(".py"):
         head = [argv[0]]  # the console script, as the shell found it
     else:
-        head = [sys.executable, "-m", "crawler.cli.main"]
+        head = [sys.executable, "-m", "crawler.cli"]
     return shlex.join([*head, *args])
 
 
