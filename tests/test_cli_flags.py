@@ -199,3 +199,27 @@ def test_a_refused_output_leaves_no_directory_created(tmp_path: Path) -> None:
     assert proc.stderr.startswith("crawl: error: -o notes.txt: not a JSON Lines output")
     assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
     assert (tmp_path / "notes.txt").read_text() == "my notes\n"
+
+
+# -- the summary: what a user acts on; the internals with -v ------------------------------------
+
+
+def test_the_summary_leaves_the_internals_to_verbose() -> None:
+    plain = run("--demo", "--max-pages", "8", "-o", "/dev/null")
+    assert plain.returncode == 0
+    summary = plain.stderr.split("crawl summary", 1)[1]
+    assert "pages (results)" in summary and "URLs admitted (seeds included)" in summary
+    assert "links not followed: max_pages reached" in summary  # the cut, named as links
+    for internal in ("sieve", "memo hit rate", "URLs dropped: queue full"):
+        assert internal not in summary
+    verbose = run("--demo", "--max-pages", "8", "-o", "/dev/null", "-v")
+    summary = verbose.stderr.split("crawl summary", 1)[1]
+    for internal in ("sieve kind", "sieve bits", "sieve FPR bound", "memo hit rate"):
+        assert internal in summary
+
+
+def test_a_focused_crawls_harvest_rate_shows_its_threshold() -> None:
+    proc = run("--demo", "--max-pages", "8", "-o", "/dev/null", "--focus", "calendar",
+               "-s", "focus.threshold=0.3")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "harvest rate (relevance >= 0.3)" in proc.stderr
