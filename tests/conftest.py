@@ -1,14 +1,22 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
 from aiohttp import web
+from hypothesis import settings
 
 from crawler.config.load import Config
 from crawler.testing.fixture import FixtureSite
 from tests.redis_server import RedisServer
+
+# Property tests draw the same examples on every run (a fixed seed): a failure found once is
+# found again, and CI is not a lottery over examples. `HYPOTHESIS_PROFILE=explore` draws anew.
+settings.register_profile("fixed", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fixed"))
 
 
 @pytest.fixture

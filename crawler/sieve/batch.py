@@ -119,9 +119,10 @@ def _add_array(sieve: Batched, h: NDArray[np.int64]) -> list[bool]:
         new = flips[:last] > 0
         out[pending[:last]] = new
         sieve._count += int(np.count_nonzero(new))
+        if cur.set_bits >= cur._grow_at:  # as `Sieve.add` does after the key that fills it,
+            sieve._grow()  # the batch's last key included (the same stages, not only answers)
         if last == pending.size:
             break
-        sieve._grow()
         pending = pending[last:]
     result: list[bool] = out.tolist()
     return result
