@@ -24,7 +24,7 @@ twin overrides.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from crawler.admission.scope import Scope
 from crawler.focus.scoring import Link, Rescorer, ScoreFn, score_links
@@ -192,10 +192,8 @@ class Admission:
         if not keys or not self.room_for_more():
             return 0
         details = anchors or {}
-        return await self._admit_scored(
-            parent, score, in_scope, depth,
-            lambda key: (*details.get(origin[key], _NO_DETAILS), title, relevance),
-        )  # fmt: skip
+        return await self._admit_scored(parent, score, in_scope, depth, origin, details, title,
+                                        relevance)  # fmt: skip
 
     async def _admit_scored(
         self,
@@ -203,10 +201,13 @@ class Admission:
         score: ScoreFn,
         in_scope: dict[str, str],
         depth: int,
-        about: Callable[[str], tuple[str, str, str, str | None, float | None]],
+        origin: Mapping[str, str],
+        details: Mapping[str, tuple[str, str, str]],
+        title: str | None,
+        relevance: float | None,
     ) -> int:
-        """The in-scope keys of one page scored and admitted; `about(key)`: what the `Link` of a
-        key says besides its URL (anchor text, rel, context, the page's title and relevance)."""
+        """The in-scope keys of one page scored and admitted: each key's `Link` carries what
+        `details` says of the href it came from (`origin`) and the page's `title`, `relevance`."""
         keys = list(in_scope)
         stats = self.stats
         links: list[Link] = []
@@ -225,7 +226,7 @@ class Admission:
                 current.append(priority)
             else:
                 into = links
-            anchor, rel, context, title, relevance = about(key)
+            anchor, rel, context = details.get(origin[key], NO_DETAILS)
             into.append(Link(url, key, anchor, rel, context, depth, parent.url, title, relevance))
         if not links and not again:
             return 0
@@ -411,7 +412,7 @@ class Admission:
         return f"<Admission admitted={self.stats.admitted} max_pages={self.max_pages}>"
 
 
-_NO_DETAILS = ("", "", "")
+NO_DETAILS = ("", "", "")
 
 
 def _occurrences(hrefs: Sequence[str]) -> dict[str, int]:

@@ -10,10 +10,10 @@ URLs in one more round trip: the same choices as in memory, asked of Redis.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from crawler.admission.gate import Admission
+from crawler.admission.gate import NO_DETAILS, Admission
 from crawler.focus.scoring import Link, Rescorer, ScoreFn, score_links
 from crawler.frontier.entries import Entry
 from crawler.frontier.redis.frontier import ADMITTED, HOST_LIMIT, OVER_LIMIT, SEEN
@@ -76,7 +76,10 @@ class SharedAdmission(Admission):
         score: ScoreFn,
         in_scope: dict[str, str],
         depth: int,
-        about: Callable[[str], tuple[str, str, str, str | None, float | None]],
+        origin: Mapping[str, str],
+        details: Mapping[str, tuple[str, str, str]],
+        title: str | None,
+        relevance: float | None,
     ) -> int:
         """One script call tells which links' URLs are queued (and at what priority), seen
         (fetched, in flight, refused: not scored) or new (the Sieve's test, read only; a key
@@ -87,7 +90,7 @@ class SharedAdmission(Admission):
         fc = self.fetch_canonical
         links = []
         for key, url in in_scope.items():
-            anchor, rel, context, title, relevance = about(key)
+            anchor, rel, context = details.get(origin[key], NO_DETAILS)
             links.append(Link(key if fc else url, key, anchor, rel, context, depth, parent.url,
                               title, relevance))  # fmt: skip
         shared, stats = self.shared, self.stats
