@@ -1,39 +1,38 @@
-"""A page's main content as plain text and as markdown (work in progress: the body's text)."""
+"""A page's main content as plain text and as markdown.
+
+`extract` chooses the main content of a parsed page (`crawler.parse.extract.choose`: the
+element the page's paragraphs crowd into, after `crawler.parse.extract.clean` removed what is
+never content), reads it into blocks (`crawler.parse.extract.blocks`) and writes them out:
+
+- `text`: paragraphs separated by blank lines; headings, list items and table rows on lines of
+  their own (a list's items one under the other); whitespace collapsed except in code blocks;
+- `markdown`: the same blocks as CommonMark: `#` headings, `-` / `1.` list items indented by
+  nesting, links with absolute URLs, `*emphasis*`, `**strong**`, inline and fenced code,
+  `>` quotes, and tables as pipe tables.
+
+A page without a main content (no paragraph of 25 characters) gives its visible body text.
+`extract` changes the tree (it removes scripts and boilerplate): read links before.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from selectolax.lexbor import LexborHTMLParser
+from crawler._exports import lazy
 
-from crawler.parse.markup import parse_tree, prepare
+if TYPE_CHECKING:
+    from crawler.parse.extract.page import PageText, as_markdown, as_text, extract
+    from crawler.parse.extract.response import page_text
 
-__all__ = ["PageText", "extract", "page_text"]
+__all__ = ["PageText", "as_markdown", "as_text", "extract", "page_text"]
 
-
-@dataclass(frozen=True, slots=True)
-class PageText:
-    """`text`: the main content as plain text; `markdown`: as CommonMark (None unless asked)."""
-
-    text: str
-    markdown: str | None = None
-
-
-def extract(tree: LexborHTMLParser, url: str, *, markdown: bool = False) -> PageText:
-    """The main content of a parsed page (`url` makes its links absolute)."""
-    body = tree.body or tree.root
-    text = body.text(deep=True, separator=" ") if body is not None else ""
-    return PageText(text, text if markdown else None)
-
-
-def page_text(
-    body: bytes, url: str, content_type: str | None = None, *, markdown: bool = False
-) -> PageText | None:
-    """The main content of a response body; None when it is not HTML."""
-    prepared = prepare(body, url, content_type)
-    if prepared is None:
-        return None
-    tree = parse_tree(prepared[1], url)
-    if tree is None:
-        return PageText("", "" if markdown else None)
-    return extract(tree, url, markdown=markdown)
+__getattr__ = lazy(
+    __name__,
+    {
+        "PageText": "page",
+        "as_markdown": "page",
+        "as_text": "page",
+        "extract": "page",
+        "page_text": "response",
+    },
+)

@@ -1,0 +1,240 @@
+"""The chosen elements as blocks: paragraphs, headings, list items, code, quotes, table rows.
+
+One walk over each chosen element's subtree (lexbor's child / next pointers, no recursion: the
+defused tree can be 512 deep) reads its text into `Block`s, each with its plain text and, when
+asked, its markdown (links made absolute against the page's URL, emphasis, inline code).
+Inside the main content the walk still leaves out what readability's "clean conditionally"
+leaves out: containers whose class or id names boilerplate, and lists or divisions that are
+mostly links (a "related stories" list, a tag cloud, share buttons).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urljoin
+
+from selectolax.lexbor import LexborNode
+
+__all__ = ["Block", "escape", "read_blocks"]
+
+_SPACES = re.compile(r"\s+")
+# markdown's markup characters; "_" only at a word's edge (snake_case stays readable)
+_MD_ESCAPE = re.compile(r"([\\`*\[\]<>#|]|(?<!\w)_|_(?!\w))")
+
+_BLOCK_TAGS = frozenset((
+    "p", "div", "section", "article", "main", "address", "figure", "figcaption", "center",
+    "form", "fieldset", "details", "summary", "hgroup", "dl", "dt", "dd", "ul", "ol", "table",
+    "caption", "thead", "tbody", "tfoot", "body", "hr",
+))  # fmt: skip
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_SKIPPED = frozenset(("img", "picture", "source", "track", "map", "area", "wbr", "-comment"))
+_EMPHASIS = {"em": "*", "i": "*", "strong": "**", "b": "**"}
+
+
+@dataclass(slots=True)
+class Block:
+    """One block of the main content: `kind` is "p", "h1".."h6", "li", "pre", "quote" or
+    "row"; `depth` a list item's nesting; `marker` its "-" or "1."; `text` plain, `markdown`
+    inline markdown (empty unless asked)."""
+
+    kind: str
+    text: str
+    markdown: str = ""
+    depth: int = 0
+    marker: str = "-"
+
+
+class _Reader:
+    """The walk's state: the open block's text and markdown pieces, and the blocks so far."""
+
+    __slots__ = ("base", "blocks", "kind", "lists", "markdown", "md", "quote", "text")
+
+    def __init__(self, base: str, markdown: bool) -> None:
+        self.base = base
+        self.markdown = markdown
+        self.blocks: list[Block] = []
+        self.text: list[str] = []
+        self.md: list[str] = []
+        self.kind = "p"
+        self.lists: list[list[int]] = []  # per open list: [next number or 0 for bullets]
+        self.quote = 0
+
+    def flush(self, next_kind: str = "p") -> None:
+        text = _SPACES.sub(" ", "".join(self.text)).strip()
+        if text:
+            markdown = _SPACES.sub(" ", "".join(self.md)).strip() if self.markdown else ""
+            kind = "quote" if self.quote and self.kind == "p" else self.kind
+            depth, marker = 0, "-"
+            if kind == "li" and self.lists:
+                depth = len(self.lists) - 1
+                counter = self.lists[-1]
+                if counter[0]:
+                    marker = f"{counter[0]}."
+                    counter[0] += 1
+            self.blocks.append(Block(kind, text, markdown, depth, marker))
+        self.text.clear()
+        self.md.clear()
+        self.kind = next_kind
+
+    def add(self, text: str, markdown: str | None = None) -> None:
+        self.text.append(text)
+        if self.markdown:
+            self.md.append(escape(text) if markdown is None else markdown)
+
+    def pre(self, node: LexborNode) -> None:
+        self.flush()
+        code = node.text(deep=True).strip("\n")
+        if code.strip():
+            self.blocks.append(Block("pre", code, code if self.markdown else ""))
+
+    def enter(self, node: LexborNode) -> bool:
+        """Open `node`; whether to read what is inside it."""
+        tag = node.tag or ""
+        if tag == "-text":
+            value = node.text_content
+            if value:
+                self.add(value)
+            return False  # nothing inside, nothing to close
+        if tag in _SKIPPED:
+            return False
+        if tag == "br":
+            self.add("\n", "  \n" if self.markdown else None)  # a hard line break
+            return False
+        if tag == "pre":
+            self.pre(node)
+            return False
+        if tag == "a" and _is_permalink(node):
+            return False
+        if tag in _HEADINGS:
+            self.flush(tag)
+        elif tag == "li":
+            self.flush("li")
+        elif tag in ("ul", "ol"):
+            self.flush()
+            self.lists.append([_start(node) if tag == "ol" else 0])
+        elif tag == "blockquote":
+            self.flush()
+            self.quote += 1
+        elif tag in ("tr",):
+            self.flush("row")
+        elif tag in ("td", "th"):
+            if self.text:
+                self.add("\t", " | " if self.markdown else None)
+        elif tag in _BLOCK_TAGS:
+            self.flush(self.kind if self.kind == "li" and not self.text else "p")
+        elif self.markdown:
+            self._open_inline(node, tag)
+        return True
+
+    def leave(self, node: LexborNode) -> None:
+        """Close `node` (an element whose inside was read)."""
+        tag = node.tag or ""
+        if tag in _HEADINGS or tag == "li" or tag == "tr":
+            self.flush()
+        elif tag in ("ul", "ol"):
+            self.flush()
+            if self.lists:
+                self.lists.pop()
+        elif tag == "blockquote":
+            self.flush()
+            self.quote = max(0, self.quote - 1)
+        elif tag in _BLOCK_TAGS:
+            self.flush()
+        elif self.markdown:
+            self._close_inline(node, tag)
+
+    def _open_inline(self, node: LexborNode, tag: str) -> None:
+        if tag == "a":
+            self.md.append("\0[")  # marks where the link's text starts
+        elif tag in _EMPHASIS:
+            self.md.append(_EMPHASIS[tag])
+        elif tag == "code":
+            self.md.append("`")
+
+    def _close_inline(self, node: LexborNode, tag: str) -> None:
+        if tag == "a":
+            start = _last_index(self.md, "\0[")
+            if start < 0:
+                return
+            inner = "".join(self.md[start + 1 :]).strip()
+            del self.md[start:]
+            href = (node.attributes.get("href") or "").strip()
+            url = _absolute(self.base, href) if inner else None
+            self.md.append(f"[{inner}]({url})" if url else inner)
+        elif tag in _EMPHASIS:
+            mark = _EMPHASIS[tag]
+            if self.md and self.md[-1] == mark:  # nothing inside: no markers
+                self.md.pop()
+            else:
+                self.md.append(mark)
+        elif tag == "code":
+            if self.md and self.md[-1] == "`":
+                self.md.pop()
+            else:
+                self.md.append("`")
+
+
+def read_blocks(roots: list[LexborNode], base: str, markdown: bool) -> list[Block]:
+    """The blocks of `roots`' subtrees, in document order."""
+    reader = _Reader(base, markdown)
+    for root in roots:
+        if root.tag == "pre":
+            reader.pre(root)
+            continue
+        reader.enter(root)
+        node = root.child
+        parents: list[LexborNode] = []
+        while True:
+            if node is None:
+                if not parents:
+                    break
+                node = parents.pop()
+                reader.leave(node)
+                node = node.next
+                continue
+            if reader.enter(node):
+                if node.child is not None:
+                    parents.append(node)
+                    node = node.child
+                    continue
+                reader.leave(node)
+            node = node.next
+        reader.leave(root)
+    reader.flush()
+    return reader.blocks
+
+
+def _is_permalink(link: LexborNode) -> bool:
+    """A link to a place in its own page marked by a symbol (a heading's "¶" or "#")."""
+    href = link.attrs.get("href") or ""
+    return href.startswith("#") and not any(char.isalnum() for char in link.text(deep=True))
+
+
+def escape(text: str) -> str:
+    """`text` with the characters markdown would read as markup escaped."""
+    return _MD_ESCAPE.sub(r"\\\1", text)
+
+
+def _start(node: LexborNode) -> int:
+    try:
+        return max(1, int(node.attributes.get("start") or 1))
+    except ValueError:
+        return 1
+
+
+def _last_index(items: list[str], value: str) -> int:
+    for index in range(len(items) - 1, -1, -1):
+        if items[index] == value:
+            return index
+    return -1
+
+
+def _absolute(base: str, href: str) -> str | None:
+    if not href or href.startswith(("javascript:", "#", "data:")):
+        return None
+    try:
+        url = urljoin(base, href)
+    except ValueError:
+        return None
+    return url.replace(" ", "%20").replace(")", "%29").replace("(", "%28")

@@ -1,0 +1,187 @@
+"""Choosing a page's main content: the element its paragraphs crowd into.
+
+Readability's scoring (Arc90, Mozilla's Readability.js), on lexbor's tree:
+
+- Every paragraph-like element (p, pre, td, blockquote, and a div or section holding text but
+  no block of its own) with at least 25 characters scores 1 + its commas + one point a 100
+  characters (at most 3). Its parent gets the score, its grandparent half, and the three next
+  ancestors a third, a quarter, a fifth: the element the article's paragraphs share gathers
+  the most.
+- An ancestor starts from its tag's prior (div +5; lists and headings less) and its class
+  weight (`crawler.parse.extract.clean.class_weight`), and its score is scaled by
+  1 - its link density (the share of its text inside links): a menu's or a related-stories
+  list's paragraphs are links.
+- The best element is the main content; its siblings join it when they score at least a fifth
+  of it, or are paragraphs of at least 80 characters with few links (an article split in
+  several containers, with an ad between them).
+
+The main content is returned as the list of elements to read, in document order. A page where
+nothing scores (a short page, a list of links) gives its body.
+"""
+
+from __future__ import annotations
+
+from selectolax.lexbor import LexborNode
+
+from crawler.parse.extract.clean import link_density
+
+__all__ = ["choose"]
+
+_PARAGRAPHS = "p, pre, td, blockquote, div, section, article, dd, li"
+_WRAPPERS = frozenset(("div", "section", "article", "li", "dd"))  # paragraphs when no block inside
+_BLOCKS = frozenset((
+    "p", "div", "section", "article", "table", "ul", "ol", "dl", "pre", "blockquote", "h1", "h2",
+    "h3", "h4", "h5", "h6", "form", "figure", "main",
+))  # fmt: skip
+_PRIOR = {
+    "div": 5, "article": 8, "main": 5, "section": 3, "pre": 3, "td": 3, "blockquote": 3,
+    "address": -3, "ol": -3, "ul": -3, "dl": -3, "dd": -3, "dt": -3, "li": -3, "form": -3,
+    "h1": -5, "h2": -5, "h3": -5, "h4": -5, "h5": -5, "h6": -5, "th": -5,
+}  # fmt: skip
+_ANCESTORS = 5  # levels an element's score reaches
+_MIN_CHARS = 25
+_SIBLING_SHARE = 0.2
+
+
+def choose(body: LexborNode, weights: dict[int, int]) -> list[LexborNode]:
+    """The elements of `body` that make its main content, in document order (`[body]` when
+    no element stands out); `weights`: class weights by `mem_id` (`clean.Names`)."""
+    scores: dict[int, float] = {}
+    nodes: dict[int, LexborNode] = {}
+    for para in body.css(_PARAGRAPHS):
+        tag = para.tag
+        if tag in _WRAPPERS and _has_block(para):
+            continue  # scored through the blocks inside it
+        text = para.text(deep=True).strip()
+        if len(text) < _MIN_CHARS:
+            continue
+        score = 1.0 + text.count(",") + min(len(text) / 100, 3.0)
+        ancestor = para.parent
+        level = 0
+        while ancestor is not None and level < _ANCESTORS:
+            key = ancestor.mem_id
+            if key not in scores:
+                if ancestor.tag in ("html", "#document", None):
+                    break
+                nodes[key] = ancestor
+                scores[key] = _PRIOR.get(ancestor.tag or "", 0) + weights.get(key, 0)
+            scores[key] += score / (1 if level == 0 else 2 if level == 1 else level * 3)
+            ancestor = ancestor.parent
+            level += 1
+    if not scores:
+        return [body]
+    # scaling by 1 - link density only lowers a score: read the link density of the best
+    # unscaled candidates only, until the next cannot beat the best scaled one
+    best_key, best_score = body.mem_id, float("-inf")
+    for key in sorted(scores, key=scores.__getitem__, reverse=True):
+        score = scores[key]
+        if score <= best_score:
+            break
+        scaled = score * (1 - link_density(nodes[key]))
+        scores[key] = scaled
+        if scaled > best_score:
+            best_key, best_score = key, scaled
+    marked = _marked(body)
+    if marked is not None:
+        return [marked]
+    best = nodes.get(best_key, body)
+    best, best_score = _widen(best, best_score, scores)
+    return _with_siblings(best, best_score, scores)
+
+
+_MARKED_CSS = "[itemprop~=articleBody i]"  # schema.org's article body (microdata)
+_MARKED_MIN_CHARS = 100
+
+
+def _marked(body: LexborNode) -> LexborNode | None:
+    """The one element the page marks as its article's body (schema.org microdata), when it
+    holds text that is not mostly links."""
+    marked = body.css(_MARKED_CSS)
+    if len(marked) != 1:
+        return None
+    text = marked[0].text(deep=True).strip()
+    if len(text) < _MARKED_MIN_CHARS or link_density(marked[0], len(text)) > 0.5:
+        return None
+    return marked[0]
+
+
+_ALTERNATIVES = 3  # readability: this many close runners-up under one ancestor make it the best
+_CLOSE = 0.75
+
+
+def _widen(
+    best: LexborNode, best_score: float, scores: dict[int, float]
+) -> tuple[LexborNode, float]:
+    """readability's two corrections of the best element: an ancestor that holds several of
+    its close runners-up (an article in several chunks), and a parent that scores more."""
+    runners = [
+        key for key, score in scores.items()
+        if key != best.mem_id and score >= _CLOSE * best_score
+    ]  # fmt: skip
+    if len(runners) >= _ALTERNATIVES:
+        wanted = set(runners)
+        ancestor = best.parent
+        while ancestor is not None and ancestor.tag not in ("body", "html"):
+            inside = sum(1 for node in ancestor.css(_PARAGRAPHS) if node.mem_id in wanted)
+            if inside >= _ALTERNATIVES:
+                best = ancestor
+                best_score = max(best_score, scores.get(ancestor.mem_id, best_score))
+                break
+            ancestor = ancestor.parent
+    last = best_score
+    parent = best.parent
+    while parent is not None and parent.tag not in ("body", "html"):
+        score = scores.get(parent.mem_id)
+        if score is not None:
+            if score < last / 3:
+                break
+            if score > last:
+                return parent, score
+            last = score
+        parent = parent.parent
+    return best, best_score
+
+
+def _has_block(node: LexborNode) -> bool:
+    """Whether one of `node`'s children is a block (lexbor's css() would match `node` too)."""
+    child = node.child
+    while child is not None:
+        if child.tag in _BLOCKS:
+            return True
+        child = child.next
+    return False
+
+
+def _with_siblings(
+    best: LexborNode, best_score: float, scores: dict[int, float]
+) -> list[LexborNode]:
+    """`best` and the siblings that belong with it, in document order."""
+    parent = best.parent
+    if parent is None or best.tag == "body":
+        return [best]
+    threshold = max(10.0, best_score * _SIBLING_SHARE)
+    best_names = best.attributes.get("class")
+    chosen: list[LexborNode] = []
+    sibling = parent.child
+    while sibling is not None:
+        if sibling.mem_id == best.mem_id or (
+            sibling.is_element_node and _belongs(sibling, threshold, scores, best_names)
+        ):
+            chosen.append(sibling)
+        sibling = sibling.next
+    return chosen
+
+
+def _belongs(
+    sibling: LexborNode, threshold: float, scores: dict[int, float], best_names: str | None
+) -> bool:
+    bonus = 0.2 * threshold if best_names and sibling.attributes.get("class") == best_names else 0
+    if scores.get(sibling.mem_id, float("-inf")) + bonus >= threshold:
+        return True
+    if sibling.tag != "p":
+        return False
+    text = sibling.text(deep=True).strip()
+    density = link_density(sibling, len(text))
+    if len(text) >= 80:
+        return density < 0.25
+    return len(text) > 0 and density == 0 and text.endswith((".", "!", "?", ":", '"', "”"))

@@ -1,0 +1,112 @@
+"""The main content of a parsed page, written out as text and as markdown (see the package)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from crawler.parse.extract.blocks import Block, escape, read_blocks
+from crawler.parse.extract.choose import choose
+from crawler.parse.extract.clean import Names, strip_junk, strip_link_lists, strip_unlikely
+
+__all__ = ["PageText", "as_markdown", "as_text", "extract"]
+
+
+@dataclass(frozen=True, slots=True)
+class PageText:
+    """`text`: the main content as plain text; `markdown`: as CommonMark (None unless asked)."""
+
+    text: str
+    markdown: str | None = None
+
+
+EMPTY = PageText("")
+
+
+def extract(tree: LexborHTMLParser, url: str, *, markdown: bool = False) -> PageText:
+    """The main content of a parsed page (`url` makes its links absolute); changes `tree`."""
+    title = tree.css_first("title")
+    title_text = title.text(deep=True) if title is not None else ""
+    strip_junk(tree)
+    body = tree.body or tree.root
+    if body is None:
+        return PageText("", "" if markdown else None)
+    names = Names(body)
+    strip_unlikely(body, names)
+    roots = _main(body, names.weights)
+    links_only = strip_link_lists(roots)
+    blocks = read_blocks(roots, url, markdown)
+    if not blocks and links_only:  # a page of links only (an index): its links' text
+        texts = [text for text in map(_collapse, links_only) if text]
+        blocks = [Block("p", text, escape(text) if markdown else "") for text in texts]
+    if blocks and blocks[0].kind in ("h1", "h2") and _is_title(blocks[0].text, title_text):
+        del blocks[0]  # the page's title, which the result carries as `title`
+    return PageText(as_text(blocks), as_markdown(blocks) if markdown else None)
+
+
+_MAIN_CSS = "main, [role~=main i]"
+
+
+def _main(body: LexborNode, weights: dict[int, int]) -> list[LexborNode]:
+    """The main content's elements: chosen within the page's one <main> (or role=main)
+    element when it marks one (the HTML standard's landmark), else within its body."""
+    marked = body.css(_MAIN_CSS)
+    if len(marked) == 1 and marked[0].tag not in ("body", "html"):
+        return choose(marked[0], weights)
+    return choose(body, weights)
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _is_title(heading: str, title: str) -> bool:
+    """Whether a heading repeats the page's <title> (which often adds the site's name)."""
+    heading = " ".join(heading.split()).casefold()
+    title = " ".join(title.split()).casefold()
+    return bool(heading) and (heading in title or title in heading)
+
+
+_TIGHT = frozenset(("li", "row"))  # kinds whose runs are one line apart, not a blank line
+
+
+def as_text(blocks: list[Block]) -> str:
+    """Plain text: blocks a blank line apart, list items and rows a line apart."""
+    parts: list[str] = []
+    previous = ""
+    for block in blocks:
+        if parts:
+            parts.append("\n" if block.kind in _TIGHT and block.kind == previous else "\n\n")
+        parts.append(block.text)
+        previous = block.kind
+    return "".join(parts)
+
+
+def as_markdown(blocks: list[Block]) -> str:
+    """CommonMark of the blocks."""
+    parts: list[str] = []
+    previous = ""
+    for index, block in enumerate(blocks):
+        kind = block.kind
+        if parts:
+            parts.append("\n" if kind in _TIGHT and kind == previous else "\n\n")
+        if kind.startswith("h") and len(kind) == 2:
+            parts.append(f"{'#' * int(kind[1])} {block.markdown}")
+        elif kind == "li":
+            parts.append(f"{'   ' * block.depth}{block.marker} {block.markdown}")
+        elif kind == "pre":
+            fence = "````" if "```" in block.text else "```"
+            parts.append(f"{fence}\n{block.text}\n{fence}")
+        elif kind == "quote":
+            parts.append("> " + block.markdown.replace("\n", "\n> "))
+        elif kind == "row":
+            parts.append(f"| {block.markdown} |")
+            if previous != "row":  # the first row is the header
+                cells = block.markdown.count(" | ") + 1
+                parts.append("\n|" + " --- |" * cells)
+        else:
+            parts.append(block.markdown)
+        previous = kind
+        del index
+    return "".join(parts)

@@ -1,0 +1,235 @@
+"""Main-content extraction (`crawler.parse.extract`): what is kept, what is left out, and the
+text and markdown it is written as."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+from crawler.parse.extract import page_text
+from crawler.parse.markup import parse_markup
+
+URL = "http://news.test/2026/11/story.html"
+
+STORY = (
+    "<p>The council approved the new harbour plan on Tuesday, after a debate that lasted most"
+    " of the night, and the first works begin in spring.</p>"
+    "<p>Residents had asked for the plan for years, says the mayor, who expects the quay to"
+    " reopen by the end of next summer, weather permitting.</p>"
+    "<p>Fishermen, who lost their moorings in the storm, will get temporary berths in the"
+    " marina, free of charge, until the works are done.</p>"
+)
+
+
+def html(body: str, title: str = "Harbour plan approved - The Daily Test") -> bytes:
+    head = f"<!doctype html><html><head><title>{title}</title></head>"
+    return f"{head}<body>{body}</body></html>".encode()
+
+
+def text_of(body: str, **kwargs: object) -> str:
+    found = page_text(html(body), URL, "text/html")
+    assert found is not None
+    return found.text
+
+
+def markdown_of(body: str) -> str:
+    found = page_text(html(body), URL, "text/html", markdown=True)
+    assert found is not None and found.markdown is not None
+    return found.markdown
+
+
+def boilerplate_page() -> str:
+    related = "".join(
+        f"<li><a href='/r{i}'>Another story number {i} to read</a></li>" for i in range(8)
+    )
+    comments = "".join(
+        f"<div class='comment'><p>Reader {i} says: I have lived here for twenty years, and this"
+        f" plan, like the last one, will never be finished on time.</p></div>"
+        for i in range(6)
+    )
+    return (
+        "<header><a href='/'>The Daily Test</a>"
+        "<p>Your local paper since 1901, every day.</p></header>"
+        "<nav><ul><li><a href='/news'>News</a></li><li><a href='/sport'>Sport</a></li></ul></nav>"
+        "<div id='cookie-consent'><p>We use cookies to improve your experience on our site,"
+        " to show you ads and to measure traffic. Accept all cookies?</p></div>"
+        "<div class='newsletter-signup'><p>Get the best stories in your inbox, every morning,"
+        " for free. Sign up to our newsletter now.</p></div>"
+        "<div class='page'><article><h1>Harbour plan approved</h1>"
+        f"<div class='story-body'>{STORY}</div>"
+        f"<div class='related-stories'><h3>Related</h3><ul>{related}</ul></div></article>"
+        f"<section id='comments'>{comments}</section>"
+        "<aside><p>Most read: the weather, the roads, the council, the school, the market.</p>"
+        "</aside></div>"
+        "<footer><p>Copyright 2026 The Daily Test, all rights reserved, do not copy.</p></footer>"
+    )
+
+
+def test_the_story_is_kept_and_the_boilerplate_left_out() -> None:
+    text = text_of(boilerplate_page())
+    for sentence in ("council approved", "Residents had asked", "temporary berths"):
+        assert sentence in text
+    for junk in ("cookies", "newsletter", "Reader 3", "Another story", "Copyright", "Most read",
+                 "local paper", "Sport"):  # fmt: skip
+        assert junk not in text, junk
+    assert text.count("\n\n") == 2  # three paragraphs, a blank line apart
+
+
+def test_the_title_heading_is_left_to_the_title() -> None:
+    page = (
+        f"<article><h1>Harbour plan approved</h1>{STORY}"
+        "<h2>What comes next</h2><p>More.</p></article>"
+    )
+    text = text_of(page)
+    assert not text.startswith("Harbour plan approved")
+    assert "What comes next" in text  # a heading that is not the title stays
+
+
+def test_a_page_marking_its_main_content_is_read_there() -> None:
+    banner = (
+        "<div class='intro'><p>Welcome to the site of the Daily Test, the bay's paper.</p></div>"
+    )
+    text = text_of(
+        f"{banner}<main><p>Main words of the page, the one thing to read here.</p></main>"
+    )
+    assert text == "Main words of the page, the one thing to read here."
+
+
+def test_schema_org_article_body_wins() -> None:
+    others = "".join(
+        f"<div><p>Other news item {i}, with a comma, and some more words.</p></div>"
+        for i in range(12)
+    )
+    page = f"<div class='list'>{others}</div><div itemprop='articleBody'>{STORY}</div>"
+    text = text_of(page)
+    assert text.startswith("The council approved") and "Other news" not in text
+
+
+def test_a_page_without_paragraphs_gives_its_visible_text() -> None:
+    assert text_of("<div>Short note.</div><script>var x = 'no';</script>") == "Short note."
+    index = "<ul>" + "".join(f"<li><a href='/p{i}'>Page {i}</a></li>" for i in range(5)) + "</ul>"
+    assert text_of(index) == "Page 0 Page 1 Page 2 Page 3 Page 4"  # links only: their text
+
+
+def test_hidden_and_script_text_is_never_content() -> None:
+    page = (
+        f"<article>{STORY}<p hidden>Hidden words here.</p><div style='display: none'>Secret"
+        " text.</div><p aria-hidden='true'>Decorative text.</p><noscript>Enable JS.</noscript>"
+        "<template><p>Template text.</p></template><svg><text>Chart label</text></svg></article>"
+    )
+    text = text_of(page)
+    for junk in ("Hidden", "Secret", "Decorative", "Enable JS", "Template", "Chart"):
+        assert junk not in text
+
+
+def test_text_layout_headings_lists_and_code() -> None:
+    page = (
+        f"<article>{STORY}<h2>Steps</h2><ul><li>First  step</li><li>Second\nstep</li></ul>"
+        "<pre>  indented\n    code</pre></article>"
+    )
+    text = text_of(page)
+    assert "\n\nSteps\n\nFirst step\nSecond step\n\n  indented\n    code" in text
+
+
+def test_markdown_structure() -> None:
+    page = (
+        "<article><h1>Harbour plan approved</h1>"
+        "<p>The <b>council</b> approved the <em>new</em> plan, see"
+        " <a href='../plans/harbour.pdf'>the"
+        " plan</a> and <code>x = 1</code>, after a long debate that lasted most of the night.</p>"
+        "<h2>Steps</h2><ol><li>Dig</li><li>Build<ul><li>Quay</li></ul></li></ol>"
+        "<blockquote><p>It is a good day for the bay, said the mayor, smiling.</p></blockquote>"
+        "<pre>if x:\n    go()</pre>"
+        "<table><tr><th>Year</th><th>Cost</th></tr><tr><td>2027</td><td>5M</td></tr></table>"
+        "</article>"
+    )
+    md = markdown_of(page)
+    assert (
+        "The **council** approved the *new* plan, see [the plan](http://news.test/2026/plans/harbour.pdf)"
+        in md
+    )
+    assert "and `x = 1`," in md
+    assert "\n\n## Steps\n\n1. Dig\n2. Build\n   - Quay\n\n" in md
+    assert "> It is a good day for the bay" in md
+    assert "```\nif x:\n    go()\n```" in md
+    assert "| Year | Cost |\n| --- | --- |\n| 2027 | 5M |" in md
+
+
+def test_markdown_escapes_markup_characters_and_permalinks_go() -> None:
+    page = (
+        "<article><h2>Use *stars* and [brackets]<a href='#use' class='x'>¶</a></h2>"
+        "<p>A snake_case name, a _lead underscore and a # sign stay text, as written here.</p>"
+        "</article>"
+    )
+    md = markdown_of(page)
+    assert "## Use \\*stars\\* and \\[brackets\\]" in md and "¶" not in md
+    assert "snake_case name, a \\_lead underscore and a \\# sign" in md
+
+
+def test_not_html_is_none_and_broken_markup_is_text() -> None:
+    assert page_text(b"%PDF-1.7 binary", URL, "application/pdf") is None
+    broken = (
+        b"<html><body><article><p>Caf\xe9 cr\xe8me, <b>unclosed <i>tags and \xff bytes everywhere"
+    )
+    found = page_text(broken, URL, "text/html")
+    assert found is not None and "Caf" in found.text and "unclosed tags" in found.text
+
+
+def test_deep_nesting_and_huge_text_are_bounded() -> None:
+    deep = "<div>" * 100_000 + "<p>Deep words, in a deep page, still read.</p>" + "</div>" * 100_000
+    huge = "<p>" + "word, " * 400_000 + "</p>"
+    done: list[str] = []
+
+    def run() -> None:  # a watchdog, not a timing assertion: a hang fails, slowness does not
+        for page in (deep, huge):
+            found = page_text(html(page), URL, "text/html", markdown=True)
+            assert found is not None
+            done.append(found.text)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(120)
+    assert len(done) == 2, "extraction hung"
+    assert "Deep words" in done[0] and done[1].count("word,") == 400_000
+
+
+def test_random_markup_never_raises() -> None:
+    rng = random.Random(7)
+    tags = [
+        "p",
+        "div",
+        "ul",
+        "li",
+        "a href='/x'",
+        "pre",
+        "table",
+        "tr",
+        "td",
+        "h2",
+        "b",
+        "blockquote",
+        "br",
+    ]
+    for _ in range(200):
+        parts = []
+        for _ in range(rng.randint(1, 60)):
+            tag = rng.choice(tags)
+            parts.append(
+                rng.choice([f"<{tag}>", f"</{tag.split()[0]}>", "text, words. ", "<!-- c -->"])
+            )
+        found = page_text("".join(parts).encode(), URL, "text/html", markdown=True)
+        assert found is not None and found.markdown is not None
+
+
+def test_focus_and_dedup_read_the_same_main_content() -> None:
+    markup = parse_markup(
+        html(boilerplate_page()), URL, "text/html", text=True, content=True, main="markdown"
+    )
+    assert markup.content is not None and markup.text is not None and markup.main_text is not None
+    assert markup.content == markup.main_text
+    assert markup.text[1] == " ".join(markup.main_text.split())
+    assert "Harbour plan approved" in markup.text[0]  # the headings, for focus
+    assert markup.hrefs and "/r3" in markup.hrefs  # links read before the tree is stripped
+    assert markup.markdown is not None and "cookies" not in markup.markdown
+    plain = parse_markup(html(boilerplate_page()), URL, "text/html")
+    assert plain.main_text is None and plain.markdown is None and plain.content is None
