@@ -85,7 +85,7 @@ def test_one_text_pass_serves_focus_and_dedup() -> None:
     alone = parse_markup(html, "http://a.test/", "text/html", content=True)
     assert both.text is not None and both.content is not None
     assert both.content.split() == ["Main", "words."] and alone.content == both.content
-    assert both.text[1] == "Banner words. Main words."  # the body's text, less the hidden parts
+    assert both.text[1] == "Main words."  # focus reads the main content too (issue 33)
     assert both.text[0] == "Site" and both.hrefs == alone.hrefs
     no_main = page("<p>Main words.</p>", main=False)  # no main content marked: the body's text
     alone = parse_markup(no_main, "http://a.test/", "text/html", content=True)

@@ -172,6 +172,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="content dedup of HTML pages ([dedup] enabled)",
     )
     common.add_argument(
+        "--text",
+        action="store_true",
+        default=None,
+        help="give each HTML result its main content as plain text ([output] text)",
+    )
+    common.add_argument(
+        "--markdown",
+        action="store_true",
+        default=None,
+        help="give each HTML result its main content as markdown ([output] markdown)",
+    )
+    common.add_argument(
         "--sitemaps",
         action="store_true",
         default=None,
@@ -247,6 +259,7 @@ def _apply_overrides(config: Config, args: argparse.Namespace) -> Config:
         ("scope", _given(allowed_domains=a.allow_domain, include=a.include, exclude=a.exclude,
                          use_sitemaps=a.sitemaps)),
         ("dedup", _given(enabled=a.dedup)),
+        ("output", _given(text=a.text, markdown=a.markdown)),
         ("sieve", _given(kind=a.sieve)),
     ):  # fmt: skip
         if values:

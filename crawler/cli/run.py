@@ -117,7 +117,8 @@ async def run(
         raise
     shared = bool(config.cluster.redis)  # a result is written before its lease is released
     writer = JsonlWriter(out, sync=state is not None or shared, on_error=crawler.stop,
-                         name=o.path if o.path not in ("", "-") else "stdout")  # fmt: skip
+                         name=o.path if o.path not in ("", "-") else "stdout",
+                         text=o.text, markdown=o.markdown)  # fmt: skip
 
     def out_of_scope(seed: str, location: str) -> bool:
         resolved = crawler.urls.resolve(location, seed)

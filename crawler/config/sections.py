@@ -171,6 +171,8 @@ class OutputConfig:
     warc: str = ""
     warc_max_size: int = 1024**3
     progress_interval: float = 10.0
+    text: bool = False  # each HTML result's main content as plain text (crawler.parse.extract)
+    markdown: bool = False  # ... and as markdown
 
 
 DEFAULT_NEAR_DISTANCE = 3  # within crawler.content's MAX_DISTANCE (a test checks)

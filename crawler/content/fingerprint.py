@@ -39,7 +39,10 @@ words from their first, middle and last 8 bytes and shingles with extra mixing r
 of long words alike there (javadoc's qualified names: java.util.concurrent.atomic.AtomicInteger,
 ...AtomicBoolean), and 479 of openjdk-17-doc's 10,138 pages were flagged near duplicates of
 pages they are not (its short "Uses of Class X: No usage of X" pages). Version 3 (2026-11-23)
-left out every word with a digit, names too.
+left out every word with a digit, names too; version 4 (2026-11-24) kept the names with a
+digit again. Version 5 (2026-11-28) is version 4's function on another text: the page's main
+content as `crawler.parse.extract` chooses it (before, the page's <main> or its body, less the
+navigation, header, footer and aside elements).
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ __all__ += ["normalize", "shingle_hashes", "simhash64", "word_hashes"]
 
 U64 = npt.NDArray[np.uint64]
 
-VERSION = 4
+VERSION = 5
 """The fingerprint function's version, kept with the index in the crawl state."""
 SHINGLE = 3
 """Words per feature."""

@@ -153,9 +153,11 @@ class PageHandler:
 
     async def _page(self, entry: Entry, response: Response) -> CrawlResult:
         focus = self.focus
+        output = self.config.output
         markup = await self.parser.parse(
             response.body, entry.url, response.content_type, anchors=focus is not None,
             text=focus is not None and focus.text, content=self.content is not None,
+            main="markdown" if output.markdown else "text" if output.text else None,
         )  # fmt: skip
         sc = self.config.scope
         page = read_page(
@@ -184,6 +186,8 @@ class PageHandler:
             new_links=new,
             canonical=page.canonical,
             relevance=relevance,
+            text=markup.main_text,
+            markdown=markup.markdown,
             **dedup,
         )
 

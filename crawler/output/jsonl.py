@@ -139,7 +139,7 @@ class JsonlWriter:
     other OSError as an `OutputError` naming the output (`name`).
     """
 
-    __slots__ = ("_dirty", "_on_error", "_out", "_sync", "_task", "error", "interval", "lines",
+    __slots__ = ("_dirty", "_fields", "_on_error", "_out", "_sync", "_task", "error", "interval", "lines",
                  "name")  # fmt: skip
 
     def __init__(
@@ -150,8 +150,11 @@ class JsonlWriter:
         sync: bool = False,
         on_error: Callable[[], None] | None = None,
         name: str = "the JSON Lines output",
+        text: bool = False,
+        markdown: bool = False,
     ) -> None:
         self.name = name
+        self._fields = {"text": text, "markdown": markdown}  # the page text fields written
         self._out = out
         self._sync = sync
         self._on_error = on_error
@@ -174,7 +177,7 @@ class JsonlWriter:
         if self.error is not None:
             raise self.error
         try:
-            self._out.write(result.to_json() + "\n")
+            self._out.write(result.to_json(**self._fields) + "\n")
             if self._sync:
                 self._out.flush()  # before the state marks the URL done
         except OSError as exc:

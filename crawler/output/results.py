@@ -15,7 +15,9 @@ class CrawlResult:
     """The record of one fetched, failed or refused URL.
 
     `body` and `headers` are there for library users (`async for result in crawler.crawl(...)`);
-    they are left out of the JSON Lines output.
+    they are left out of the JSON Lines output. `text` and `markdown`, the main content of an
+    HTML page (`crawler.parse.extract`), are read only when `[output] text` / `markdown` asks
+    for them, and written to the JSON Lines only then (null for a page that is not HTML).
     """
 
     url: str
@@ -39,6 +41,8 @@ class CrawlResult:
     near_duplicate_of: str | None = None
     relevance: float | None = None  # the page's relevance in a focused crawl, else None
     unchanged: bool = False  # a recrawl's 304 Not Modified: no body, links not followed
+    text: str | None = field(default=None, repr=False)
+    markdown: str | None = field(default=None, repr=False)
     body: bytes = field(default=b"", repr=False, compare=False)
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
 
@@ -47,8 +51,9 @@ class CrawlResult:
         """True for a response that is not an HTTP error and has no crawler error."""
         return self.error is None and self.status is not None and self.status < 400
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, *, text: bool = False, markdown: bool = False) -> dict[str, Any]:
+        """The JSON Lines record; `text` / `markdown`: with those fields."""
+        record = {
             "url": self.url,
             "status": self.status,
             "depth": self.depth,
@@ -70,9 +75,15 @@ class CrawlResult:
             "relevance": self.relevance,
             "unchanged": self.unchanged,
         }
+        if text:
+            record["text"] = self.text
+        if markdown:
+            record["markdown"] = self.markdown
+        return record
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+    def to_json(self, *, text: bool = False, markdown: bool = False) -> str:
+        record = self.to_dict(text=text, markdown=markdown)
+        return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@
 | `tags` | Lexbor's tag ids, by element name: what the tree readers sort nodes by |
 | `thread` | The parse thread: response bodies to `Markup` records, lexbor running on ... |
 | `defuse/` | Making response bytes safe to hand to lexbor: markup that would make it ... |
+| `extract/` | A page's main content as plain text and as markdown |
 
 What other folders use is exported here, imported when first used.
 """

@@ -17,11 +17,14 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 
 from crawler.parse.anchors import Contexts, collapse, link_details
 from crawler.parse.defuse import DEPTH_LIMIT, MAX_TAGS, defuse
+from crawler.parse.extract.page import extract
 from crawler.parse.sniff import decode, is_html
 from crawler.parse.tags import tag_ids
 from crawler.urls.syntax import STRIP, cut_fragment
@@ -34,6 +37,7 @@ __all__ = [
     "MAX_TAGS",
     "SLOW_PARSE_SECONDS",
     "TITLE_MAX_CHARS",
+    "Main",
     "Markup",
     "parse_markup",
     "parse_tree",
@@ -69,24 +73,10 @@ _LINK_TAGS = frozenset((_A, _AREA))
 _FRAME_TAGS = frozenset(tag_ids("frame", "iframe"))  # their src: a page of the site, often
 (_FRAME,) = tag_ids("frame")
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
-# Left out of a page's visible text (removed after the links are read): what is not text, and
-# the boilerplate the pages of a site share (navigation bars, sidebars, headers, footers).
-_HIDDEN = ("script", "style", "noscript", "template", "svg", "nav", "header", "footer", "aside")
-_HIDDEN_ROLE = "navigation"  # any element with this ARIA role (a Sphinx sidebar, say) too
-# ARIA in HTML allows no role on <html> or <body>: one there (a stray fragment's
-# <html role=navigation> is merged into the root by the parser) would hide the whole page
-_ROLE_CSS = f"[role~={_HIDDEN_ROLE} i]:not(html, body)"
-_ROOT_TAGS = frozenset(tag_ids("html", "body"))
-_HIDDEN_CSS = f"{', '.join(_HIDDEN)}, {_ROLE_CSS}:not({', '.join(_HIDDEN)})"
 _HEADING_TAGS = frozenset(tag_ids(*_HEADINGS))
-_HIDDEN_TAGS = frozenset(tag_ids(*_HIDDEN))
-# With `text`, the same pass finds the headings and the hidden elements too (one more pass
-# would cost more than the longer selector); a role=navigation link or heading is listed once,
-# as a link or heading, and hidden by its branch.
-_TEXT_TREE_CSS = (
-    f"{_TREE_CSS}, :is({', '.join(_HEADINGS)}):not([href]), :is({', '.join(_HIDDEN)}):not([href]),"
-    f" {_ROLE_CSS}:not([href]):not({', '.join((*_HEADINGS, *_HIDDEN, 'frame', 'iframe', 'meta'))})"
-)
+# With `text`, the same pass finds the headings too (one more pass would cost more than the
+# longer selector); a heading that is a link is listed once, as a link.
+_TEXT_TREE_CSS = f"{_TREE_CSS}, :is({', '.join(_HEADINGS)}):not([href])"
 # A refresh's content: a time (digits and dots), then ";", "," or whitespace, and the URL,
 # maybe after "url=" and in quotes (the HTML standard's "shared declarative refresh steps").
 _REFRESH = re.compile(
@@ -94,8 +84,6 @@ _REFRESH = re.compile(
     r"(?:url[\t\n\f\r ]*=[\t\n\f\r ]*)?(['\"]?)(.*)",
     re.IGNORECASE | re.DOTALL,
 )
-# The page's main content, when it marks it (Sphinx's document body, for instance).
-_MAIN_CSS = "main, [role~=main i]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,11 +100,11 @@ class Markup:
 
     Read only when asked (a focused crawl): `anchors`, per distinct href (fragment cut, as in
     `crawler.urls.syntax.cut_fragment`) the (anchor text, rel, text around it) of its first
-    occurrence with an anchor text (else of its first); `text`, the page's (h1-h6 text, visible
-    body text). Read only when asked (content dedup): `content`, the visible text of the page's
-    main content (its first <main> or role=main element, else its <body>). Visible text leaves
-    out scripts, styles, templates, inline SVG and the boilerplate a site's pages share (nav,
-    header, footer, aside, role=navigation). Whitespace is collapsed in all but `content`.
+    occurrence with an anchor text (else of its first); `text`, the page's (h1-h6 text, main
+    content text, whitespace collapsed). Read only when asked (content dedup): `content`, the
+    main content's text. Read only when asked (`--text`, `--markdown`): `main_text` and
+    `markdown`, the main content as plain text and as markdown. The main content is chosen by
+    `crawler.parse.extract` (once a page, whichever of these asked for it).
     """
 
     is_html: bool
@@ -130,6 +118,8 @@ class Markup:
     anchors: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     text: tuple[str, str] | None = None
     content: str | None = None
+    main_text: str | None = None
+    markdown: str | None = None
 
 
 NOT_HTML = Markup(is_html=False)
@@ -143,15 +133,16 @@ def parse_markup(
     anchors: bool = False,
     text: bool = False,
     content: bool = False,
+    main: Main = None,
 ) -> Markup:
-    """Sniff, decode, defuse, parse and read one response body fetched from `url` (for logs);
-    `anchors`, `text` and `content` as for `read_tree`."""
+    """Sniff, decode, defuse, parse and read one response body fetched from `url` (its links
+    made absolute in markdown); `anchors`, `text`, `content` and `main` as for `read_tree`."""
     prepared = prepare(body, url, content_type)
     if prepared is None:
         return NOT_HTML
     charset, data = prepared
     tree = parse_tree(data, url)
-    return read_tree(tree, charset, anchors=anchors, text=text, content=content)
+    return read_tree(tree, charset, anchors=anchors, text=text, content=content, main=main, url=url)
 
 
 def prepare(
@@ -182,6 +173,11 @@ def parse_tree(data: bytes, url: str) -> LexborHTMLParser | None:
     return tree
 
 
+Main = Literal["text", "markdown"] | None
+"""What `read_tree` writes of the main content besides `text` / `content`: its plain text
+("text"), its plain text and its markdown ("markdown"), or neither (None)."""
+
+
 def read_tree(
     tree: LexborHTMLParser | None,
     charset: str,
@@ -189,54 +185,74 @@ def read_tree(
     anchors: bool = False,
     text: bool = False,
     content: bool = False,
+    main: Main = None,
+    url: str = "",
 ) -> Markup:
     """The `Markup` record of a parsed tree (an empty HTML one when there is no tree).
 
     `anchors`: also read each link's anchor text, rel and surrounding text; `text`: also read
-    the page's headings and visible body text; `content`: also read its main content's visible
-    text (`text` and `content` strip hidden elements from `tree`)."""
+    the page's headings and main content text (focus); `content`: also read its main content
+    text (dedup); `main`: also write the main content as `main_text` (and `markdown`), its
+    links made absolute against `url` and the page's <base href>. The main content is read
+    after everything else: choosing it strips scripts and boilerplate from `tree`."""
     if tree is None:
         return Markup(
-            True, charset, text=("", "") if text else None, content="" if content else None
-        )
+            True, charset, text=("", "") if text else None, content="" if content else None,
+            main_text="" if main else None, markdown="" if main == "markdown" else None,
+        )  # fmt: skip
     details: dict[str, tuple[str, str, str]] | None = {} if anchors else None
-    hrefs, nofollow, metas, base_href, framed, headings, hidden = _read_elements(
-        tree, text, details
-    )
+    hrefs, nofollow, metas, base_href, framed, headings = _read_elements(tree, text, details)
     if framed:
         _noframes_links(tree, hrefs, nofollow)
     head = tree.head or tree
     canonical_href = _canonical_href(head)
-    title = _title(tree, head)  # before `_page_text` strips hidden elements (an <svg><title>)
-    page_text, main_text = _page_text(tree, headings, hidden, text, content)
+    title = _title(tree, head)
+    page_text = main_text = markdown = None
+    if text or content or main:
+        found = extract(tree, _base(url, base_href), markdown=main == "markdown")
+        if text:
+            page_text = (
+                collapse(" ".join(headings), HEADINGS_MAX_CHARS),
+                collapse(found.text, BODY_MAX_CHARS),
+            )
+        if main:
+            main_text, markdown = found.text, found.markdown
     return Markup(
         True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
-        title, details if details is not None else {}, page_text, main_text,
+        title, details if details is not None else {}, page_text,
+        found.text[:CONTENT_MAX_CHARS] if content else None, main_text, markdown,
     )  # fmt: skip
+
+
+def _base(url: str, base_href: str | None) -> str:
+    """The URL a page's relative links resolve against: its <base href>, else its own."""
+    if not base_href:
+        return url
+    try:
+        return urljoin(url, base_href)
+    except ValueError:  # a malformed <base href> (a bad IPv6 literal): the page's own URL
+        return url
 
 
 # What `_read_elements`' pass found: (hrefs, nofollow, metas, base_href) as in `Markup`, then
 # whether the page is a frameset (a <frame src>: its <noframes> links are read too) and, with
-# `text`, the h1-h6 texts and the elements left out of the page's text. A plain tuple: a
-# NamedTuple cost ~0.8 us a page more (its making and field reads; a page's pass is ~200 us).
-_Found = tuple[
-    list[str], list[int], list[tuple[str, str]], str | None, bool, list[str], list[LexborNode]
-]
+# `text`, the h1-h6 texts. A plain tuple: a NamedTuple cost ~0.8 us a page more (its making and
+# field reads; a page's pass is ~200 us).
+_Found = tuple[list[str], list[int], list[tuple[str, str]], str | None, bool, list[str]]
 
 
 def _read_elements(
     tree: LexborHTMLParser, text: bool, details: dict[str, tuple[str, str, str]] | None
 ) -> _Found:
     """The tree's one whole pass (`_TREE_CSS`; with `text`, `_TEXT_TREE_CSS`), in document
-    order: links, frames, metas and the first <base href>; with `text`, the headings and the
-    hidden elements too; with `details` (`anchors`), each href's anchor details put there.
-    The crawl's per-element loop: what it fills are locals (no attribute lookup per element)."""
+    order: links, frames, metas and the first <base href>; with `text`, the headings too; with
+    `details` (`anchors`), each href's anchor details put there. The crawl's per-element loop:
+    what it fills are locals (no attribute lookup per element)."""
     hrefs: list[str] = []
     nofollow: list[int] = []
     metas: list[tuple[str, str]] = []
     contexts = Contexts()
     headings: list[str] = []
-    hidden: list[LexborNode] = []
     base_href: str | None = None
     framed = False
     for node in tree.css(_TEXT_TREE_CSS if text else _TREE_CSS):
@@ -248,8 +264,6 @@ def _read_elements(
                 nofollow.append(len(hrefs))
             href = attrs.get("href") or attrs.get("xlink:href")  # SVG 1.1 links have the latter
             hrefs.append(href.strip(STRIP) if href else "")
-            if text and _is_navigation(attrs.get("role")):
-                hidden.append(node)
             if details is not None:  # a page repeats its links: read each href's once
                 cut = cut_fragment(hrefs[-1])
                 known = details.get(cut)
@@ -266,15 +280,9 @@ def _read_elements(
             _read_meta(node.attributes, metas, hrefs)
         elif tag_id == _BASE and base_href is None:
             base_href = node.attributes.get("href") or ""
-        elif not text:  # "[href]" matches <link>, <use>...: nothing to read
-            continue
-        elif tag_id in _HIDDEN_TAGS:
-            hidden.append(node)
-        elif tag_id not in _ROOT_TAGS and _is_navigation(node.attributes.get("role")):
-            hidden.append(node)  # a heading too (an <html href role=navigation>: no)
-        elif tag_id in _HEADING_TAGS:
+        elif text and tag_id in _HEADING_TAGS:  # "[href]" matches <link>, <use>... too
             headings.append(node.text(deep=True, separator=" "))
-    return hrefs, nofollow, metas, base_href, framed, headings, hidden
+    return hrefs, nofollow, metas, base_href, framed, headings
 
 
 def _read_meta(
@@ -336,54 +344,3 @@ def refresh_url(content: str) -> str | None:
         url = url.split(quote, 1)[0]
     url = url.strip(STRIP)
     return url or None
-
-
-def _is_navigation(role: str | None) -> bool:
-    """Whether a role attribute's value holds the navigation role (hidden from page text)."""
-    return role is not None and _HIDDEN_ROLE in role.lower().split()
-
-
-def _page_text(
-    tree: LexborHTMLParser, headings: list[str], hidden: list[LexborNode], text: bool, content: bool
-) -> tuple[tuple[str, str] | None, str | None]:
-    """((h1-h6 text, visible body text) if `text`, visible main-content text if `content`) of
-    a page. Hidden elements are removed from `tree`, the last first (in document order), so that
-    none is inside one already removed: with `text`, the `hidden` ones the tree's pass found;
-    else those inside the main content. The body's text serves both when the page marks no main
-    content. The main-content text keeps its whitespace (its fingerprint splits the words)."""
-    if not (text or content):
-        return None, None
-    for node in reversed(hidden):
-        node.decompose()
-    body = tree.body or tree.root
-    body_text = body.text(deep=True, separator=" ") if text and body is not None else ""
-    page_text = None
-    if text:
-        headings_text = collapse(" ".join(headings), HEADINGS_MAX_CHARS)
-        page_text = headings_text, collapse(body_text, BODY_MAX_CHARS)
-    if not content:
-        return page_text, None
-    root = tree.css_first(_MAIN_CSS)
-    if root is None:
-        if text:
-            return page_text, body_text[:CONTENT_MAX_CHARS]
-        root = body
-    if root is None:
-        return page_text, ""
-    if not text:
-        # nodes compared by `mem_id` (the same lexbor node): selectolax's == and != compare
-        # serialized HTML, two serializations of the subtrees (7 ms for one sqlite3-doc page)
-        hidden = root.css(_HIDDEN_CSS)  # within the main content only (itself included)
-        root_id = root.mem_id
-        is_body = body is not None and root_id == body.mem_id
-        if not is_body and any(node.mem_id == root_id for node in hidden):
-            # a hidden main content (<nav role=main>): none, as when `text` removed it first
-            root = body
-            if root is None:
-                return page_text, ""
-            hidden = root.css(_HIDDEN_CSS)
-        root_id = root.mem_id
-        for node in reversed(hidden):
-            if node.mem_id != root_id:  # never the node read below (decomposed, it is freed)
-                node.decompose()
-    return page_text, root.text(deep=True, separator=" ")[:CONTENT_MAX_CHARS]

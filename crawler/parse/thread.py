@@ -31,7 +31,15 @@ from selectolax.lexbor import LexborHTMLParser
 
 from crawler.parse import markup
 from crawler.parse.defuse import MAX_ATTRIBUTES, STRICT_MAX_TAGS
-from crawler.parse.markup import NOT_HTML, Markup, parse_markup, parse_tree, prepare, read_tree
+from crawler.parse.markup import (
+    NOT_HTML,
+    Main,
+    Markup,
+    parse_markup,
+    parse_tree,
+    prepare,
+    read_tree,
+)  # fmt: skip
 
 __all__ = [
     "CLOSE_WAIT_SECONDS", "PARSE_THREADS", "SPARE_THREADS", "STUCK_SECONDS", "SWITCH_INTERVAL",
@@ -110,12 +118,14 @@ class Parser:
         anchors: bool = False,
         text: bool = False,
         content: bool = False,
+        main: Main = None,
     ) -> Markup:
-        """`crawler.parse.markup.parse_markup(body, url, content_type, anchors=, text=, content=)`,
-        lexbor in a thread if big (the tree is read on the loop, as without them)."""
+        """`crawler.parse.markup.parse_markup(body, url, content_type, anchors=, text=, content=,
+        main=)`, lexbor in a thread if big (the tree is read on the loop, as without them: the
+        main content's extraction holds the GIL too)."""
         if len(body) <= THREAD_PARSE_BYTES:
             return parse_markup(
-                body, url, content_type, anchors=anchors, text=text, content=content
+                body, url, content_type, anchors=anchors, text=text, content=content, main=main
             )
         strict = bool(self._suspects) and urlsplit(url).netloc in self._suspects
         prepared = prepare(body, url, content_type, strict=strict)
@@ -135,7 +145,10 @@ class Parser:
                 self._cond.notify()
         if not idle and self._watch is None:
             self._watch_threads()
-        return read_tree(await future, charset, anchors=anchors, text=text, content=content)
+        tree = await future
+        return read_tree(
+            tree, charset, anchors=anchors, text=text, content=content, main=main, url=url
+        )
 
     async def close(self) -> None:
         """Let the threads finish the jobs queued and exit; waits for them off the loop, for at
