@@ -233,3 +233,38 @@ def test_focus_and_dedup_read_the_same_main_content() -> None:
     assert markup.markdown is not None and "cookies" not in markup.markdown
     plain = parse_markup(html(boilerplate_page()), URL, "text/html")
     assert plain.main_text is None and plain.markdown is None and plain.content is None
+
+
+def test_code_spans_keep_their_text_and_dunders_are_escaped() -> None:
+    page = (
+        "<article><p>Open <a href='/src/__init__.py'>Lib/html/__init__.py</a> and write"
+        " <code>&amp;#62; &lt;a&gt; <b>x</b> a_b</code>, then snake_case names, as the guide"
+        " says, in a long enough paragraph.</p></article>"
+    )
+    md = markdown_of(page)
+    assert "[Lib/html/\\_\\_init\\_\\_.py](http://news.test/src/__init__.py)" in md
+    assert "`&#62; <a> x a_b`" in md and "snake_case" in md
+
+
+def test_sections_named_like_boilerplate_are_read_when_they_are_the_page() -> None:
+    # a documentation page whose sections' ids name cookies: readability's second try
+    sections = "".join(
+        f"<section id='cookie-{name}'><h2>{name} objects</h2><p>The {name} class handles"
+        f" cookies, and stores them, as the policy says, until they expire.</p></section>"
+        for name in ("jar", "policy", "file")
+    )
+    text = text_of(f"<div role='main'>{sections}</div>")
+    assert text.count("class handles cookies") == 3 and "policy objects" in text
+    banner = "<div class='cookie-banner'><p>We use cookies, to count visits, to show ads.</p></div>"
+    assert "We use cookies" not in text_of(banner + f"<article>{STORY}</article>")
+
+
+def test_an_index_page_gives_its_links_text_after_its_title() -> None:
+    toc = "".join(f"<li><a href='/faq/{i}.html'>FAQ number {i}</a></li>" for i in range(4))
+    page = f"<div role='main'><h1>Harbour plan approved</h1><ul>{toc}</ul></div>"
+    assert text_of(page) == "FAQ number 0 FAQ number 1 FAQ number 2 FAQ number 3"
+
+
+def test_a_site_tagline_is_not_content() -> None:
+    tagline = "<div class='tagline'>Small. Fast. Reliable.<br>Choose any three.</div>"
+    assert "Reliable" not in text_of(tagline + STORY)

@@ -139,8 +139,8 @@ class JsonlWriter:
     other OSError as an `OutputError` naming the output (`name`).
     """
 
-    __slots__ = ("_dirty", "_fields", "_on_error", "_out", "_sync", "_task", "error", "interval", "lines",
-                 "name")  # fmt: skip
+    __slots__ = ("_dirty", "_fields", "_on_error", "_out", "_sync", "_task", "error", "interval",
+                 "lines", "name")  # fmt: skip
 
     def __init__(
         self,

@@ -20,7 +20,7 @@ __all__ = ["Block", "escape", "read_blocks"]
 
 _SPACES = re.compile(r"\s+")
 # markdown's markup characters; "_" only at a word's edge (snake_case stays readable)
-_MD_ESCAPE = re.compile(r"([\\`*\[\]<>#|]|(?<!\w)_|_(?!\w))")
+_MD_ESCAPE = re.compile(r"([\\`*\[\]<>#|]|(?<![^\W_])_|_(?![^\W_]))")
 
 _BLOCK_TAGS = frozenset((
     "p", "div", "section", "article", "main", "address", "figure", "figcaption", "center",
@@ -48,7 +48,7 @@ class Block:
 class _Reader:
     """The walk's state: the open block's text and markdown pieces, and the blocks so far."""
 
-    __slots__ = ("base", "blocks", "kind", "lists", "markdown", "md", "quote", "text")
+    __slots__ = ("base", "blocks", "code", "kind", "lists", "markdown", "md", "quote", "text")
 
     def __init__(self, base: str, markdown: bool) -> None:
         self.base = base
@@ -59,6 +59,7 @@ class _Reader:
         self.kind = "p"
         self.lists: list[list[int]] = []  # per open list: [next number or 0 for bullets]
         self.quote = 0
+        self.code = 0  # open inline <code> elements: their text is not escaped
 
     def flush(self, next_kind: str = "p") -> None:
         text = _SPACES.sub(" ", "".join(self.text)).strip()
@@ -80,7 +81,9 @@ class _Reader:
     def add(self, text: str, markdown: str | None = None) -> None:
         self.text.append(text)
         if self.markdown:
-            self.md.append(escape(text) if markdown is None else markdown)
+            if markdown is None:
+                markdown = text if self.code else escape(text)
+            self.md.append(markdown)
 
     def pre(self, node: LexborNode) -> None:
         self.flush()
@@ -145,14 +148,19 @@ class _Reader:
             self._close_inline(node, tag)
 
     def _open_inline(self, node: LexborNode, tag: str) -> None:
+        if self.code and tag != "code":
+            return  # a code span holds no markup
         if tag == "a":
             self.md.append("\0[")  # marks where the link's text starts
         elif tag in _EMPHASIS:
             self.md.append(_EMPHASIS[tag])
         elif tag == "code":
             self.md.append("`")
+            self.code += 1
 
     def _close_inline(self, node: LexborNode, tag: str) -> None:
+        if self.code and tag != "code":
+            return
         if tag == "a":
             start = _last_index(self.md, "\0[")
             if start < 0:
@@ -169,6 +177,7 @@ class _Reader:
             else:
                 self.md.append(mark)
         elif tag == "code":
+            self.code = max(0, self.code - 1)
             if self.md and self.md[-1] == "`":
                 self.md.pop()
             else:

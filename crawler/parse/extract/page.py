@@ -8,7 +8,13 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawler.parse.extract.blocks import Block, escape, read_blocks
 from crawler.parse.extract.choose import choose
-from crawler.parse.extract.clean import Names, strip_junk, strip_link_lists, strip_unlikely
+from crawler.parse.extract.clean import (
+    Names,
+    strip_junk,
+    strip_link_lists,
+    strip_unlikely,
+    unlikely_share,
+)  # fmt: skip
 
 __all__ = ["PageText", "as_markdown", "as_text", "extract"]
 
@@ -33,16 +39,35 @@ def extract(tree: LexborHTMLParser, url: str, *, markdown: bool = False) -> Page
     if body is None:
         return PageText("", "" if markdown else None)
     names = Names(body)
+    # readability's second try: when the elements named like boilerplate hold half the page,
+    # a copy of the tree is kept, and read whole if the page without them says little (a
+    # documentation page whose sections are named "cookie-policy", "comments-api", ...)
+    spare = tree.clone() if unlikely_share(body, names) >= _RISKY_SHARE else None
     strip_unlikely(body, names)
-    roots = _main(body, names.weights)
-    links_only = strip_link_lists(roots)
-    blocks = read_blocks(roots, url, markdown)
+    blocks, links_only = _blocks(body, names.weights, url, markdown)
+    if spare is not None and sum(len(block.text) for block in blocks) < _SHORT_CHARS:
+        body = spare.body or spare.root
+        if body is not None:
+            blocks, links_only = _blocks(body, Names(body).weights, url, markdown)
+    if blocks and blocks[0].kind in ("h1", "h2") and _is_title(blocks[0].text, title_text):
+        del blocks[0]  # the page's title, which the result carries as `title`
     if not blocks and links_only:  # a page of links only (an index): its links' text
         texts = [text for text in map(_collapse, links_only) if text]
         blocks = [Block("p", text, escape(text) if markdown else "") for text in texts]
-    if blocks and blocks[0].kind in ("h1", "h2") and _is_title(blocks[0].text, title_text):
-        del blocks[0]  # the page's title, which the result carries as `title`
     return PageText(as_text(blocks), as_markdown(blocks) if markdown else None)
+
+
+_RISKY_SHARE = 0.5
+_SHORT_CHARS = 200
+
+
+def _blocks(
+    body: LexborNode, weights: dict[int, int], url: str, markdown: bool
+) -> tuple[list[Block], list[str]]:
+    """The main content's blocks, chosen in `body`, and the text of the link lists removed."""
+    roots = _main(body, weights)
+    links_only = strip_link_lists(roots)
+    return read_blocks(roots, url, markdown), links_only
 
 
 _MAIN_CSS = "main, [role~=main i]"
