@@ -55,6 +55,7 @@ from bench.text_corpora import (
     REPO,
     SEED,
     TRAFILATURA,
+    TREE,
     Corpus,
     Extractor,
     Page,
@@ -104,12 +105,13 @@ def run_all(pages: list[Page], extract: list[Extractor]) -> list[Run]:
         for run in runs[i % len(runs) :] + runs[: i % len(runs)]:
             started = time.perf_counter()
             try:
-                text = run.extractor.run(page)
+                got = run.extractor.run(page)
             except Exception as exc:  # a crash is a miss, as in both harnesses
-                text = ""
+                got = ""
                 run.errors += 1
                 run.first_error = run.first_error or f"{page.key}: {type(exc).__name__}: {exc}"
-            run.seconds[page.key] = time.perf_counter() - started
+            elapsed = time.perf_counter() - started
+            text, run.seconds[page.key] = got if isinstance(got, tuple) else (got, elapsed)
             run.texts[page.key] = text
     return runs
 
@@ -127,7 +129,8 @@ def corpus_table(corpus: Corpus, runs: list[Run]) -> dict[str, Scores]:
         median, mean = run.ms()
         total = sum(run.seconds.values())
         empty = sum(1 for t in run.texts.values() if not t.strip())
-        name = f"**{run.extractor.name}**" if run.extractor.name == "ours" else run.extractor.name
+        name = run.extractor.name
+        name = f"**{name}**" if name.startswith("ours") else name
         print(f"| {name} | {run.extractor.version} | {s.precision:.3f} | {s.recall:.3f} | "
               f"**{s.f1:.3f}** ± {s.f1_std:.3f} | {s.accuracy:.3f} | {median:.2f} | {mean:.2f} | "
               f"{total:.2f} | {ref_total / total:.2f}x | {run.errors} | {empty} |")  # fmt: skip
@@ -223,7 +226,8 @@ def doc_sites(extract: list[Extractor]) -> None:
             empty = sum(1 for v in ordered if v == 0)
             median, mean = run.ms()
             name = run.extractor.name
-            print(f"| {site.name} | {f'**{name}**' if name == 'ours' else name} | {len(seen)} | "
+            shown = f"**{name}**" if name.startswith("ours") else name
+            print(f"| {site.name} | {shown} | {len(seen)} | "
                   f"{statistics.median(ordered):.1%} | {p10:.1%} | {under} | {empty} | "
                   f"{median:.2f} | {mean:.2f} |", flush=True)  # fmt: skip
             if run.extractor.name == "ours":
@@ -290,7 +294,7 @@ def main(argv: list[str]) -> int:
         if corpus is not None:
             corpus_table(corpus, run_all(corpus.pages, extractors(corpus.stoplist, names)))
     if "doc-sites" in parts:
-        doc_sites(extractors(stoplist("English"), names or ("ours", "trafilatura")))
+        doc_sites(extractors(stoplist("English"), names or ("ours", TREE, "trafilatura")))
     print(f"\nwall time {time.perf_counter() - started:.0f} s")
     return 0
 
