@@ -268,3 +268,23 @@ def test_an_index_page_gives_its_links_text_after_its_title() -> None:
 def test_a_site_tagline_is_not_content() -> None:
     tagline = "<div class='tagline'>Small. Fast. Reliable.<br>Choose any three.</div>"
     assert "Reliable" not in text_of(tagline + STORY)
+
+
+def test_a_heading_left_with_nothing_under_it_goes() -> None:
+    more = "".join(f"<li><a href='/s{i}'>Story number {i} of the week</a></li>" for i in range(5))
+    page = f"<article>{STORY}<h3>More topics:</h3><ul>{more}</ul></article>"
+    text = text_of(page)
+    assert text.endswith("until the works are done.") and "More topics" not in text
+    kept = text_of(f"<article><h2>Part one</h2><h3>First</h3>{STORY}</article>")
+    assert kept.startswith("Part one\n\nFirst\n\nThe council")  # a section's heading stays
+
+
+def test_author_boxes_and_teaser_lists_are_not_content() -> None:
+    bio = "<p>Jane Doe is a reporter, who covers the harbour, the port and the bay.</p>"
+    teasers = "<p>Read also: the storm of last winter, in pictures, all of them.</p>"
+    bio, teasers = (
+        f"<div class='author-box'>{bio}</div>",
+        f"<div class='teaser-list'>{teasers}</div>",
+    )
+    text = text_of(f"<article>{STORY}{bio}{teasers}</article>")
+    assert "Jane Doe" not in text and "Read also" not in text

@@ -44,6 +44,7 @@ _NEGATIVE = (
     "pager", "footer", "masthead", "menu", "navbar", "toolbar", "skip", "hidden", "byline",
     "author-bio", "tags", "keywords", "caption", "credit", "rating", "read-more", "readmore",
     "more-stories", "outbrain", "taboola", "trending", "popular", "jump", "tagline", "slogan",
+    "author", "profile", " bio", "komment", "teaser",
 )  # fmt: skip
 _POSITIVE = (
     "article", "body", "content", "entry", "main", "page", "post", "story", "text", "blog",

@@ -51,6 +51,7 @@ def extract(tree: LexborHTMLParser, url: str, *, markdown: bool = False) -> Page
             blocks, links_only = _blocks(body, Names(body).weights, url, markdown)
     if blocks and blocks[0].kind in ("h1", "h2") and _is_title(blocks[0].text, title_text):
         del blocks[0]  # the page's title, which the result carries as `title`
+    _drop_orphan_headings(blocks)
     if not blocks and links_only:  # a page of links only (an index): its links' text
         texts = [text for text in map(_collapse, links_only) if text]
         blocks = [Block("p", text, escape(text) if markdown else "") for text in texts]
@@ -80,6 +81,23 @@ def _main(body: LexborNode, weights: dict[int, int]) -> list[LexborNode]:
     if len(marked) == 1 and marked[0].tag not in ("body", "html"):
         return choose(marked[0], weights)
     return choose(body, weights)
+
+
+def _level(kind: str) -> int:
+    """A heading block's level (1-6), 7 for any other block."""
+    return int(kind[1]) if len(kind) == 2 and kind[0] == "h" else 7
+
+
+def _drop_orphan_headings(blocks: list[Block]) -> None:
+    """Remove the headings that introduce nothing: followed by a heading of their level or
+    higher, or by the end (what they headed, a list of links, went as boilerplate)."""
+    following = 0  # the level of the block after the one looked at (0: the end)
+    for index in range(len(blocks) - 1, -1, -1):
+        level = _level(blocks[index].kind)
+        if level < 7 and following <= level:
+            del blocks[index]
+            continue
+        following = level
 
 
 def _collapse(text: str) -> str:
