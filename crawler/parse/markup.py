@@ -209,18 +209,20 @@ def read_tree(
     title = _title(tree, head)
     page_text = main_text = markdown = None
     if text or content or main:
-        found = extract(tree, _base(url, base_href), markdown=main == "markdown")
+        found = extract(
+            tree, _base(url, base_href), markdown=main == "markdown", layout=main is not None
+        )
         if text:
             page_text = (
                 collapse(" ".join(headings), HEADINGS_MAX_CHARS),
-                collapse(found.text, BODY_MAX_CHARS),
+                collapse(found.words, BODY_MAX_CHARS),
             )
         if main:
             main_text, markdown = found.text, found.markdown
     return Markup(
         True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
         title, details if details is not None else {}, page_text,
-        found.text[:CONTENT_MAX_CHARS] if content else None, main_text, markdown,
+        found.words[:CONTENT_MAX_CHARS] if content else None, main_text, markdown,
     )  # fmt: skip
 
 

@@ -27,7 +27,7 @@ from crawler.parse.extract.clean import link_density
 
 __all__ = ["choose"]
 
-_PARAGRAPHS = "p, pre, td, blockquote, div, section, article, dd, li"
+_PARAGRAPHS = "p, pre, td, blockquote, div, section, article"
 _WRAPPERS = frozenset(("div", "section", "article", "li", "dd"))  # paragraphs when no block inside
 _BLOCKS = frozenset((
     "p", "div", "section", "article", "table", "ul", "ol", "dl", "pre", "blockquote", "h1", "h2",

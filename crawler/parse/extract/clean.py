@@ -127,8 +127,7 @@ def _holders(joined: str, starts: list[int], words: tuple[str, ...]) -> set[int]
 # the elements whose names count: blocks and containers (an inline element's class does not
 # make its paragraph boilerplate, and there are many: 0.48 -> ~0.3 ms a page)
 _NAMED_CSS = (
-    ":is(div, section, article, aside, main, ul, ol, dl, table, td, form, p, li, span)"
-    ":is([class], [id])"
+    ":is(div, section, article, aside, main, ul, ol, dl, table, td, form, p, li):is([class], [id])"
 )
 _NEVER_UNLIKELY = frozenset(("html", "body", "article", "main"))
 _MOSTLY = 0.6  # an unlikely element holding this share of the body's text is kept
@@ -163,6 +162,8 @@ def link_density(node: LexborNode, text_length: int | None = None) -> float:
     length = len(node.text(deep=True).strip()) if text_length is None else text_length
     if length == 0:
         return 0.0
+    if node.css_first("a") is None:  # most paragraphs: lexbor stops at the first link
+        return 0.0
     linked = sum(len(link.text(deep=True).strip()) for link in node.css("a"))
     return min(1.0, linked / length)
 
@@ -171,6 +172,7 @@ _LISTS_CSS = "ul, ol, dl, table, div, section, form, figure, p"
 _LINK_HEAVY = 0.5  # a container whose text is more than this share links is left out
 
 
+_LIST_MAX_CHARS = 5000  # a longer container is not weighed (each weighing reads its links)
 _LINK_PARAGRAPH = 0.8  # a paragraph that is links only ("Related: ...", "Read more ...")
 
 
@@ -184,9 +186,9 @@ def strip_link_lists(roots: list[LexborNode]) -> list[str]:
         root_id = root.mem_id
         for node in reversed(root.css(_LISTS_CSS)):
             limit = _LINK_PARAGRAPH if node.tag == "p" else _LINK_HEAVY
-            if node.mem_id != root_id:
+            if node.mem_id != root_id and node.css_first("a") is not None:
                 length = len(node.text(deep=True).strip())
-                if length and link_density(node, length) > limit:
+                if 0 < length <= _LIST_MAX_CHARS and link_density(node, length) > limit:
                     removed.append(node.text(deep=True, separator=" "))
                     node.decompose()
     removed.reverse()
