@@ -12,6 +12,7 @@ import itertools
 import json
 import os
 import signal
+import statistics
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -102,8 +103,15 @@ async def test_three_processes_crawl_the_site_once_politely(
     for request in site.requests:
         starts.setdefault(request.host, []).append(request.time)
     for host, times in starts.items():  # one politeness per host across processes
-        gaps = [b - a for a, b in itertools.pairwise(sorted(times))]
-        assert min(gaps) >= DELAY - JITTER, f"{host}: requests {min(gaps):.3f} s apart"
+        ordered = sorted(times)
+        gaps = [b - a for a, b in itertools.pairwise(ordered)]
+        assert statistics.median(gaps) >= DELAY - JITTER, f"{host}: gaps {gaps}"
+        # measured on arrival, so one request delivered late on a loaded machine shortens its
+        # gap (66 ms seen among 140-300 ms ones) and lengthens the next by as much: two
+        # consecutive gaps are robust to that, and two processes fetching a host at once
+        # would still take a whole delay out of them
+        spans = [c - a for a, c in zip(ordered, ordered[2:], strict=False)]
+        assert min(spans) >= 2 * DELAY - JITTER, f"{host}: 3 requests in {min(spans):.3f} s"
     status = await read_status(redis.url, "procs")
     assert status["finished"] and status["pages"] == len(every)
     assert len(status["processes"]) == 3
