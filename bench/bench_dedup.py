@@ -24,6 +24,9 @@ each, CPU ms/page (whole process, parse thread included) per round and their med
   fingerprint (normalize, content hash, simhash) and index lookup+insert, against the crawl's
   CPU per page (whole process, parse thread included) with dedup on and off, measured in the
   same run.
+- offline, every page: the same banners named as in the crawls (class "mirror-banner", which
+  the main-content reader removes by name, as any element named "banner") and with no class,
+  which only the structure of the page can leave out.
 - index memory: tracemalloc over a crawl-sized index, and over 1M synthetic pages (URLs of the
   python site's shape, random simhashes) with the time and candidates per query there.
 
@@ -254,6 +257,7 @@ def main() -> None:
     held_out = HELD_OUT if "--held-out" in sys.argv[1:] else ()
     runs = [run_site(site) for site in (*SITES, *held_out)]
     report_crawls(runs)
+    report_unnamed(runs)
     report_rounds(runs)
     report_costs(runs)
     report_memory(runs[0])
@@ -287,6 +291,45 @@ LABELS = {
     "nofollow": "banner after <body>, follow off",
     "off": "dedup off (the cost baseline)",
 }
+
+
+def report_unnamed(runs: list[SiteRun]) -> None:
+    """Offline, the banner named as the crawls' ("mirror-banner", which the main-content
+    reader removes by its name, as it removes any element named "banner") against the same
+    banner with no class: each mirror page matched when its text is within 3 bits of its
+    original's or hashes the same."""
+    print("\noffline, every page: the mirror banner named (class mirror-banner) or not")
+    print(f"{'site':<17} {'banner':<36} {'named':>16} {'no class':>16}")
+    for run in runs:
+        pages = dict(zip(run.rels, run.bodies[: len(run.rels)], strict=True))
+        inside = (run.site.inside, BODY_RE)
+        for label, where in (("after <body>", (BODY_RE,)), (run.site.inside_label, inside)):
+            rng = random.Random(2026)
+            matched = {"named": 0, "plain": 0}
+            for body in pages.values():
+                original = fingerprint(content_text(body))
+                named = banner(rng)
+                for kind, text in (("named", named), ("plain", named.replace(_CLASS, b""))):
+                    copy = _inject_text(body, text, where)
+                    fp = fingerprint(content_text(copy))
+                    matched[kind] += fp.content_hash == original.content_hash or (
+                        hamming(fp.simhash, original.simhash) <= 3
+                    )
+            n = len(pages)
+            print(f"{run.site.name:<17} {label[:36]:<36} "
+                  f"{matched['named']:>5}/{n} {matched['named'] / n:>6.1%} "
+                  f"{matched['plain']:>5}/{n} {matched['plain'] / n:>6.1%}")  # fmt: skip
+
+
+_CLASS = b' class="mirror-banner"'
+
+
+def _inject_text(body: bytes, text: bytes, where: tuple[re.Pattern[bytes], ...]) -> bytes:
+    for pattern in where:
+        out, n = pattern.subn(lambda m: m.group(0) + text, body, count=1)
+        if n:
+            return out
+    return text + body
 
 
 def report_crawls(runs: list[SiteRun]) -> None:
