@@ -4,7 +4,7 @@
     python -m bench.bench_text --dataset DIR --trafilatura-eval DIR
     python -m bench.bench_text --part articles --extractors ours,trafilatura
 
-Three parts (`--part`, repeatable: articles, trafilatura-eval, doc-sites; all by default):
+Four parts (`--part`, repeatable: articles, trafilatura-eval, doc-sites, crawl; all by default):
 
 1. articles: the Zyte (Scrapinghub) article-extraction benchmark, 181 real news and blog pages
    with a human-made article body each, scored by the benchmark's own evaluate.py (imported
@@ -72,7 +72,7 @@ QUICK = os.environ.get("BENCH_QUICK") == "1"
 QUICK_PAGES = 20
 SAMPLES = 10
 OUT = REPO / "bench" / "out"
-PARTS = ("articles", "trafilatura-eval", "doc-sites")
+PARTS = ("articles", "trafilatura-eval", "doc-sites", "crawl")
 WORD = re.compile(r"\w+")
 INVISIBLE = ["script", "style", "noscript", "template"]
 
@@ -295,6 +295,10 @@ def main(argv: list[str]) -> int:
             corpus_table(corpus, run_all(corpus.pages, extractors(corpus.stoplist, names)))
     if "doc-sites" in parts:
         doc_sites(extractors(stoplist("English"), names or ("ours", TREE, "trafilatura")))
+    if "crawl" in parts:
+        from bench.text_crawl import crawl_costs  # starts nginx: only when asked
+
+        crawl_costs()
     print(f"\nwall time {time.perf_counter() - started:.0f} s")
     return 0
 

@@ -290,3 +290,21 @@ def test_author_boxes_and_teaser_lists_are_not_content() -> None:
     )
     text = text_of(f"<article>{STORY}{bio}{teasers}</article>")
     assert "Jane Doe" not in text and "Read also" not in text
+
+
+def test_a_page_of_few_words_keeps_them_over_a_banner_or_a_tagline() -> None:
+    # a syntax diagram's page: its words are a name and two references; a mirror put a banner
+    # above it, and the site's tagline sits in its header: neither is the page's content
+    def page(name: str) -> str:
+        return (
+            "<div class='mirror-banner'>You are reading a mirror of the docs hosted by"
+            " mirror.example.net, last synchronized at noon, session 8f3a2c91d0.</div>"
+            "<div class='nosearch'><div class='tagline'>Small. Fast. Reliable.<br>Choose any"
+            f" three.</div></div><h1>{name}</h1><svg><text>{name} diagram</text></svg>"
+            f"<p><b>Used by:</b> <a href='sql.html'>sql-stmt</a></p>"
+        )
+
+    first, second = text_of(page("begin-stmt")), text_of(page("vacuum-stmt"))
+    assert first != second and "begin-stmt" in first and "vacuum-stmt" in second
+    for junk in ("mirror", "Reliable", "diagram"):
+        assert junk not in first

@@ -15,7 +15,14 @@ from itertools import accumulate
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-__all__ = ["Names", "link_density", "strip_junk", "strip_link_lists", "strip_unlikely"]
+__all__ = [
+    "LISTS_ONLY",
+    "Names",
+    "link_density",
+    "strip_junk",
+    "strip_link_lists",
+    "strip_unlikely",
+]
 
 _JUNK_TAGS = (
     "script", "style", "noscript", "template", "svg", "math", "iframe", "frame", "object",
@@ -134,13 +141,32 @@ _MOSTLY = 0.6  # an unlikely element holding this share of the body's text is ke
 
 
 def _unlikely(body: LexborNode, names: Names) -> tuple[int, list[tuple[LexborNode, int]]]:
-    """The body's text length, and the unlikely elements that do not hold most of it (a site
-    that names its article's wrapper oddly) with their text lengths."""
+    """The body's text length, and the unlikely elements with their text lengths, but those
+    that wrap blocks holding most of the text (a site that names its article's wrapper oddly;
+    a single block named like boilerplate goes whatever it holds: a mirror's banner on a page
+    of few words)."""
     if names.lengths is None:
         total = len(body.text(deep=True))
         found = [(node, len(node.text(deep=True))) for node in names.unlikely]
-        names.lengths = total, [(node, n) for node, n in found if n < _MOSTLY * total]
+        names.lengths = (
+            total,
+            [(node, n) for node, n in found if n < _MOSTLY * total or not _has_blocks(node)],
+        )
     return names.lengths
+
+
+_BLOCK_TAGS = frozenset(("p", "div", "section", "article", "ul", "ol", "table", "pre", "h1", "h2",
+                         "h3", "h4", "h5", "h6", "blockquote", "dl", "main"))  # fmt: skip
+
+
+def _has_blocks(node: LexborNode) -> bool:
+    """Whether `node` wraps blocks (a wrapper named oddly), rather than being one (a banner)."""
+    child = node.child
+    while child is not None:
+        if child.tag in _BLOCK_TAGS:
+            return True
+        child = child.next
+    return False
 
 
 def unlikely_share(body: LexborNode, names: Names) -> float:
@@ -176,7 +202,12 @@ _LIST_MAX_CHARS = 5000  # a longer container is not weighed (each weighing reads
 _LINK_PARAGRAPH = 0.8  # a paragraph that is links only ("Related: ...", "Read more ...")
 
 
-def strip_link_lists(roots: list[LexborNode]) -> list[str]:
+LISTS_ONLY = "ul, ol"
+"""The containers `strip_link_lists` weighs for dedup and focus: the lists (menus, tables of
+contents, related stories), not every division and paragraph (a third of the cost)."""
+
+
+def strip_link_lists(roots: list[LexborNode], selector: str = _LISTS_CSS) -> list[str]:
     """Remove from the main content the containers that are mostly links (a related-stories
     list, a tag cloud, a table of contents) and the paragraphs that are links only, the
     innermost first: a section whose list of links goes keeps its paragraphs. Returns the
@@ -184,7 +215,7 @@ def strip_link_lists(roots: list[LexborNode]) -> list[str]:
     removed: list[str] = []
     for root in roots:
         root_id = root.mem_id
-        for node in reversed(root.css(_LISTS_CSS)):
+        for node in reversed(root.css(selector)):
             limit = _LINK_PARAGRAPH if node.tag == "p" else _LINK_HEAVY
             if node.mem_id != root_id and node.css_first("a") is not None:
                 length = len(node.text(deep=True).strip())
