@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from itertools import accumulate
 
-from selectolax.lexbor import LexborHTMLParser, LexborNode
+from selectolax.lexbor import LexborNode
 
 __all__ = [
     "LISTS_ONLY",
@@ -59,19 +59,24 @@ _POSITIVE = (
 )  # fmt: skip
 
 
-def strip_junk(tree: LexborHTMLParser) -> None:
-    """Remove from `tree` what is never main content (the last first: none is inside a
-    removed one when it goes)."""
-    root = tree.body or tree.root
-    if root is None:
-        return
+def strip_junk(root: LexborNode) -> None:
+    """Remove from `root`'s subtree what is never main content (the last first: none is
+    inside a removed one when it goes; `root` itself stays)."""
+    root_id = root.mem_id
     for node in reversed(root.css(_JUNK_CSS)):
+        if node.mem_id == root_id:
+            continue
         tag = node.tag
         if tag in _JUNK_TAG_SET:
             if tag != "header" or node.css_first(_KEEP_HEADER_CSS) is None:
                 node.decompose()
         elif tag not in ("html", "body") and _is_junk(node.attributes):
             node.decompose()
+
+
+def is_junk(node: LexborNode) -> bool:
+    """Whether `node` is never main content (its tag, role or hiding)."""
+    return node.tag in _JUNK_TAG_SET or _is_junk(node.attributes)
 
 
 def _is_junk(attrs: dict[str, str | None]) -> bool:

@@ -11,6 +11,7 @@ from crawler.parse.extract.choose import choose
 from crawler.parse.extract.clean import (
     LISTS_ONLY,
     Names,
+    is_junk,
     strip_junk,
     strip_link_lists,
     strip_unlikely,
@@ -45,22 +46,23 @@ def extract(
     lists go, so they are the same either way."""
     title = tree.css_first("title")
     title_text = title.text(deep=True) if title is not None else ""
-    strip_junk(tree)
-    body = tree.body or tree.root
+    body = _scope(tree)
     if body is None:
         return PageText("", "" if markdown else None)
+    strip_junk(body)
     names = Names(body)
     # readability's second try: when the elements named like boilerplate hold half the page,
     # a copy of the tree is kept, and read whole if the page without them says little (a
     # documentation page whose sections are named "cookie-policy", "comments-api", ...)
     spare = tree.clone() if unlikely_share(body, names) >= _RISKY_SHARE else None
     strip_unlikely(body, names)
-    roots = _main(body, names.weights)
+    roots = choose(body, names.weights)
     lists = strip_link_lists(roots, LISTS_ONLY)
     words = _words(roots)
     said = len(_collapse(words))
-    if spare is not None and said < _SHORT_CHARS and (whole := spare.body) is not None:
-        again = _main(whole, Names(whole).weights)
+    if spare is not None and said < _SHORT_CHARS and (whole := _scope(spare)) is not None:
+        strip_junk(whole)
+        again = choose(whole, Names(whole).weights)
         again_lists = strip_link_lists(again, LISTS_ONLY)
         again_words = _words(again)
         # the second try only when it says much more: a near-empty page's other short texts
@@ -95,13 +97,17 @@ def _words(roots: list[LexborNode]) -> str:
 _MAIN_CSS = "main, [role~=main i]"
 
 
-def _main(body: LexborNode, weights: dict[int, int]) -> list[LexborNode]:
-    """The main content's elements: chosen within the page's one <main> (or role=main)
-    element when it marks one (the HTML standard's landmark), else within its body."""
+def _scope(tree: LexborHTMLParser) -> LexborNode | None:
+    """Where the main content is chosen: the page's one <main> (or role=main) element when it
+    marks one (the HTML standard's landmark; one that is hidden or a navigation does not
+    count), else its body. Nothing outside it is read."""
+    body = tree.body or tree.root
+    if body is None:
+        return None
     marked = body.css(_MAIN_CSS)
-    if len(marked) == 1 and marked[0].tag not in ("body", "html"):
-        return choose(marked[0], weights)
-    return choose(body, weights)
+    if len(marked) == 1 and marked[0].tag not in ("body", "html") and not is_junk(marked[0]):
+        return marked[0]
+    return body
 
 
 def _level(kind: str) -> int:
