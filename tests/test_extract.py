@@ -308,3 +308,15 @@ def test_a_page_of_few_words_keeps_them_over_a_banner_or_a_tagline() -> None:
     assert first != second and "begin-stmt" in first and "vacuum-stmt" in second
     for junk in ("mirror", "Reliable", "diagram"):
         assert junk not in first
+
+
+def test_text_loose_between_blocks_is_read_as_a_paragraph() -> None:
+    # an article written straight into its container, after a title paragraph and a byline
+    article = (
+        "<div class='col'><p class='title'>Harbour plan approved</p><small>05/10/2018 - by"
+        " the desk</small><br>The council approved the new harbour plan on Tuesday, after a"
+        " debate that lasted most of the night, and the first works begin in spring.</div>"
+    )
+    archive = "".join(f"<li><a href='/a/{i}'>Archive {i}</a></li>" for i in range(30))
+    text = text_of(f"<div class='side'><ul>{archive}</ul></div>{article}")
+    assert "council approved the new harbour plan" in text and "Archive" not in text

@@ -49,14 +49,19 @@ def choose(body: LexborNode, weights: dict[int, int]) -> list[LexborNode]:
     scores: dict[int, float] = {}
     nodes: dict[int, LexborNode] = {}
     for para in body.css(_PARAGRAPHS):
-        tag = para.tag
-        if tag in _WRAPPERS and _has_block(para):
-            continue  # scored through the blocks inside it
-        text = para.text(deep=True).strip()
+        ancestor = para.parent
+        if para.tag in _WRAPPERS:
+            has_block, loose = _children(para)
+            if has_block:  # scored through the blocks inside it, and its own loose text:
+                text = loose.strip()  # readability wraps such runs in paragraphs
+                ancestor = para
+            else:
+                text = para.text(deep=True).strip()
+        else:
+            text = para.text(deep=True).strip()
         if len(text) < _MIN_CHARS:
             continue
         score = 1.0 + text.count(",") + min(len(text) / 100, 3.0)
-        ancestor = para.parent
         level = 0
         while ancestor is not None and level < _ANCESTORS:
             key = ancestor.mem_id
@@ -142,14 +147,20 @@ def _widen(
     return best, best_score
 
 
-def _has_block(node: LexborNode) -> bool:
-    """Whether one of `node`'s children is a block (lexbor's css() would match `node` too)."""
+def _children(node: LexborNode) -> tuple[bool, str]:
+    """Whether one of `node`'s children is a block (lexbor's css() would match `node` too), and
+    the text of its text children (the loose text between its blocks)."""
+    has_block = False
+    loose: list[str] = []
     child = node.child
     while child is not None:
-        if child.tag in _BLOCKS:
-            return True
+        tag = child.tag
+        if tag == "-text":
+            loose.append(child.text_content or "")
+        elif tag in _BLOCKS:
+            has_block = True
         child = child.next
-    return False
+    return has_block, " ".join(loose)
 
 
 def _with_siblings(
