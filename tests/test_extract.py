@@ -321,3 +321,23 @@ def test_text_loose_between_blocks_is_read_as_a_paragraph() -> None:
     address = "<div class='addr'><p>Town hall - 1 Quay Street - 89259-565 - Box 421</p></div>"
     text = text_of(f"{article}{address}")
     assert "council approved the new harbour plan" in text and "Town hall" not in text
+
+
+def test_tables_with_paragraphs_in_cells_and_lists_after_a_paragraph() -> None:
+    cells = "".join(
+        f"<tr><td><p>{code}</p></td><td><p><code>{name}</code></p></td></tr>"
+        for code, name in (("200", "OK"), ("404", "NOT_FOUND"))
+    )
+    page = (
+        "<div role='main'><p>The module collects several parts, all of them useful, for working"
+        " with the protocol:</p><ul class='simple'><li><a href='/client'>client</a> is a"
+        " low-level client, for scripts</li><li><a href='/server'>server</a> holds basic"
+        " server classes</li></ul><section><h2>Codes</h2><p>The codes it knows, as a table of"
+        " codes and names, each of them an enum member:</p>"
+        f"<table><tr><th><p>Code</p></th><th><p>Name</p></th></tr>{cells}</table></section>"
+        "<p>A <em>word </em>stressed, and <code>a`b</code> as code.</p></div>"
+    )
+    md = markdown_of(page)
+    assert "- [client](http://news.test/client) is a low-level client, for scripts" in md
+    assert "| Code | Name |\n| --- | --- |\n| 200 | `OK` |\n| 404 | `NOT_FOUND` |" in md
+    assert "A *word* stressed, and ``a`b`` as code." in md

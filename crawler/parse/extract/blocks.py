@@ -11,6 +11,7 @@ mostly links (a "related stories" list, a tag cloud, share buttons).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
@@ -19,6 +20,7 @@ from selectolax.lexbor import LexborNode
 __all__ = ["Block", "escape", "read_blocks"]
 
 _SPACES = re.compile(r"\s+")
+_BACKTICKS = re.compile(r"`+")
 # markdown's markup characters; "_" only at a word's edge (snake_case stays readable)
 _MD_ESCAPE = re.compile(r"([\\`*\[\]<>#|]|(?<![^\W_])_|_(?![^\W_]))")
 
@@ -28,6 +30,14 @@ _BLOCK_TAGS = frozenset((
     "caption", "thead", "tbody", "tfoot", "body", "hr",
 ))  # fmt: skip
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+# blocks read as part of a table cell's text (not the rows and cells of a table inside it)
+_IN_CELL = (_BLOCK_TAGS | _HEADINGS.keys() | {"li", "pre", "blockquote", "br"}) - {
+    "table",
+    "thead",
+    "tbody",
+    "tfoot",
+    "caption",
+}
 _SKIPPED = frozenset(("img", "picture", "source", "track", "map", "area", "wbr", "-comment"))
 _EMPHASIS = {"em": "*", "i": "*", "strong": "**", "b": "**"}
 
@@ -48,7 +58,9 @@ class Block:
 class _Reader:
     """The walk's state: the open block's text and markdown pieces, and the blocks so far."""
 
-    __slots__ = ("base", "blocks", "code", "kind", "lists", "markdown", "md", "quote", "text")
+    __slots__ = (
+        "base", "blocks", "cells", "code", "kind", "lists", "markdown", "md", "quote", "text",
+    )  # fmt: skip
 
     def __init__(self, base: str, markdown: bool) -> None:
         self.base = base
@@ -59,6 +71,7 @@ class _Reader:
         self.kind = "p"
         self.lists: list[list[int]] = []  # per open list: [next number or 0 for bullets]
         self.quote = 0
+        self.cells = 0  # open table cells: their blocks are read into the cell's line
         self.code = 0  # open inline <code> elements: their text is not escaped
 
     def flush(self, next_kind: str = "p") -> None:
@@ -104,6 +117,10 @@ class _Reader:
         if tag == "br":
             self.add("\n", "  \n" if self.markdown else None)  # a hard line break
             return False
+        if self.cells and tag in _IN_CELL:
+            if self.text:  # a paragraph, list or code inside a cell: part of the row's line
+                self.add(" ")
+            return True
         if tag == "pre":
             self.pre(node)
             return False
@@ -122,6 +139,7 @@ class _Reader:
         elif tag in ("tr",):
             self.flush("row")
         elif tag in ("td", "th"):
+            self.cells += 1
             if self.text:
                 self.add("\t", " | " if self.markdown else None)
         elif tag in _BLOCK_TAGS:
@@ -133,6 +151,11 @@ class _Reader:
     def leave(self, node: LexborNode) -> None:
         """Close `node` (an element whose inside was read)."""
         tag = node.tag or ""
+        if tag in ("td", "th"):
+            self.cells = max(0, self.cells - 1)
+            return
+        if self.cells and tag in _IN_CELL:
+            return
         if tag in _HEADINGS or tag == "li" or tag == "tr":
             self.flush()
         elif tag in ("ul", "ol"):
@@ -150,38 +173,47 @@ class _Reader:
     def _open_inline(self, node: LexborNode, tag: str) -> None:
         if self.code and tag != "code":
             return  # a code span holds no markup
-        if tag == "a":
-            self.md.append("\0[")  # marks where the link's text starts
-        elif tag in _EMPHASIS:
-            self.md.append(_EMPHASIS[tag])
+        if tag == "a" or tag in _EMPHASIS:
+            self.md.append(f"\0{tag}")  # marks where the element's text starts
         elif tag == "code":
-            self.md.append("`")
+            self.md.append("\0code")
             self.code += 1
 
     def _close_inline(self, node: LexborNode, tag: str) -> None:
         if self.code and tag != "code":
             return
         if tag == "a":
-            start = _last_index(self.md, "\0[")
-            if start < 0:
-                return
-            inner = "".join(self.md[start + 1 :]).strip()
-            del self.md[start:]
             href = (node.attributes.get("href") or "").strip()
-            url = _absolute(self.base, href) if inner else None
-            self.md.append(f"[{inner}]({url})" if url else inner)
+            url = _absolute(self.base, href)
+            self._wrap(tag, lambda inner: f"[{inner}]({url})" if url else inner)
         elif tag in _EMPHASIS:
             mark = _EMPHASIS[tag]
-            if self.md and self.md[-1] == mark:  # nothing inside: no markers
-                self.md.pop()
-            else:
-                self.md.append(mark)
+            self._wrap(tag, lambda inner: f"{mark}{inner}{mark}")
         elif tag == "code":
             self.code = max(0, self.code - 1)
-            if self.md and self.md[-1] == "`":
-                self.md.pop()
-            else:
-                self.md.append("`")
+            self._wrap(tag, _code_span)
+
+    def _wrap(self, tag: str, build: Callable[[str], str]) -> None:
+        """Replace the markdown since `tag`'s mark with `build` of it, its whitespace moved
+        outside (CommonMark reads "*x *" as text, not emphasis)."""
+        start = _last_index(self.md, f"\0{tag}")
+        if start < 0:
+            return
+        raw = "".join(self.md[start + 1 :])
+        del self.md[start:]
+        inner = raw.strip()
+        if not inner:  # nothing inside: no markers
+            self.md.append(raw)
+            return
+        lead, trail = raw[: len(raw) - len(raw.lstrip())], raw[len(raw.rstrip()) :]
+        self.md.append(f"{lead}{build(inner)}{trail}")
+
+
+def _code_span(inner: str) -> str:
+    """A code span of `inner`, fenced by more backticks than it holds in a row."""
+    fence = "`" * (max((len(run) for run in _BACKTICKS.findall(inner)), default=0) + 1)
+    pad = " " if inner.startswith("`") or inner.endswith("`") else ""
+    return f"{fence}{pad}{inner}{pad}{fence}"
 
 
 def read_blocks(roots: list[LexborNode], base: str, markdown: bool) -> list[Block]:

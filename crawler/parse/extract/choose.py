@@ -173,14 +173,22 @@ def _with_siblings(
     threshold = max(10.0, best_score * _SIBLING_SHARE)
     best_names = best.attributes.get("class")
     chosen: list[LexborNode] = []
+    follows = False  # whether the element sibling before this one was chosen
     sibling = parent.child
     while sibling is not None:
-        if sibling.mem_id == best.mem_id or (
-            sibling.is_element_node and _belongs(sibling, threshold, scores, best_names)
-        ):
-            chosen.append(sibling)
+        if sibling.is_element_node:
+            if sibling.mem_id == best.mem_id or _belongs(sibling, threshold, scores, best_names):
+                chosen.append(sibling)
+                follows = True
+            elif follows and sibling.tag in _FOLLOWERS and link_density(sibling) < 0.5:
+                chosen.append(sibling)  # the list, table or code a chosen paragraph leads to
+            else:
+                follows = False
         sibling = sibling.next
     return chosen
+
+
+_FOLLOWERS = frozenset(("ul", "ol", "dl", "table", "pre", "blockquote"))
 
 
 def _belongs(
