@@ -126,6 +126,14 @@ class _Reader:
             return False
         if tag == "a" and _is_permalink(node):
             return False
+        if tag == "p" and not self.markdown and not self.cells and node.css_first("br") is None:
+            # a paragraph's text in one call: lexbor joins its inline elements' text as the
+            # walk does (nothing in it to leave out: junk went before): python3.11-doc's
+            # pages 2.0 -> 1.8 ms (the markdown walk: 6.4 ms)
+            self.flush()
+            self.add(node.text(deep=True))
+            self.flush()
+            return False
         if tag in _HEADINGS:
             self.flush(tag)
         elif tag == "li":
