@@ -1,0 +1,234 @@
+"""Rendering one page in a fresh browser context: `render_page`.
+
+The page's own document is the response the crawl already fetched (served from it, never fetched
+again). Every other request goes through `PageRoutes.handle`: only GET, not of a type skipped
+(images, fonts, media by default) nor of one never sent (event streams, pings, CSP reports,
+manifests), at most ``MAX_REQUESTS`` a page, answered by `crawler.render.network.Subresources`
+(the crawler's fetcher) or refused. A script navigating the page elsewhere (``location = ...``,
+a form, a meta refresh, a redirect storm) is refused and its target kept as a link of the page:
+the crawl follows it like any other, through scope, robots.txt and politeness. WebSockets are
+refused (``route_web_socket``), service workers blocked, downloads refused, popups closed, and
+``alert``/``confirm``/``prompt`` dismissed (Playwright's default without a dialog handler).
+
+Done: the load event, then the network quiet for ``settle`` seconds (`crawler.render.settle`);
+then the DOM is read (`READ_DOM`: the serialized document, and the links of open shadow roots,
+which the serialization leaves out). All of it is bounded by ``timeout``: a page that takes
+longer raises `PageTimeout`, and a context that does not close after it `BrowserGone` (a hung
+browser, which the pool replaces).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urldefrag
+
+from crawler.render.browser import BrowserGone, PageTimeout, RenderError, quietly, translate
+from crawler.render.network import Answer, Subresources
+from crawler.render.settle import Traffic, settled
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext, Request, Route, WebSocketRoute
+
+__all__ = [
+    "CLOSE_TIMEOUT",
+    "DEFAULT_SKIP_TYPES",
+    "MAX_REQUESTS",
+    "NEVER_SENT",
+    "PageOptions",
+    "Rendered",
+    "render_page",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SKIP_TYPES = ("image", "font", "media")
+NEVER_SENT = frozenset({"eventsource", "websocket", "ping", "cspreport", "csp_report", "manifest",
+                        "prefetch", "signedexchange"})  # fmt: skip
+MAX_REQUESTS = 500
+"""Requests one page may make; the rest are refused (a script requesting in a loop)."""
+CLOSE_TIMEOUT = 5.0
+"""Seconds a page's context has to close; longer, and the browser is taken for hung."""
+
+# The DOM as the crawl reads it: the document serialized (at most `cap` characters) and the
+# links inside open shadow roots (absolute, with their rel=nofollow), at most `most` of them.
+READ_DOM = """([cap, most]) => {
+  const shadow = [];
+  const walk = (root, inside) => {
+    for (const el of root.querySelectorAll('*')) {
+      if (shadow.length >= most) return;
+      if (inside && (el.localName === 'a' || el.localName === 'area') && el.hasAttribute('href')) {
+        const rel = (el.getAttribute('rel') || '').toLowerCase().split(/\\s+/);
+        shadow.push([String(el.href), rel.includes('nofollow')]);
+      }
+      if (el.shadowRoot) walk(el.shadowRoot, true);
+    }
+  };
+  walk(document, false);
+  const dt = document.doctype ? '<!DOCTYPE ' + document.doctype.name + '>\\n' : '';
+  const root = document.documentElement;
+  const html = dt + (root ? root.outerHTML : '');
+  return {html: html.length > cap ? html.slice(0, cap) : html, cut: html.length > cap, shadow};
+}"""
+
+
+@dataclass(frozen=True, slots=True)
+class PageOptions:
+    """How pages are rendered (``[render]``): see docs/render.md."""
+
+    user_agent: str
+    settle: float = 0.5
+    timeout: float = 20.0
+    skip_types: frozenset[str] = frozenset(DEFAULT_SKIP_TYPES)
+    max_html: int = 10 * 1024 * 1024
+    max_links: int = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """What rendering a page gave: its DOM serialized (UTF-8), the links of its open shadow
+    roots (absolute, nofollow), the navigations its scripts tried (refused: links), and what
+    its requests were."""
+
+    url: str
+    html: bytes = field(repr=False)
+    shadow_links: tuple[tuple[str, bool], ...] = ()
+    navigations: tuple[str, ...] = ()
+    truncated: bool = False
+    requests: int = 0
+    refused: int = 0
+
+
+class PageRoutes:
+    """One page's route handler: its document from the crawl's response, the rest through
+    `Subresources`, or refused."""
+
+    __slots__ = ("document", "navigations", "network", "options", "served", "traffic", "url")
+
+    def __init__(self, url: str, document: Answer, network: Subresources, options: PageOptions,
+                 traffic: Traffic) -> None:  # fmt: skip
+        self.url = urldefrag(url)[0]
+        self.document = document
+        self.network = network
+        self.options = options
+        self.traffic = traffic
+        self.served = False
+        self.navigations: list[str] = []
+
+    async def handle(self, route: Route) -> None:
+        self.traffic.started()
+        try:
+            answer = await self._answer(route.request)
+            with quietly():  # the page may be gone meanwhile
+                if answer is None:
+                    self.traffic.refused += 1
+                    await route.abort("blockedbyclient")
+                else:
+                    await route.fulfill(status=answer.status, headers=answer.headers,
+                                        body=answer.body)  # fmt: skip
+        finally:
+            self.traffic.finished()
+
+    async def _answer(self, request: Request) -> Answer | None:
+        url = request.url
+        if request.method != "GET" or not url.startswith(("http://", "https://")):
+            return None
+        kind = request.resource_type
+        if kind in NEVER_SENT or kind in self.options.skip_types:
+            return None
+        if request.is_navigation_request() and _main_frame(request):
+            if not self.served and urldefrag(url)[0] == self.url:
+                self.served = True
+                return self.document
+            if len(self.navigations) < 100:  # a script navigating away: a link, not a fetch
+                self.navigations.append(url)
+            return None
+        if self.traffic.requests > MAX_REQUESTS:
+            return None
+        return await self.network.get(url)
+
+
+def _main_frame(request: Request) -> bool:
+    try:
+        return request.frame.parent_frame is None
+    except Exception:  # a worker's or service worker's request has no frame
+        return False
+
+
+async def _refuse_socket(ws: WebSocketRoute) -> None:
+    with quietly():
+        await ws.close(code=1008, reason="refused by the crawler")
+
+
+async def render_page(
+    browser: Browser,
+    url: str,
+    document: Answer,
+    network: Subresources,
+    options: PageOptions,
+    clock: Callable[[], float] | None = None,
+) -> Rendered:
+    """Render `url`, whose response `document` the crawl fetched, in a fresh context of
+    `browser`; `PageTimeout` past ``options.timeout``, `BrowserGone` if the browser died or
+    hung, `PageFailed` if it refused the page. `clock`: the settle's (the loop's by default)."""
+    clock = clock or asyncio.get_running_loop().time
+    traffic = Traffic(clock)
+    routes = PageRoutes(url, document, network, options, traffic)
+    context: BrowserContext | None = None
+    try:
+        async with asyncio.timeout(options.timeout):
+            with translate(f"rendering {url}"):
+                context = await browser.new_context(
+                    user_agent=options.user_agent,
+                    service_workers="block",
+                    accept_downloads=False,
+                    java_script_enabled=True,
+                )
+                return await _render(context, url, routes, options, clock)
+    except TimeoutError:
+        raise PageTimeout(f"rendering {url}: not done in {options.timeout:g} s") from None
+    finally:
+        if context is not None:
+            await _close(context, url)
+
+
+async def _render(context: BrowserContext, url: str, routes: PageRoutes, options: PageOptions,
+                  clock: Callable[[], float]) -> Rendered:  # fmt: skip
+    popups: set[asyncio.Task[None]] = set()
+
+    def close_popup(popup: Any) -> None:
+        task = asyncio.ensure_future(popup.close())
+        popups.add(task)
+        task.add_done_callback(popups.discard)
+
+    context.set_default_timeout(options.timeout * 1000 + 1000)  # ours ends it first
+    async def handle(route: Route) -> None:  # (Playwright marks the handler: not a method)
+        await routes.handle(route)
+
+    await context.route("**/*", handle)
+    await context.route_web_socket("**/*", _refuse_socket)
+    page = await context.new_page()
+    context.on("page", close_popup)  # window.open: its own page, closed at once
+    await page.goto(url, wait_until="load")
+    await settled(routes.traffic, options.settle, clock())
+    dom = await page.evaluate(READ_DOM, [options.max_html, options.max_links])
+    shadow = tuple((str(href), bool(nofollow)) for href, nofollow in dom["shadow"])
+    traffic = routes.traffic
+    return Rendered(url, str(dom["html"]).encode("utf-8", "replace"), shadow,
+                    tuple(routes.navigations), bool(dom["cut"]), traffic.requests,
+                    traffic.refused)  # fmt: skip
+
+
+async def _close(context: BrowserContext, url: str) -> None:
+    """Close a page's context; `BrowserGone` when it does not close in CLOSE_TIMEOUT (hung)."""
+    try:
+        async with asyncio.timeout(CLOSE_TIMEOUT):
+            with contextlib.suppress(RenderError), translate(f"closing {url}"):
+                await context.close()
+    except TimeoutError:
+        raise BrowserGone(f"closing {url}: the browser did not answer in {CLOSE_TIMEOUT:g} s "
+                          "(hung)") from None  # fmt: skip
