@@ -172,6 +172,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="content dedup of HTML pages ([dedup] enabled)",
     )
     common.add_argument(
+        "--render",
+        action="store_true",
+        default=None,
+        help="render HTML pages in a headless Chromium, its every request through the "
+        "crawler's fetcher ([render] enabled)",
+    )
+    common.add_argument(
         "--sitemaps",
         action="store_true",
         default=None,
@@ -248,6 +255,7 @@ def _apply_overrides(config: Config, args: argparse.Namespace) -> Config:
                          use_sitemaps=a.sitemaps)),
         ("dedup", _given(enabled=a.dedup)),
         ("sieve", _given(kind=a.sieve)),
+        ("render", _given(enabled=a.render)),
     ):  # fmt: skip
         if values:
             config = config.override(section, **values)

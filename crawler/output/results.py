@@ -39,6 +39,7 @@ class CrawlResult:
     near_duplicate_of: str | None = None
     relevance: float | None = None  # the page's relevance in a focused crawl, else None
     unchanged: bool = False  # a recrawl's 304 Not Modified: no body, links not followed
+    rendered: bool = False  # read from the DOM a headless browser rendered (crawler.render)
     body: bytes = field(default=b"", repr=False, compare=False)
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
 
@@ -60,6 +61,7 @@ class CrawlResult:
             "title": self.title,
             "links": self.links,
             "new_links": self.new_links,
+            "rendered": self.rendered,
             "location": self.location,
             "canonical": self.canonical,
             "error": self.error,

@@ -137,15 +137,15 @@ class PageRoutes:
         url = request.url
         if request.method != "GET" or not url.startswith(("http://", "https://")):
             return None
-        kind = request.resource_type
-        if kind in NEVER_SENT or kind in self.options.skip_types:
-            return None
         if request.is_navigation_request() and _main_frame(request):
             if not self.served and urldefrag(url)[0] == self.url:
                 self.served = True
                 return self.document
             if len(self.navigations) < 100:  # a script navigating away: a link, not a fetch
                 self.navigations.append(url)
+            return None
+        kind = request.resource_type
+        if kind in NEVER_SENT or kind in self.options.skip_types:
             return None
         if self.traffic.requests > MAX_REQUESTS:
             return None
@@ -206,6 +206,7 @@ async def _render(context: BrowserContext, url: str, routes: PageRoutes, options
         task.add_done_callback(popups.discard)
 
     context.set_default_timeout(options.timeout * 1000 + 1000)  # ours ends it first
+
     async def handle(route: Route) -> None:  # (Playwright marks the handler: not a method)
         await routes.handle(route)
 
