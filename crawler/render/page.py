@@ -51,6 +51,9 @@ NEVER_SENT = frozenset({"eventsource", "websocket", "ping", "cspreport", "csp_re
                         "prefetch", "signedexchange"})  # fmt: skip
 MAX_REQUESTS = 500
 """Requests one page may make; the rest are refused (a script requesting in a loop)."""
+STAY = Answer(204, {}, b"")
+"""A navigation of the page elsewhere, refused so that the page stays as it is (aborted: any
+other refusal would put Chromium's error page in its place)."""
 CLOSE_TIMEOUT = 5.0
 """Seconds a page's context has to close; longer, and the browser is taken for hung."""
 
@@ -124,7 +127,9 @@ class PageRoutes:
         try:
             answer = await self._answer(route.request)
             with quietly():  # the page may be gone meanwhile
-                if answer is None:
+                if answer is STAY:  # ERR_ABORTED: no error page, the page stays as it is
+                    await route.abort("aborted")
+                elif answer is None:
                     self.traffic.refused += 1
                     await route.abort("blockedbyclient")
                 else:
@@ -135,14 +140,17 @@ class PageRoutes:
 
     async def _answer(self, request: Request) -> Answer | None:
         url = request.url
-        if request.method != "GET" or not url.startswith(("http://", "https://")):
+        if not url.startswith(("http://", "https://")):
             return None
         if request.is_navigation_request() and _main_frame(request):
             if not self.served and urldefrag(url)[0] == self.url:
                 self.served = True
                 return self.document
-            if len(self.navigations) < 100:  # a script navigating away: a link, not a fetch
-                self.navigations.append(url)
+            if len(self.navigations) < 100 and request.method == "GET":
+                self.navigations.append(url)  # a script navigating away: a link, not a fetch
+            self.traffic.refused += 1
+            return STAY  # (refused, Chromium would show its error page in the page's place)
+        if request.method != "GET":
             return None
         kind = request.resource_type
         if kind in NEVER_SENT or kind in self.options.skip_types:
@@ -214,7 +222,10 @@ async def _render(context: BrowserContext, url: str, routes: PageRoutes, options
     await context.route_web_socket("**/*", _refuse_socket)
     page = await context.new_page()
     context.on("page", close_popup)  # window.open: its own page, closed at once
-    await page.goto(url, wait_until="load")
+    await page.goto(url, wait_until="commit")
+    # the load event, read in the page: a navigation its scripts start (refused) would leave
+    # Playwright's own wait for it waiting for ever
+    await page.wait_for_function("document.readyState === 'complete'", polling=50)
     await settled(routes.traffic, options.settle, clock())
     dom = await page.evaluate(READ_DOM, [options.max_html, options.max_links])
     shadow = tuple((str(href), bool(nofollow)) for href, nofollow in dom["shadow"])
