@@ -32,7 +32,14 @@ from crawler.render.network import Answer, Subresources
 from crawler.render.settle import Traffic, settled
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext, Request, Route, WebSocketRoute
+    from playwright.async_api import (
+        Browser,
+        BrowserContext,
+        Frame,
+        Request,
+        Route,
+        WebSocketRoute,
+    )
 
 __all__ = [
     "CLOSE_TIMEOUT",
@@ -110,7 +117,8 @@ class PageRoutes:
     """One page's route handler: its document from the crawl's response, the rest through
     `Subresources`, or refused."""
 
-    __slots__ = ("document", "navigations", "network", "options", "served", "traffic", "url")
+    __slots__ = ("document", "main", "navigations", "network", "options", "served", "traffic",
+                 "url")  # fmt: skip
 
     def __init__(self, url: str, document: Answer, network: Subresources, options: PageOptions,
                  traffic: Traffic) -> None:  # fmt: skip
@@ -121,6 +129,7 @@ class PageRoutes:
         self.traffic = traffic
         self.served = False
         self.navigations: list[str] = []
+        self.main: object = None  # the page's main frame (a popup's navigations are no links)
 
     async def handle(self, route: Route) -> None:
         self.traffic.started()
@@ -142,11 +151,12 @@ class PageRoutes:
         url = request.url
         if not url.startswith(("http://", "https://")):
             return None
-        if request.is_navigation_request() and _main_frame(request):
+        if request.is_navigation_request() and (frame := _main_frame(request)) is not None:
             if not self.served and urldefrag(url)[0] == self.url:
                 self.served = True
                 return self.document
-            if len(self.navigations) < 100 and request.method == "GET":
+            mine = frame is self.main or self.main is None
+            if mine and len(self.navigations) < 100 and request.method == "GET":
                 self.navigations.append(url)  # a script navigating away: a link, not a fetch
             self.traffic.refused += 1
             return STAY  # (refused, Chromium would show its error page in the page's place)
@@ -160,11 +170,13 @@ class PageRoutes:
         return await self.network.get(url)
 
 
-def _main_frame(request: Request) -> bool:
+def _main_frame(request: Request) -> Frame | None:
+    """The frame of a request made by a page's main frame (None for a subframe's, a worker's)."""
     try:
-        return request.frame.parent_frame is None
+        frame = request.frame
     except Exception:  # a worker's or service worker's request has no frame
-        return False
+        return None
+    return frame if frame.parent_frame is None else None
 
 
 async def _refuse_socket(ws: WebSocketRoute) -> None:
@@ -221,6 +233,7 @@ async def _render(context: BrowserContext, url: str, routes: PageRoutes, options
     await context.route("**/*", handle)
     await context.route_web_socket("**/*", _refuse_socket)
     page = await context.new_page()
+    routes.main = page.main_frame
     context.on("page", close_popup)  # window.open: its own page, closed at once
     await page.goto(url, wait_until="commit")
     # the load event, read in the page: a navigation its scripts start (refused) would leave
