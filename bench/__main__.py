@@ -13,7 +13,7 @@ import time
 
 BENCHMARKS = (
     "sieve", "urls", "links", "frontier", "state", "output", "memory", "crawl", "focus", "dedup",
-    "recrawl", "cluster", "soak", "family",
+    "recrawl", "cluster", "soak", "family", "render",
 )  # fmt: skip
 
 

@@ -1,20 +1,25 @@
-"""Rendering one page in a fresh browser context: `render_page`.
+"""Rendering one page in a tab of the crawl's browser: `render_page`, `Tab`, `open_context`.
 
-The page's own document is the response the crawl already fetched (served from it, never fetched
-again). Every other request goes through `PageRoutes.handle`: only GET, not of a type skipped
-(images, fonts, media by default) nor of one never sent (event streams, pings, CSP reports,
-manifests), at most ``MAX_REQUESTS`` a page, answered by `crawler.render.network.Subresources`
-(the crawler's fetcher) or refused. A script navigating the page elsewhere (``location = ...``,
-a form, a meta refresh, a redirect storm) is refused and its target kept as a link of the page:
-the crawl follows it like any other, through scope, robots.txt and politeness. WebSockets are
-refused (``route_web_socket``), service workers blocked, downloads refused, popups closed, and
-``alert``/``confirm``/``prompt`` dismissed (Playwright's default without a dialog handler).
+The browser has one context for the crawl (`open_context`: service workers blocked, downloads
+refused, every request no tab answers refused) and a few tabs (`Tab`), each used for page after
+page. The page's own document is the response the crawl already fetched (served from it, never
+fetched again). Every other request goes through `PageRoutes.handle`: only GET, not of a type
+skipped (images, fonts, media by default) nor of one never sent (event streams, pings, CSP
+reports, manifests), at most ``MAX_REQUESTS`` a page, answered by
+`crawler.render.network.Subresources` (the crawler's fetcher) or refused. A script navigating
+the page elsewhere (``location = ...``, a form, a meta refresh, a redirect storm) is refused and
+its target kept as a link of the page: the crawl follows it like any other, through scope,
+robots.txt and politeness. WebSockets are refused (``route_web_socket``), popups closed (their
+requests refused), and ``alert``/``confirm``/``prompt`` dismissed (Playwright's default without
+a dialog handler). The pages of a crawl share the context's cookies and storage, as the tabs of
+one browser do (they never leave the browser: its requests carry the fetcher's cookies, not its
+own).
 
 Done: the load event, then the network quiet for ``settle`` seconds (`crawler.render.settle`);
 then the DOM is read (`READ_DOM`: the serialized document, and the links of open shadow roots,
 which the serialization leaves out). All of it is bounded by ``timeout``: a page that takes
-longer raises `PageTimeout`, and a context that does not close after it `BrowserGone` (a hung
-browser, which the pool replaces).
+longer raises `PageTimeout`; its tab is closed, and a tab that does not close `BrowserGone` (a
+hung browser, which the pool replaces).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urldefrag
 
 from crawler.render.browser import BrowserGone, PageTimeout, RenderError, quietly, translate
@@ -36,6 +41,7 @@ if TYPE_CHECKING:
         Browser,
         BrowserContext,
         Frame,
+        Page,
         Request,
         Route,
         WebSocketRoute,
@@ -48,6 +54,8 @@ __all__ = [
     "NEVER_SENT",
     "PageOptions",
     "Rendered",
+    "Tab",
+    "open_context",
     "render_page",
 ]
 
@@ -184,57 +192,104 @@ async def _refuse_socket(ws: WebSocketRoute) -> None:
         await ws.close(code=1008, reason="refused by the crawler")
 
 
+async def _refuse(route: Route) -> None:
+    with quietly():
+        await route.abort("blockedbyclient")
+
+
+async def open_context(browser: Browser, options: PageOptions) -> BrowserContext:
+    """The browser's one context for the crawl's tabs: service workers blocked, downloads
+    refused, every request no tab answers refused (a popup's), popups closed at once."""
+    with translate("opening a browser context"):
+        context = await browser.new_context(
+            user_agent=options.user_agent,
+            service_workers="block",
+            accept_downloads=False,
+            java_script_enabled=True,
+        )
+        context.set_default_timeout(options.timeout * 1000 + 1000)  # ours ends it first
+        await context.route("**/*", _refuse)  # a tab's own routes come first
+        await context.route_web_socket("**/*", _refuse_socket)
+    return context
+
+
+class Tab:
+    """One tab of the pool, used for one page after another (a renderer process kept warm: ~5x
+    the pages/s of a fresh context per page); its route handler answers for the page it is
+    rendering now. A tab whose page failed is closed, not used again."""
+
+    __slots__ = ("_closing", "page", "routes")
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.routes: PageRoutes | None = None
+        self._closing: set[asyncio.Future[None]] = set()  # popups being closed
+
+    def _close_popup(self, popup: Page) -> None:
+        """window.open: a page of its own, closed at once (its requests are refused)."""
+        task = asyncio.ensure_future(popup.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+    @classmethod
+    async def open(cls, context: BrowserContext) -> Tab:
+        with translate("opening a tab"):
+            tab = cls(await context.new_page())
+
+            async def handle(route: Route) -> None:  # (Playwright marks it: not a method)
+                routes = tab.routes
+                if routes is None:  # between two pages: a late request of the last one
+                    await _refuse(route)
+                else:
+                    await routes.handle(route)
+
+            await tab.page.route("**/*", handle)
+            await tab.page.route_web_socket("**/*", _refuse_socket)
+            tab.page.on("popup", lambda popup: tab._close_popup(popup))
+        return tab
+
+    async def close(self) -> None:
+        """Close the tab; `BrowserGone` when it does not close in CLOSE_TIMEOUT (hung)."""
+        try:
+            async with asyncio.timeout(CLOSE_TIMEOUT):
+                with contextlib.suppress(RenderError), translate("closing a tab"):
+                    await self.page.close(run_before_unload=False)
+        except TimeoutError:
+            raise BrowserGone(f"closing a tab: the browser did not answer in {CLOSE_TIMEOUT:g} s "
+                              "(hung)") from None  # fmt: skip
+
+    def __repr__(self) -> str:
+        return f"<Tab {self.page.url!r} busy={self.routes is not None}>"
+
+
 async def render_page(
-    browser: Browser,
+    tab: Tab,
     url: str,
     document: Answer,
     network: Subresources,
     options: PageOptions,
     clock: Callable[[], float] | None = None,
 ) -> Rendered:
-    """Render `url`, whose response `document` the crawl fetched, in a fresh context of
-    `browser`; `PageTimeout` past ``options.timeout``, `BrowserGone` if the browser died or
-    hung, `PageFailed` if it refused the page. `clock`: the settle's (the loop's by default)."""
+    """Render `url`, whose response `document` the crawl fetched, in `tab`; `PageTimeout` past
+    ``options.timeout``, `BrowserGone` if the browser died, `PageFailed` if it refused the
+    page (the tab is then not to be used again). `clock`: the settle's (the loop's)."""
     clock = clock or asyncio.get_running_loop().time
-    traffic = Traffic(clock)
-    routes = PageRoutes(url, document, network, options, traffic)
-    context: BrowserContext | None = None
+    routes = PageRoutes(url, document, network, options, Traffic(clock))
+    routes.main = tab.page.main_frame
+    tab.routes = routes
     try:
         async with asyncio.timeout(options.timeout):
             with translate(f"rendering {url}"):
-                context = await browser.new_context(
-                    user_agent=options.user_agent,
-                    service_workers="block",
-                    accept_downloads=False,
-                    java_script_enabled=True,
-                )
-                return await _render(context, url, routes, options, clock)
+                return await _render(tab.page, url, routes, options, clock)
     except TimeoutError:
         raise PageTimeout(f"rendering {url}: not done in {options.timeout:g} s") from None
     finally:
-        if context is not None:
-            await _close(context, url)
+        tab.routes = None
 
 
-async def _render(context: BrowserContext, url: str, routes: PageRoutes, options: PageOptions,
+async def _render(page: Page, url: str, routes: PageRoutes, options: PageOptions,
                   clock: Callable[[], float]) -> Rendered:  # fmt: skip
-    popups: set[asyncio.Task[None]] = set()
-
-    def close_popup(popup: Any) -> None:
-        task = asyncio.ensure_future(popup.close())
-        popups.add(task)
-        task.add_done_callback(popups.discard)
-
-    context.set_default_timeout(options.timeout * 1000 + 1000)  # ours ends it first
-
-    async def handle(route: Route) -> None:  # (Playwright marks the handler: not a method)
-        await routes.handle(route)
-
-    await context.route("**/*", handle)
-    await context.route_web_socket("**/*", _refuse_socket)
-    page = await context.new_page()
-    routes.main = page.main_frame
-    context.on("page", close_popup)  # window.open: its own page, closed at once
     await page.goto(url, wait_until="commit")
     # the load event, read in the page: a navigation its scripts start (refused) would leave
     # Playwright's own wait for it waiting for ever
@@ -246,14 +301,3 @@ async def _render(context: BrowserContext, url: str, routes: PageRoutes, options
     return Rendered(url, str(dom["html"]).encode("utf-8", "replace"), shadow,
                     tuple(routes.navigations), bool(dom["cut"]), traffic.requests,
                     traffic.refused)  # fmt: skip
-
-
-async def _close(context: BrowserContext, url: str) -> None:
-    """Close a page's context; `BrowserGone` when it does not close in CLOSE_TIMEOUT (hung)."""
-    try:
-        async with asyncio.timeout(CLOSE_TIMEOUT):
-            with contextlib.suppress(RenderError), translate(f"closing {url}"):
-                await context.close()
-    except TimeoutError:
-        raise BrowserGone(f"closing {url}: the browser did not answer in {CLOSE_TIMEOUT:g} s "
-                          "(hung)") from None  # fmt: skip

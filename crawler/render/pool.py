@@ -4,13 +4,13 @@
     rendered = await renderer.render(url, response)     # the response the crawl fetched
     await renderer.close()
 
-At most ``tabs`` pages render at once (each in a fresh context: no cookie, storage or script of
-one page reaches the next); a worker past them waits for a tab, and its page's timeout counts
-from when it has one. The browser is launched on the first page (`crawler.render.browser`), and
-replaced when it crashes or is killed (the page it was rendering is tried once more on the new
-one), when it hangs (a page's context that does not close), or when its memory (PSS, every
-process of it) grows past ``memory_cap``: then new pages go to a new browser and the old one is
-closed once its pages are done.
+At most ``tabs`` pages render at once, each in a tab kept for page after page
+(`crawler.render.page.Tab`; a tab whose page failed is closed); a worker past them waits for a
+tab, and its page's timeout counts from when it has one. The browser is launched on the first
+page (`crawler.render.browser`), and replaced when it crashes or is killed (the page it was
+rendering is tried once more on the new one), when it hangs (a page's tab that does not close),
+or when its memory (PSS, every process of it) grows past ``memory_cap``: then new pages go to a
+new browser and the old one is closed once its pages are done.
 """
 
 from __future__ import annotations
@@ -32,10 +32,17 @@ from crawler.render.browser import (
     translate,
 )
 from crawler.render.network import Subresources, answer_of
-from crawler.render.page import DEFAULT_SKIP_TYPES, PageOptions, Rendered, render_page
+from crawler.render.page import (
+    DEFAULT_SKIP_TYPES,
+    PageOptions,
+    Rendered,
+    Tab,
+    open_context,
+    render_page,
+)
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, Playwright
+    from playwright.async_api import Browser, BrowserContext, Playwright
 
 __all__ = ["MEMORY_CHECK_SECONDS", "Renderer"]
 
@@ -46,15 +53,20 @@ MEMORY_CHECK_SECONDS = 5.0
 
 
 class _Generation:
-    """One launched browser and the pages rendering in it."""
+    """One launched browser, its context, its idle tabs and the pages rendering in it."""
 
-    __slots__ = ("browser", "process", "retiring", "users")
+    __slots__ = ("browser", "context", "idle", "process", "retiring", "users")
 
-    def __init__(self, browser: Browser, process: BrowserProcess) -> None:
+    def __init__(self, browser: Browser, context: BrowserContext, process: BrowserProcess) -> None:
         self.browser = browser
+        self.context = context
         self.process = process
+        self.idle: list[Tab] = []
         self.users = 0
         self.retiring = False
+
+    async def tab(self) -> Tab:
+        return self.idle.pop() if self.idle else await Tab.open(self.context)
 
 
 class Renderer:
@@ -114,10 +126,14 @@ class Renderer:
             for attempt in range(2):
                 generation = await self._browser()
                 generation.users += 1
+                tab: Tab | None = None
                 try:
+                    tab = await generation.tab()
                     rendered = await render_page(
-                        generation.browser, url, document, self.network, self.options, self._clock
+                        tab, url, document, self.network, self.options, self._clock
                     )
+                    generation.idle.append(tab)  # (a failed page's tab is not used again)
+                    tab = None
                 except BrowserGone as exc:
                     log.warning("render: the browser is gone (%s): starting another", exc)
                     await self._drop(generation)
@@ -128,6 +144,12 @@ class Renderer:
                 except RenderError as exc:
                     self.failures += 1
                     self.timeouts += isinstance(exc, PageTimeout)
+                    try:
+                        if tab is not None:
+                            await tab.close()
+                    except BrowserGone as hung:
+                        log.warning("render: %s: starting another browser", hung)
+                        await self._drop(generation)
                     raise
                 finally:
                     generation.users -= 1
@@ -154,12 +176,17 @@ class Renderer:
             process = BrowserProcess()
             try:
                 browser = await launch(self._playwright, self.path, process)
+                try:
+                    context = await open_context(browser, self.options)
+                except BaseException:
+                    process.kill()
+                    raise
             except BaseException:
                 process.close()
                 raise
             self.launches += 1
             log.info("render: Chromium %s started (%s)", browser.version, self.path)
-            self._current = _Generation(browser, process)
+            self._current = _Generation(browser, context, process)
             return self._current
 
     def _watch_memory(self, generation: _Generation) -> None:
