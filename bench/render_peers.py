@@ -60,6 +60,9 @@ def scrapy(url: str, chromium: str) -> int:
     class Spider(s.Spider):  # type: ignore[misc]
         name = "render"
 
+        async def start(self) -> Any:  # Scrapy >= 2.13 (start_requests before)
+            yield s.Request(url, meta={"playwright": True})
+
         def start_requests(self) -> Any:
             yield s.Request(url, meta={"playwright": True})
 
@@ -78,7 +81,7 @@ def scrapy(url: str, chromium: str) -> int:
             "PLAYWRIGHT_ABORT_REQUEST": lambda r: r.resource_type in SKIPPED,
             "CONCURRENT_REQUESTS": 4,
             "ROBOTSTXT_OBEY": False,
-            "LOG_LEVEL": "ERROR",
+            "LOG_LEVEL": __import__("os").environ.get("PEER_LOG", "ERROR"),
             "TELNETCONSOLE_ENABLED": False,
         }
     )
