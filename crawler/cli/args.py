@@ -172,13 +172,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="content dedup of HTML pages ([dedup] enabled)",
     )
     common.add_argument(
-        "--render",
-        action="store_true",
-        default=None,
-        help="render HTML pages in a headless Chromium, its every request through the "
-        "crawler's fetcher ([render] enabled)",
-    )
-    common.add_argument(
         "--sitemaps",
         action="store_true",
         default=None,
@@ -189,6 +182,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         default=None,
         help="do not fetch or obey robots.txt (only for sites that are yours)",
+    )
+    common.add_argument(
+        "--render",
+        action="store_true",
+        default=None,
+        help="render HTML pages in a headless Chromium, its every request through the "
+        "crawler's fetcher ([render] enabled)",
     )
     common.add_argument(
         "-s",

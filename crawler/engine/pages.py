@@ -194,12 +194,12 @@ class PageHandler:
             new = await self.admission.links(entry, page.links, page.base) if page.is_html else 0
         return CrawlResult(
             **_base_result(entry, response),
+            rendered=rendered,
             title=page.title,
             links=page.links_found,
             new_links=new,
             canonical=page.canonical,
             relevance=relevance,
-            rendered=rendered,
             **dedup,
         )
 

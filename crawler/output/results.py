@@ -38,8 +38,8 @@ class CrawlResult:
     simhash: str | None = None
     near_duplicate_of: str | None = None
     relevance: float | None = None  # the page's relevance in a focused crawl, else None
-    unchanged: bool = False  # a recrawl's 304 Not Modified: no body, links not followed
     rendered: bool = False  # read from the DOM a headless browser rendered (crawler.render)
+    unchanged: bool = False  # a recrawl's 304 Not Modified: no body, links not followed
     body: bytes = field(default=b"", repr=False, compare=False)
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
 
