@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from crawler.config.load import Config
@@ -107,18 +108,17 @@ class Rendering:
         return why is not None
 
     async def read(
-        self, url: str, response: Response, static: Markup, *, anchors: bool, text: bool,
-        content: bool,
-    ) -> tuple[Markup, bool]:  # fmt: skip
+        self, url: str, response: Response, static: Markup, **parse: Any
+    ) -> tuple[Markup, bool]:
         """The page's markup rendered and merged with `static`, and True; `static` and False
-        when it could not be rendered. `anchors`, `text`, `content`: as `Parser.parse` reads."""
+        when it could not be rendered. `parse`: what `Parser.parse` reads (``anchors``,
+        ``text``, ``content``...), as the static HTML was parsed."""
         try:
             rendered = await self.renderer.render(url, response)
         except RenderError as exc:
             log.info("render: %s: %s (its static HTML is read)", url, exc)
             return static, False
-        markup = await self._parser.parse(rendered.html, url, RENDERED_TYPE, anchors=anchors,
-                                          text=text, content=content)  # fmt: skip
+        markup = await self._parser.parse(rendered.html, url, RENDERED_TYPE, **parse)
         if not markup.is_html:
             return static, False
         extra = [*rendered.shadow_links, *((target, False) for target in rendered.navigations)]
