@@ -4,13 +4,16 @@ processes found, measured and killed; without playwright or Chromium, a clear er
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import AsyncIterator
 
 import pytest
 
 from crawler.engine.crawler import Crawler
-from crawler.render import pool
-from crawler.render.browser import RenderUnavailable, find_browser, launch_args
+from crawler.fetch.fetcher import Fetcher
+from crawler.render import page, pool
+from crawler.render.browser import PageTimeout, RenderUnavailable, find_browser, launch_args
 from crawler.testing import scripted
 from crawler.testing.fixture import FixtureSite
 from tests.render_support import WATCHDOG, render_config, requires_browser
@@ -60,6 +63,31 @@ async def test_a_browser_past_its_memory_cap_is_replaced(
     figures = crawler.stats_dict()["render"]
     assert figures["browser_launches"] >= 2
     assert figures["browser_peak_pss"] > 1024 * 1024  # the browser's memory, measured
+
+
+@requires_browser
+async def test_a_hung_browser_is_killed_and_replaced(
+    app_site: FixtureSite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(page, "CLOSE_TIMEOUT", 1.0)
+    url = app_site.url(scripted.APP, "/static")
+    async with Fetcher(user_agent="t/1", resolve=app_site.resolve) as fetcher:
+        response = await fetcher.fetch(url)
+        renderer = pool.Renderer(fetcher.fetch, user_agent="t/1", timeout=2.0)
+        try:
+            await renderer.render(url, response)
+            process = renderer.process
+            assert process is not None and process.pid is not None
+            hung = process.pid
+            os.kill(hung, signal.SIGSTOP)  # the browser stops answering
+            with pytest.raises(PageTimeout):
+                await renderer.render(url, response)
+            assert renderer.process is None  # taken for hung: killed, and dropped
+            rendered = await renderer.render(url, response)  # on a new browser
+            assert b"Static" in rendered.html and renderer.launches == 2
+            assert renderer.process is not None and renderer.process.pid != hung
+        finally:
+            await renderer.close()
 
 
 async def test_without_a_browser_rendering_is_a_clear_error(app_site: FixtureSite) -> None:
