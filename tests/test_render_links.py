@@ -8,7 +8,11 @@ decides which of them are fetched; a rendered page's subresources go to the reco
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +100,18 @@ async def test_every_response_of_a_page_goes_to_the_recorder(app_site: FixtureSi
         assert canonicalize(app_url(app_site, path)) in urls, path
     # each fetched once: the crawl's cache answers the other pages' requests
     assert sum(1 for r in recorded if r.url.endswith("/app.js")) == 1
+
+
+def test_the_demo_renders_the_script_driven_host(tmp_path: Path) -> None:
+    out = tmp_path / "demo.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "crawler.cli", "--demo", "--render", "--max-depth", "1",
+         "-o", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "equals the fixture's ground truth" in proc.stderr
+    results = [json.loads(line) for line in out.read_text().splitlines()]
+    app = [r for r in results if f"//{scripted.APP}:" in r["url"]]
+    assert {r["url"].split("/", 3)[3] for r in app} >= {"", "dom", "in-shadow", "from-json"}
+    assert any(r["rendered"] for r in app)
