@@ -21,18 +21,18 @@ from tests.render_support import crawl_all, requires_browser
 pytestmark = requires_browser
 
 HOST = "hostile.test"
-TIMEOUT = 4.0  # [render] timeout of these crawls
+TIMEOUT = 8.0  # [render] timeout of these crawls (generous: the pages that end must end in it)
 
 SCRIPTS = {
     "/ok": "link('/made-by-script');",
     "/endless": "for (;;) {}",
     "/dialogs": "for (let i = 0; i < 30; i++) { alert(i); confirm(i); prompt(i); }"
     " link('/after-dialogs');",
-    "/popups": "for (let i = 0; i < 30; i++) window.open('/popup-' + i); link('/after-popups');",
+    "/popups": "for (let i = 0; i < 10; i++) window.open('/popup-' + i); link('/after-popups');",
     "/download": "const a = document.createElement('a'); a.href = '/file.bin'; a.download = 'f';"
     " document.body.appendChild(a); a.click(); link('/after-download');",
     "/huge": "const f = document.createDocumentFragment();"
-    " for (let i = 0; i < 200000; i++) f.appendChild(document.createElement('div'));"
+    " for (let i = 0; i < 100000; i++) f.appendChild(document.createElement('div'));"
     " document.body.appendChild(f); link('/after-huge');",
     "/storm": "setTimeout(() => location.replace('/storm?n=' + (Number("
     "new URLSearchParams(location.search).get('n')) + 1)), 10);",
