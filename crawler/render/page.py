@@ -142,7 +142,11 @@ class PageRoutes:
     async def handle(self, route: Route) -> None:
         self.traffic.started()
         try:
-            answer = await self._answer(route.request)
+            try:
+                answer = await self._answer(route.request)
+            except Exception as exc:  # the fetcher's outage gate giving up, a bug: refused
+                log.warning("render: %s: %s: refused", route.request.url, exc)
+                answer = None
             with quietly():  # the page may be gone meanwhile
                 if answer is STAY:  # ERR_ABORTED: no error page, the page stays as it is
                     await route.abort("aborted")
