@@ -9,7 +9,7 @@ BENCH_STAMP = $(VENV)/.bench-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 SUDO    = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint bench clean redis-server
+.PHONY: demo test lint bench clean redis-server chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,7 +32,14 @@ redis-server:
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server; }
 
-test: lint redis-server
+# The rendering tests drive Debian's chromium through playwright (the dev extra): install it when
+# missing (no `playwright install`: the crawler launches the system's Chromium).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || test -x /usr/bin/chromium || { \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
+
+test: lint redis-server chromium
 	$(BIN)/pytest -q
 
 $(BENCH_STAMP): $(STAMP)
@@ -40,7 +47,7 @@ $(BENCH_STAMP): $(STAMP)
 	rm -f $(VENV)/.bench-*
 	touch $@
 
-bench: $(BENCH_STAMP) redis-server
+bench: $(BENCH_STAMP) redis-server chromium
 	$(BIN)/python -m bench
 
 clean:

@@ -50,6 +50,13 @@ if TYPE_CHECKING:  # the names below, imported when first used (see __getattr__)
     from crawler.frontier import Entry, EntryKind, Frontier, Outcome
     from crawler.frontier.robots import RobotsPolicy, policy_from_response
     from crawler.output.results import CrawlResult, CrawlStats
+    from crawler.render.browser import (
+        BrowserGone,
+        PageFailed,
+        PageTimeout,
+        RenderError,
+        RenderUnavailable,
+    )
     from crawler.sieve import (
         FILTER_KINDS,
         BloomStage,
@@ -70,6 +77,7 @@ _ERRORS = """BlockedAddress BodyTooLarge CertificateError ConfigError ConnectErr
     ProtocolError ProxyError ProxyUnavailable ScoreError SeedError SharedStateError
     SieveFormatError SitemapError StateError TooSlow Truncated"""
 _SIEVE = "BloomStage FILTER_KINDS SeenFilter Sieve filter_from_bytes make_filter"
+_RENDER = "BrowserGone PageFailed PageTimeout RenderError RenderUnavailable"  # (no playwright)
 _LAZY = {
     **dict.fromkeys(("Config", "load_config"), "crawler.config.load"),
     "Crawler": "crawler.engine.crawler",
@@ -79,6 +87,7 @@ _LAZY = {
     **dict.fromkeys(("RobotsPolicy", "policy_from_response"), "crawler.frontier.robots"),
     **dict.fromkeys(("Link", "PageText", "ScoreFn", "Scorer"), "crawler.focus.scoring"),
     **dict.fromkeys(_SIEVE.split(), "crawler.sieve"),
+    **dict.fromkeys(_RENDER.split(), "crawler.render.browser"),
     "CrawlState": "crawler.state.crawlstate",
     "settings": "crawler.engine.components",
     **dict.fromkeys(("UrlNormalizer", "canonicalize", "normalize"), "crawler.urls.canonical"),
@@ -105,6 +114,7 @@ __all__ = [
     "BlockedAddress",
     "BloomStage",
     "BodyTooLarge",
+    "BrowserGone",
     "CertificateError",
     "Config",
     "ConfigError",
@@ -126,10 +136,14 @@ __all__ = [
     "NetworkUnavailable",
     "Outcome",
     "OutputError",
+    "PageFailed",
     "PageText",
+    "PageTimeout",
     "ProtocolError",
     "ProxyError",
     "ProxyUnavailable",
+    "RenderError",
+    "RenderUnavailable",
     "RobotsPolicy",
     "ScoreError",
     "ScoreFn",

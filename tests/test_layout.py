@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"urls", "testing"},  # URL syntax and keys; the fixture site and the simulated clock
     {"sieve", "content", "focus"},  # the seen test, page dedup, scoring: pure structures
     {"fetch", "parse"},  # a request and its response; a response's markup
-    {"frontier", "output"},  # where a URL waits; results, JSON Lines, WARC
+    {"frontier", "output", "render"},  # where a URL waits; results, JSON Lines, WARC; a browser
     {"config", "state"},  # the typed config and its checks; the crawl's state on disk
     {"cluster"},  # one crawl shared by several processes through Redis
     {"admission"},  # what enters the frontier (in memory, or shared)

@@ -196,6 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not fetch or obey robots.txt (only for sites that are yours)",
     )
     common.add_argument(
+        "--render",
+        action="store_true",
+        default=None,
+        help="render HTML pages in a headless Chromium, its every request through the "
+        "crawler's fetcher ([render] enabled)",
+    )
+    common.add_argument(
         "-s",
         "--set",
         action="append",
@@ -261,6 +268,7 @@ def _apply_overrides(config: Config, args: argparse.Namespace) -> Config:
         ("dedup", _given(enabled=a.dedup)),
         ("output", _given(text=a.text, markdown=a.markdown)),
         ("sieve", _given(kind=a.sieve)),
+        ("render", _given(enabled=a.render)),
     ):  # fmt: skip
         if values:
             config = config.override(section, **values)

@@ -266,7 +266,8 @@ async def run_demo(config: Config, out: IO[str], explicit_delay: bool, quiet: bo
     """Serve the fixture site on loopback, crawl it, and check the result against its truth."""
     from crawler.testing.fixture import FixtureSite  # aiohttp's server: only for the demo
 
-    async with FixtureSite() as site:
+    rendered = config.render.enabled  # --demo --render: the script-driven host too
+    async with FixtureSite(scripted=rendered) as site:
         config = config.override("fetch", resolve={**config.fetch.resolve, **site.resolve})
         if not explicit_delay:
             config = config.override("politeness", delay=0.0)
@@ -276,7 +277,8 @@ async def run_demo(config: Config, out: IO[str], explicit_delay: bool, quiet: bo
         outcome = await run(config, site.seeds, out, keys=keys, quiet=quiet)
         if outcome.status:
             return outcome
-        expected = site.expected(config.crawl.max_depth) | site.refused()
+        expected = site.expected(config.crawl.max_depth, rendered=rendered)
+        expected |= site.refused(rendered=rendered)
         ok = keys == expected if not config.crawl.max_pages else keys <= expected
         # (a crawl cut by max_pages is checked to be a part of it, and said so)
         verdict = "equals" if keys == expected else "is a part of" if ok else "DIFFERS FROM"

@@ -20,6 +20,7 @@ from crawler.config.sections import (
     FetchConfig,
     FocusConfig,
     HostConfig,
+    RenderConfig,
     ScopeConfig,
     SecurityConfig,
     SieveConfig,
@@ -37,7 +38,7 @@ _CRAWL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 _POSITIVE = {
     "concurrency", "per_host_concurrency", "capacity", "growth", "warc_max_size", "max_queued",
-    "max_queued_per_host", "robots_attempts",
+    "max_queued_per_host", "robots_attempts", "tabs",
 }  # fmt: skip
 _AT_MOST = {
     "concurrency": 10_000,  # one task each: a million took 1.5 GB and 30 s before any fetch
@@ -47,7 +48,7 @@ _NON_NEGATIVE = {
     "max_retry_after", "retries", "max_redirects", "max_pages_per_host", "memo_size",
     "max_links_per_page", "progress_interval", "checkpoint_interval", "max_url_length",
     "max_path_depth", "max_segment_repeats", "max_query_params", "min_rate", "lease_ttl",
-    "max_host_failures", "outage_give_up",
+    "max_host_failures", "outage_give_up", "settle", "memory_cap",
 }  # fmt: skip
 _POSITIVE_FLOAT = {
     "connect_timeout",
@@ -57,6 +58,7 @@ _POSITIVE_FLOAT = {
     "max_header_size",
     "min_rate_window",
     "heartbeat",
+    "timeout",
 }
 
 
@@ -126,6 +128,8 @@ def check_section(obj: Any, where: str) -> None:
         if obj.redis and not obj.redis.startswith(("redis://", "rediss://", "unix://")):
             raise ConfigError(f"{where} redis: a redis://HOST:PORT/DB URL (or rediss://, "
                               "unix://), got one without that scheme")  # fmt: skip
+    if isinstance(obj, RenderConfig):
+        _check_render(obj, where)
     if isinstance(obj, ScopeConfig):
         for key in ("include", "exclude"):
             for pattern in getattr(obj, key):
@@ -176,3 +180,19 @@ def _check_steering(obj: FetchConfig | HostConfig, where: str) -> None:
             raise ConfigError(f"{where} auth: must be [user, password] (no ':' in the user)")
         if any(k.lower() == "authorization" for k in obj.headers):
             raise ConfigError(f"{where} auth: give either auth or an Authorization header")
+
+
+# resource types a page requests (Playwright's names) that [render] skip_types may name
+_RESOURCE_TYPES = frozenset({"document", "stylesheet", "image", "media", "font", "script",
+                             "texttrack", "xhr", "fetch", "other"})  # fmt: skip
+
+
+def _check_render(obj: RenderConfig, where: str) -> None:
+    if obj.mode not in ("always", "auto"):
+        raise ConfigError(f"{where} mode: must be 'always' or 'auto', got {obj.mode!r}")
+    if obj.tabs > 64:
+        raise ConfigError(f"{where} tabs: must be <= 64, got {obj.tabs!r}")
+    unknown = sorted(set(obj.skip_types) - _RESOURCE_TYPES)
+    if unknown:
+        known = ", ".join(sorted(_RESOURCE_TYPES))
+        raise ConfigError(f"{where} skip_types: unknown {unknown} (known: {known})")

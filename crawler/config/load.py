@@ -28,6 +28,7 @@ from crawler.config.sections import (
     HostConfig,
     OutputConfig,
     PolitenessConfig,
+    RenderConfig,
     ScopeConfig,
     SecurityConfig,
     SieveConfig,
@@ -55,6 +56,7 @@ class Config:
     hosts: tuple[HostConfig, ...] = ()
     focus: FocusConfig = field(default_factory=FocusConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    render: RenderConfig = field(default_factory=RenderConfig)
 
     def override(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section replaced (used for CLI flags); validated."""

@@ -21,6 +21,7 @@ __all__ = [
     "HostConfig",
     "OutputConfig",
     "PolitenessConfig",
+    "RenderConfig",
     "ScopeConfig",
     "SecurityConfig",
     "SieveConfig",
@@ -105,10 +106,12 @@ class HostConfig:
     headers: dict[str, str] = field(default_factory=dict)
     auth: tuple[str, ...] | None = None
     tls_verify: bool | None = None
+    render: bool | None = None  # render these hosts' pages (true) or never (false): [render]
 
     def __repr__(self) -> str:  # header values and the password are secret
         auth = "" if self.auth is None else f" auth={self.auth[0]!r}:[redacted]"
         tls = "" if self.tls_verify is None else f" tls_verify={self.tls_verify!r}"
+        tls += "" if self.render is None else f" render={self.render!r}"
         return (
             f"HostConfig(match={self.match!r}, delay={self.delay!r}, "
             f"per_host_concurrency={self.per_host_concurrency!r}, "
@@ -197,3 +200,17 @@ class ClusterConfig:
     crawl_id: str = "default"
     lease_ttl: float = 0.0  # 0: crawler.cluster.node.LEASE_TTL (30 s)
     heartbeat: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class RenderConfig:
+    """Rendering pages in a headless Chromium (crawler.render, docs/render.md)."""
+
+    enabled: bool = False
+    mode: str = "always"  # or "auto": only pages whose static HTML looks script-driven
+    tabs: int = 4
+    settle: float = 0.5
+    timeout: float = 20.0
+    browser: str = ""
+    skip_types: tuple[str, ...] = ("image", "font", "media")
+    memory_cap: int = 1536  # MiB of the browser's PSS; 0: no cap

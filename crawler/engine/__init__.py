@@ -7,6 +7,7 @@
 | `focus` | A focused crawl's work on each fetched page: its relevance, and its new ... |
 | `gctune` | The garbage collector while a crawl runs: fewer, larger collections of young ... |
 | `pages` | What a crawl worker does with one URL the frontier hands out: `PageHandler` |
+| `rendering` | A crawl's rendering of its pages (``[render]``, ``--render``): `Rendering` |
 | `recrawl` | What a recrawl keeps of each response and sends back: ETag and Last-Modified |
 | `run` | `CrawlRun`: `Crawler.crawl()`'s generator, watched so that ``async with ... |
 | `stats` | A crawl's figures in one JSON-ready dict (``Crawler.stats_dict()``, ... |

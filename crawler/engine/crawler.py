@@ -48,6 +48,7 @@ from crawler.engine.focus import Focus
 from crawler.engine.gctune import young_threshold
 from crawler.engine.pages import PageHandler
 from crawler.engine.recrawl import stored_validators
+from crawler.engine.rendering import Rendering
 from crawler.engine.run import CrawlRun
 from crawler.engine.stats import crawl_stats
 from crawler.engine.worker import FATAL, WorkerDone, run_worker
@@ -132,6 +133,8 @@ class Crawler:
             self.content = ContentIndex(dc.near_distance)
         # a recrawl (a state's generation > 0): pages are fetched with their stored validators
         self.recrawl = state is not None and state.generation > 0
+        # [render]: a browser for the pages to render (RenderUnavailable without one), or None
+        self.rendering = Rendering.build(config, self.fetcher, self.parser, recorder)
         self._entered = False  # `async with Crawler(...)`: the fetcher's session is open
         self._run = CrawlRun[CrawlResult]()  # crawl()'s generator: `async with` ends it first
 
@@ -148,9 +151,13 @@ class Crawler:
             await self._run.end(self.stop, self.abort)
         finally:
             try:
-                await self.fetcher.close()
+                if self.rendering is not None:
+                    await self.rendering.close()
             finally:
-                await self.parser.close()
+                try:
+                    await self.fetcher.close()
+                finally:
+                    await self.parser.close()
 
     # -- the crawl -------------------------------------------------------------------------
 
@@ -191,6 +198,7 @@ class Crawler:
             recorder=self._recorder,
             focus=self.focus,
             content=self.content,
+            rendering=self.rendering,
         )
         self._scope_seed_hosts(entries, frontier)
         state = self.state
@@ -432,7 +440,7 @@ class Crawler:
         """Crawl, frontier, Sieve and canonicalizer figures in one JSON-ready dict."""
         scorer = self.focus.scorer if self.focus is not None else None
         guard, outage = self.fetcher.guard, self.fetcher.outage
-        return crawl_stats(
+        figures = crawl_stats(
             self.stats.as_dict(),
             seen=self.seen_figures(),
             memo_hit_rate=self.urls.memo_hit_rate,
@@ -442,3 +450,6 @@ class Crawler:
             outages=outage.stats() if outage is not None else None,
             frontier=self.frontier.stats if self.frontier is not None else None,
         )
+        if self.rendering is not None:
+            figures["render"] = self.rendering.stats()
+        return figures

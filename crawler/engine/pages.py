@@ -38,6 +38,7 @@ from crawler.urls.canonical import UrlNormalizer
 if TYPE_CHECKING:
     from crawler.content import ContentIndex
     from crawler.content.redis import RedisContentIndex
+    from crawler.engine.rendering import Rendering
 
 __all__ = ["ROBOTS_MAX_BYTES", "PageHandler", "failed_result"]
 
@@ -55,7 +56,8 @@ class PageHandler:
     admission are set up: `Crawler.crawl`)."""
 
     __slots__ = ("_recorder", "_token", "admission", "config", "content", "fetcher", "focus",
-                 "frontier", "parser", "recrawl", "state", "stats", "urls")  # fmt: skip
+                 "frontier", "parser", "recrawl", "rendering", "state", "stats",
+                 "urls")  # fmt: skip
 
     def __init__(
         self,
@@ -72,9 +74,11 @@ class PageHandler:
         recorder: Callable[[Response], None] | None,
         focus: Focus | None,
         content: ContentIndex | RedisContentIndex | None,
+        rendering: Rendering | None = None,
     ) -> None:
         """`recrawl`: pages are fetched with their stored validators; `recorder` sees every
-        HTTP response as received (robots.txt and redirects included)."""
+        HTTP response as received (robots.txt and redirects included); `rendering`: which
+        pages are rendered in a browser (`crawler.engine.rendering`), None for none."""
         self.config = config
         self.fetcher = fetcher
         self.parser = parser
@@ -87,6 +91,7 @@ class PageHandler:
         self._recorder = recorder
         self.focus = focus
         self.content = content
+        self.rendering = rendering
         self._token = product_token(config.crawl.user_agent)
 
     def __repr__(self) -> str:
@@ -154,11 +159,20 @@ class PageHandler:
     async def _page(self, entry: Entry, response: Response) -> CrawlResult:
         focus = self.focus
         output = self.config.output
-        markup = await self.parser.parse(
-            response.body, entry.url, response.content_type, anchors=focus is not None,
-            text=focus is not None and focus.text, content=self.content is not None,
-            main="markdown" if output.markdown else "text" if output.text else None,
-        )  # fmt: skip
+        reads: dict[str, Any] = {  # what is read of the page, static and rendered alike
+            "anchors": focus is not None,
+            "text": focus is not None and focus.text,
+            "content": self.content is not None,
+            "main": "markdown" if output.markdown else "text" if output.text else None,
+        }
+        markup = await self.parser.parse(response.body, entry.url, response.content_type, **reads)
+        rendered = False  # rendered in a browser: its DOM's links and text, with the static ones
+        if (
+            (render := self.rendering)
+            and response.status < 300
+            and render.wants(entry.url, response.body, markup)
+        ):
+            markup, rendered = await render.read(entry.url, response, markup, **reads)
         sc = self.config.scope
         page = read_page(
             markup,
@@ -181,6 +195,7 @@ class PageHandler:
             new = await self.admission.links(entry, page.links, page.base) if page.is_html else 0
         return CrawlResult(
             **_base_result(entry, response),
+            rendered=rendered,
             title=page.title,
             links=page.links_found,
             new_links=new,

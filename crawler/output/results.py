@@ -40,6 +40,7 @@ class CrawlResult:
     simhash: str | None = None
     near_duplicate_of: str | None = None
     relevance: float | None = None  # the page's relevance in a focused crawl, else None
+    rendered: bool = False  # read from the DOM a headless browser rendered (crawler.render)
     unchanged: bool = False  # a recrawl's 304 Not Modified: no body, links not followed
     text: str | None = field(default=None, repr=False)
     markdown: str | None = field(default=None, repr=False)
@@ -65,6 +66,7 @@ class CrawlResult:
             "title": self.title,
             "links": self.links,
             "new_links": self.new_links,
+            "rendered": self.rendered,
             "location": self.location,
             "canonical": self.canonical,
             "error": self.error,

@@ -3,6 +3,7 @@
 | module | holds |
 | --- | --- |
 | `fixture` | A deterministic fixture site on loopback, for the tests and `crawl --demo` |
+| `scripted` | The fixture's script-driven host, ``app.test``: links made only by scripts |
 | `simtime` | Simulated time for asyncio: an event loop whose clock jumps straight to the ... |
 
 What other folders use is exported here, imported when first used.

@@ -11,6 +11,8 @@ resolver override (`resolve`), never /etc/hosts:
   pointing to a gzipped sitemap with one page linked from nowhere else.
 - ``site-b.test``: a second seed host; its robots.txt is a 404 (allow all).
 - ``out.test``: linked but out of scope; a correct crawl never contacts it.
+- ``app.test`` (with ``scripted=True``): a script-driven host, its links made by scripts
+  (`crawler.testing.scripted`); a third seed.
 
 The site knows its ground truth: `expected(max_depth)` is the exact set of canonical URLs a
 correct crawl with the default scope produces results for, and `refused()` the ones robots.txt
@@ -28,6 +30,8 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from aiohttp import web
+
+from crawler.testing import scripted
 
 __all__ = ["FixtureSite", "LoggedRequest"]
 
@@ -62,8 +66,11 @@ class FixtureSite:
     """The fixture site. `async with FixtureSite() as site:` serves it on a free loopback port."""
 
     def __init__(
-        self, *, crawl_delay: float = 0.1, slow: float = 0.3, retry_after: int = 1
-    ) -> None:
+        self, *, crawl_delay: float = 0.1, slow: float = 0.3, retry_after: int = 1,
+        scripted: bool = False,
+    ) -> None:  # fmt: skip
+        """`scripted`: serve the script-driven host ``app.test`` too, and seed it."""
+        self.scripted = scripted
         self.crawl_delay = crawl_delay
         self.slow = slow
         self.retry_after = retry_after
@@ -82,11 +89,15 @@ class FixtureSite:
 
     @property
     def seeds(self) -> list[str]:
-        return [self.url(A, "/"), self.url(B, "/")]
+        return [self.url(A, "/"), self.url(B, "/"), *self._app(["/"])]
 
     @property
     def resolve(self) -> dict[str, str]:
-        return {host: "127.0.0.1" for host in HOSTS}
+        return {host: "127.0.0.1" for host in (*HOSTS, *([scripted.APP] if self.scripted else []))}
+
+    def _app(self, paths: list[str]) -> list[str]:
+        """URLs of ``app.test`` (none unless `scripted`)."""
+        return [self.url(scripted.APP, p) for p in paths] if self.scripted else []
 
     # -- ground truth ----------------------------------------------------------------------
 
@@ -105,10 +116,14 @@ class FixtureSite:
         out.update({self.url(B, p): d for p, d in b.items()})
         return out
 
-    def expected(self, max_depth: int = 16, *, sitemaps: bool = False) -> set[str]:
+    def expected(
+        self, max_depth: int = 16, *, sitemaps: bool = False, rendered: bool = False
+    ) -> set[str]:
         """Canonical URLs a correct default-scope crawl with this depth limit has results for
-        (with `sitemaps`: a crawl with `use_sitemaps` on)."""
+        (with `sitemaps`: a crawl with `use_sitemaps` on; `rendered`: one rendering pages)."""
         urls = {u for u, d in self.pages().items() if not max_depth or d <= max_depth}
+        app = scripted.RENDERED_PAGES if rendered else scripted.STATIC_PAGES
+        urls.update(self._app([p for p, d in app.items() if not max_depth or d <= max_depth]))
         if sitemaps:
             paths = ("/sitemap.xml", "/sitemap-pages.xml.gz", "/from-sitemap")
             urls |= {self.url(A, p) for p in paths}
@@ -116,9 +131,12 @@ class FixtureSite:
         urls.update(self.url(A, _month_path(i)) for i in range(1, months + 1))
         return urls
 
-    def refused(self) -> set[str]:
+    def refused(self, *, rendered: bool = False) -> set[str]:
         """URLs the crawl must report as refused by robots.txt (and never fetch)."""
-        return {self.url(A, "/private/secret")}
+        return {
+            self.url(A, "/private/secret"),
+            *self._app(list(scripted.REFUSED) if rendered else []),
+        }
 
     def never(self) -> set[str]:
         """URLs served here that a correct crawl must never request."""
@@ -180,6 +198,8 @@ class FixtureSite:
             return await self._site_a(request, path)
         if host == B:
             return self._site_b(path)
+        if host == scripted.APP and self.scripted:
+            return scripted.scripted_app(path)
         return _page("Out of scope", ["/"])
 
     def _site_b(self, path: str) -> web.StreamResponse:
