@@ -16,12 +16,13 @@ from itertools import accumulate
 from selectolax.lexbor import LexborNode
 
 __all__ = [
-    "LISTS_ONLY",
     "Names",
+    "is_junk",
     "link_density",
     "strip_junk",
     "strip_link_lists",
     "strip_unlikely",
+    "unlikely_share",
 ]
 
 _JUNK_TAGS = (
@@ -53,6 +54,9 @@ _NEGATIVE = (
     "more-stories", "outbrain", "taboola", "trending", "popular", "jump", "tagline", "slogan",
     "author", "profile", " bio", "komment", "teaser",
 )  # fmt: skip
+# words naming navigation whatever content word they are compounded with: "mainmenu",
+# "main-nav", "page-breadcrumbs" (sqlite3-doc's menu was text, its "main" outweighing "menu")
+_MENUS = ("menu", "navbar", "main-nav", "mainnav", "breadcrumb")
 _POSITIVE = (
     "article", "body", "content", "entry", "main", "page", "post", "story", "text", "blog",
     "prose", "paragraph",
@@ -113,6 +117,7 @@ class Names:
         starts = list(accumulate((len(name) + 1 for name in names), initial=0))
         negative = _holders(joined, starts, _NEGATIVE)
         positive = _holders(joined, starts, _POSITIVE)
+        positive -= _holders(joined, starts, _MENUS)  # a main menu is a menu
         self.weights: dict[int, int] = {}
         self.unlikely: list[LexborNode] = []
         self.lengths: tuple[int, list[tuple[LexborNode, int]]] | None = None
@@ -205,11 +210,6 @@ _LINK_HEAVY = 0.5  # a container whose text is more than this share links is lef
 
 _LIST_MAX_CHARS = 5000  # a longer container is not weighed (each weighing reads its links)
 _LINK_PARAGRAPH = 0.8  # a paragraph that is links only ("Related: ...", "Read more ...")
-
-
-LISTS_ONLY = "ul, ol"
-"""The containers `strip_link_lists` weighs for dedup and focus: the lists (menus, tables of
-contents, related stories), not every division and paragraph (a third of the cost)."""
 
 
 def strip_link_lists(roots: list[LexborNode], selector: str = _LISTS_CSS) -> list[str]:

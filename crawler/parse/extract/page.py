@@ -9,7 +9,6 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from crawler.parse.extract.blocks import Block, escape, read_blocks
 from crawler.parse.extract.choose import choose
 from crawler.parse.extract.clean import (
-    LISTS_ONLY,
     Names,
     is_junk,
     strip_junk,
@@ -57,25 +56,20 @@ def extract(
     spare = tree.clone() if unlikely_share(body, names) >= _RISKY_SHARE else None
     strip_unlikely(body, names)
     roots = choose(body, names.weights)
-    lists = strip_link_lists(roots, LISTS_ONLY)
     words = _words(roots)
     said = len(_collapse(words))
     if spare is not None and said < _SHORT_CHARS and (whole := _scope(spare)) is not None:
         strip_junk(whole)
         again = choose(whole, Names(whole).weights)
-        again_lists = strip_link_lists(again, LISTS_ONLY)
         again_words = _words(again)
         # the second try only when it says much more: a near-empty page's other short texts
         # (a site's tagline, a mirror's banner) are no better than what the first found
         if len(_collapse(again_words)) >= max(_SHORT_CHARS, 2 * said):
-            roots, lists, words = again, again_lists, again_words
-    if not words.strip():  # a page of lists of links only (an index): their words
-        words = " ".join(lists)
-    if not layout:  # what dedup and focus read: the chosen elements' words, menus left out
-        return PageText(words, None, words)
-    # the other containers' links weighed for the layout only (~1.9 ms on a big
-    # python3.11-doc page)
-    links_only = lists + strip_link_lists(roots)
+            roots, words = again, again_words
+    if not layout:  # what dedup and focus read: the chosen elements' words, lists of links
+        return PageText(words, None, words)  # included (a hub page's table of contents)
+    # the containers' links weighed for the layout only (~1.9 ms on a big python3.11-doc page)
+    links_only = strip_link_lists(roots)
     blocks = read_blocks(roots, url, markdown)
     if blocks and blocks[0].kind in ("h1", "h2") and _is_title(blocks[0].text, title_text):
         del blocks[0]  # the page's title, which the result carries as `title`
