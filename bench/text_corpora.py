@@ -244,14 +244,20 @@ def load_trafilatura_eval(directory: Path, limit: int | None) -> Corpus | None:
 
 
 def stoplist(language: str) -> frozenset[str]:
-    import justext  # type: ignore[import-untyped]
-
+    """jusText's stopwords of `language` (none without jusText, which is then left out: the
+    tests run with the dev extra, the benchmark with the bench one)."""
+    try:
+        import justext  # type: ignore[import-untyped]
+    except ImportError:
+        return frozenset()
     return frozenset(justext.get_stoplist(language))
 
 
 def _all_stoplists() -> frozenset[str]:
-    import justext
-
+    try:
+        import justext
+    except ImportError:
+        return frozenset()
     return frozenset(w for lang in justext.get_stoplists() for w in justext.get_stoplist(lang))
 
 
