@@ -10,8 +10,10 @@ never content), reads it into blocks (`crawler.parse.extract.blocks`) and writes
   nesting, links with absolute URLs, `*emphasis*`, `**strong**`, inline and fenced code,
   `>` quotes, and tables as pipe tables.
 
-A page without a main content (no paragraph of 25 characters) gives its visible body text.
-`extract` changes the tree (it removes scripts and boilerplate): read links before.
+A page without a main content (no paragraph of 25 characters) gives its visible body text; a
+page of links only, its links' text. `extract` changes the tree (it removes scripts and
+boilerplate): read links before. How the main content is chosen, and how well it does against
+trafilatura, readability-lxml and jusText: docs/page-text.md.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 One walk over each chosen element's subtree (lexbor's child / next pointers, no recursion: the
 defused tree can be 512 deep) reads its text into `Block`s, each with its plain text and, when
 asked, its markdown (links made absolute against the page's URL, emphasis, inline code).
-Inside the main content the walk still leaves out what readability's "clean conditionally"
-leaves out: containers whose class or id names boilerplate, and lists or divisions that are
-mostly links (a "related stories" list, a tag cloud, share buttons).
+The lists of links inside the main content went before the walk
+(`crawler.parse.extract.clean.strip_link_lists`); the walk leaves out images, comments and a
+heading's permalink (a "¶" linking to the page itself), and reads a table cell's paragraphs and
+lists into its row.
 """
 
 from __future__ import annotations

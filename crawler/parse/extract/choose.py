@@ -2,18 +2,21 @@
 
 Readability's scoring (Arc90, Mozilla's Readability.js), on lexbor's tree:
 
-- Every paragraph-like element (p, pre, td, blockquote, and a div or section holding text but
-  no block of its own) with at least 25 characters scores 1 + its commas + one point a 100
-  characters (at most 3). Its parent gets the score, its grandparent half, and the three next
-  ancestors a third, a quarter, a fifth: the element the article's paragraphs share gathers
-  the most.
-- An ancestor starts from its tag's prior (div +5; lists and headings less) and its class
-  weight (`crawler.parse.extract.clean.class_weight`), and its score is scaled by
-  1 - its link density (the share of its text inside links): a menu's or a related-stories
-  list's paragraphs are links.
-- The best element is the main content; its siblings join it when they score at least a fifth
-  of it, or are paragraphs of at least 80 characters with few links (an article split in
-  several containers, with an ad between them).
+- Every paragraph-like element (p, pre, td, blockquote, and a div, section or article holding
+  text but no block of its own) with at least 25 characters scores 1 + its commas + one point
+  a 100 characters (at most 3); so does the text loose between a container's blocks (scored as
+  the container's own paragraph, as readability wraps such runs). Its parent gets the score,
+  its grandparent half, and the three next ancestors a third, a quarter, a fifth: the element
+  the article's paragraphs share gathers the most.
+- An ancestor starts from its tag's prior (div +5, article +8; lists and headings less) and
+  its class weight (`crawler.parse.extract.clean.Names`), and its score is scaled by 1 - its
+  link density (the share of its text inside links): a menu's or a related-stories list's
+  paragraphs are links. Only the best unscaled candidates are scaled.
+- A page marking its article body once (schema.org `itemprop=articleBody`) is read there.
+  Otherwise the best element is corrected as readability does (an ancestor holding three close
+  runners-up: an article in chunks; a parent scoring more), and its siblings join it when they
+  score at least a fifth of it, are paragraphs of at least 80 characters with few links, or
+  are the list, table or code a chosen sibling leads to.
 
 The main content is returned as the list of elements to read, in document order. A page where
 nothing scores (a short page, a list of links) gives its body.
@@ -28,7 +31,7 @@ from crawler.parse.extract.clean import link_density
 __all__ = ["choose"]
 
 _PARAGRAPHS = "p, pre, td, blockquote, div, section, article"
-_WRAPPERS = frozenset(("div", "section", "article", "li", "dd"))  # paragraphs when no block inside
+_WRAPPERS = frozenset(("div", "section", "article"))  # paragraphs when no block inside
 _BLOCKS = frozenset((
     "p", "div", "section", "article", "table", "ul", "ol", "dl", "pre", "blockquote", "h1", "h2",
     "h3", "h4", "h5", "h6", "form", "figure", "main",

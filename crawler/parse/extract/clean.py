@@ -2,10 +2,12 @@
 
 `strip_junk` removes, in place, what no reader reads as the page's words: scripts, styles,
 forms' controls, embedded objects, hidden elements, and the landmarks a site's pages share
-(navigation, asides, footers, page headers, dialogs, search). `Names` reads the
-class and id of every element as readability does: words that name boilerplate (comment, share,
-sidebar, related, cookie, newsletter...) count against it, words that name content (article,
-body, content, entry, post, story, text) for it. Both are site-agnostic: no rule names a site.
+(navigation, asides, footers, page headers, dialogs, search). `Names` reads the class and id of
+every block element as readability does: words that name boilerplate (comment, share, sidebar,
+related, cookie, newsletter...) count against it, words that name content (article, body,
+content, entry, post, story, text) for it; `strip_unlikely` removes those leaning to
+boilerplate. `strip_link_lists` removes the containers of the chosen content that are mostly
+links. All are site-agnostic: no rule names a site.
 """
 
 from __future__ import annotations

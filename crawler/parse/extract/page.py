@@ -32,9 +32,6 @@ class PageText:
     words: str = ""
 
 
-EMPTY = PageText("")
-
-
 def extract(
     tree: LexborHTMLParser, url: str, *, markdown: bool = False, layout: bool = True
 ) -> PageText:
