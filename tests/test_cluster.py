@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -90,8 +91,12 @@ async def test_politeness_holds_across_crawlers(site: FixtureSite, redis_url: st
         times.sort()
         gaps = [b - a for a, b in itertools.pairwise(times)]
         # kept between claims; the server sees it give or take the loop's time from a claim
-        # to its request (three crawlers and the site share this test's loop)
-        assert min(gaps) >= delay - 0.05, f"{host}: two starts {min(gaps):.3f} s apart"
+        # to its request (three crawlers and the site share this test's loop): one late
+        # arrival shortens its gap and lengthens the next, so two consecutive gaps are judged
+        # (two crawlers fetching a host at once would still take a delay out of them)
+        assert statistics.median(gaps) >= delay - 0.05, f"{host}: gaps {gaps}"
+        spans = [c - a for a, c in zip(times, times[2:], strict=False)]
+        assert min(spans) >= 2 * delay - 0.05, f"{host}: three starts in {min(spans):.3f} s"
 
 
 async def test_max_pages_caps_the_shared_crawl(site: FixtureSite, redis_url: str) -> None:
