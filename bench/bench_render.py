@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import subprocess
@@ -37,6 +36,7 @@ from pathlib import Path
 
 from bench.render_site import serve_site
 from crawler.render import RenderUnavailable, find_browser
+from crawler.render.browser import process_tree, pss
 
 QUICK = bool(os.environ.get("BENCH_QUICK"))
 PAGES = 40 if QUICK else 200
@@ -64,22 +64,7 @@ class Row:
 
 def tree_pss(root: int) -> int:
     """PSS in bytes of process `root` and all its descendants (0 for what /proc does not tell)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry.name))
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        todo.extend(children.get(pid, ()))
-        with contextlib.suppress(OSError, ValueError):
-            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1]) * 1024
-                    break
-    return total
+    return pss(process_tree(root))
 
 
 async def measure(row: Row, argv: list[str], env: dict[str, str] | None = None) -> str:

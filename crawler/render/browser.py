@@ -43,6 +43,8 @@ __all__ = [
     "find_browser",
     "launch",
     "launch_args",
+    "process_tree",
+    "pss",
     "quietly",
     "translate",
 ]
@@ -162,32 +164,12 @@ class BrowserProcess:
     def pids(self) -> list[int]:
         """The main process and all its descendants (renderers, GPU, zygotes, utilities)."""
         root = self.pid
-        if root is None:
-            return []
-        children: dict[int, list[int]] = {}
-        for entry in _proc_entries():
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                stat = (entry / "stat").read_text()
-                ppid = int(stat.rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry.name))
-        found, todo = [], [root]
-        while todo:
-            pid = todo.pop()
-            found.append(pid)
-            todo.extend(children.get(pid, ()))
-        return found
+        return [] if root is None else process_tree(root)
 
     def memory(self) -> int:
         """The browser's proportional set size in bytes (its processes' PSS summed; 0 when it is
         not running or /proc does not tell)."""
-        total = 0
-        for pid in self.pids():
-            with contextlib.suppress(OSError, ValueError):
-                for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                    if line.startswith("Pss:"):
-                        total += int(line.split()[1]) * 1024
-                        break
-        return total
+        return pss(self.pids())
 
     def kill(self) -> None:
         """SIGKILL the browser's processes (a hung or oversized browser; a test's crash)."""
@@ -245,6 +227,34 @@ def quietly() -> Iterator[None]:
 def _first_line(exc: BaseException) -> str:
     text = getattr(exc, "message", None) or str(exc)
     return " ".join(str(text).split("\n", 1)[0].split())[:300]
+
+
+def process_tree(root: int) -> list[int]:
+    """Process `root` and all its descendants, from /proc (Linux)."""
+    children: dict[int, list[int]] = {}
+    for entry in _proc_entries():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+def pss(pids: list[int]) -> int:
+    """The processes' proportional set size in bytes, summed (0 for what /proc does not tell)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+                    break
+    return total
 
 
 def _proc_entries() -> Iterator[Path]:
