@@ -26,16 +26,12 @@ from __future__ import annotations
 
 from selectolax.lexbor import LexborNode
 
-from crawler.parse.extract.clean import link_density
+from crawler.parse.extract.clean import BLOCKS, link_density
 
 __all__ = ["choose"]
 
 _PARAGRAPHS = "p, pre, td, blockquote, div, section, article"
 _WRAPPERS = frozenset(("div", "section", "article"))  # paragraphs when no block inside
-_BLOCKS = frozenset((
-    "p", "div", "section", "article", "table", "ul", "ol", "dl", "pre", "blockquote", "h1", "h2",
-    "h3", "h4", "h5", "h6", "form", "figure", "main",
-))  # fmt: skip
 _PRIOR = {
     "div": 5, "article": 8, "main": 5, "section": 3, "pre": 3, "td": 3, "blockquote": 3,
     "address": -3, "ol": -3, "ul": -3, "dl": -3, "dd": -3, "dt": -3, "li": -3, "form": -3,
@@ -160,7 +156,7 @@ def _children(node: LexborNode) -> tuple[bool, str]:
         tag = child.tag
         if tag == "-text":
             loose.append(child.text_content or "")
-        elif tag in _BLOCKS:
+        elif tag in BLOCKS:
             has_block = True
         child = child.next
     return has_block, " ".join(loose)

@@ -18,6 +18,7 @@ from itertools import accumulate
 from selectolax.lexbor import LexborNode
 
 __all__ = [
+    "BLOCKS",
     "Names",
     "is_junk",
     "link_density",
@@ -167,15 +168,19 @@ def _unlikely(body: LexborNode, names: Names) -> tuple[int, list[tuple[LexborNod
     return names.lengths
 
 
-_BLOCK_TAGS = frozenset(("p", "div", "section", "article", "ul", "ol", "table", "pre", "h1", "h2",
-                         "h3", "h4", "h5", "h6", "blockquote", "dl", "main"))  # fmt: skip
+BLOCKS = frozenset((
+    "p", "div", "section", "article", "table", "ul", "ol", "dl", "pre", "blockquote", "h1", "h2",
+    "h3", "h4", "h5", "h6", "form", "figure", "main",
+))  # fmt: skip
+"""The blocks a container is scored through (and an element named like boilerplate that wraps
+them is a wrapper, not a banner)."""
 
 
 def _has_blocks(node: LexborNode) -> bool:
     """Whether `node` wraps blocks (a wrapper named oddly), rather than being one (a banner)."""
     child = node.child
     while child is not None:
-        if child.tag in _BLOCK_TAGS:
+        if child.tag in BLOCKS:
             return True
         child = child.next
     return False
