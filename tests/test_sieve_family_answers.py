@@ -59,6 +59,20 @@ def test_add_many_matches_one_by_one_over_many_pages(kind: str) -> None:
     assert batch.to_bytes() == one.to_bytes() and len(batch) == len(one)
 
 
+@pytest.mark.parametrize("kind", FILTER_KINDS)
+@settings(max_examples=20, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+@given(items=keys, capacity=st.integers(1, 40), cut=st.integers(0, 200))
+def test_add_many_if_absent_gives_the_answers_and_state_of_one_by_one(
+    kind: str, items: list[str], capacity: int, cut: int
+) -> None:
+    items = urls(0, 50) + items + items[: cut % (len(items) + 1)] + urls(0, 50)
+    one = make_filter(kind, capacity=capacity, error_rate=0.05)
+    batch = make_filter(kind, capacity=capacity, error_rate=0.05)
+    assert batch.add_many_if_absent(items) == [one.add_if_absent(x) for x in items]
+    assert batch.to_bytes() == one.to_bytes() and len(batch) == len(one)
+
+
 def _rate(kind: str, n: int, capacity: int, p: float) -> float:
     f = make_filter(kind, capacity=capacity, error_rate=p)
     add_in_pages(f, urls(0, n), 1000)

@@ -25,12 +25,22 @@ def test_removed_keys_go_and_the_others_stay(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", DELETING)
-def test_add_add_remove_leaves_the_key_absent(kind: str) -> None:
+def test_each_add_is_an_entry_and_each_remove_takes_one_back(kind: str) -> None:
     f = make_filter(kind, capacity=100, error_rate=0.001)
     assert f.add("https://a.test/x") and not f.add("https://a.test/x")
     assert f.remove("https://a.test/x")
+    assert "https://a.test/x" in f and len(f) == 1  # added twice, removed once
+    assert f.remove("https://a.test/x")
     assert "https://a.test/x" not in f and len(f) == 0
     assert f.remove("https://a.test/x") is False
+
+
+@pytest.mark.parametrize("kind", DELETING)
+def test_add_if_absent_records_nothing_for_a_key_reported(kind: str) -> None:
+    f = make_filter(kind, capacity=100, error_rate=0.001)
+    assert f.add_if_absent("https://a.test/x") and not f.add_if_absent("https://a.test/x")
+    assert len(f) == 1 and f.remove("https://a.test/x")
+    assert "https://a.test/x" not in f and len(f) == 0
 
 
 @pytest.mark.parametrize("kind", DELETING)

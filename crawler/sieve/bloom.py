@@ -309,6 +309,9 @@ class Sieve:
         """`add_many` for pairs from `hash_pair`."""
         return sieve_batch.add_many_hashed(self, pairs)
 
+    add_if_absent = add  # nothing more to record for a key it reports: the test-and-set
+    add_many_if_absent = add_many
+
     def update(self, items: Iterable[str | bytes]) -> None:
         """Add every item (in batches of 4096)."""
         batch: list[str | bytes] = []

@@ -3,9 +3,10 @@
 Bloom's own 1970 design: a cheap, compact gate in front of an exact check that runs only on the
 gate's positives. With `exact` set, every key the Sieve takes in also has its 64-bit fingerprint
 kept in a `SeenStore`; when the Sieve answers "seen", the store confirms it, so no URL is ever
-dropped by a false positive. The rescued false positives are counted, which gives a live,
-measured false-positive rate. Navigation links repeat on every page, so the keys taken in lately
-are remembered in a small bounded set and answered "seen" without the Sieve or the store.
+dropped by a false positive (a filter that deletes then records the rescued key too). The
+rescued false positives are counted, which gives a live, measured false-positive rate (per key
+taken in). Navigation links repeat on every page, so the keys taken in lately are remembered in
+a small bounded set and answered "seen" without the Sieve or the store.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ __all__ = ["Dedup", "filter_figures"]
 
 
 class Dedup:
-    __slots__ = ("_seen", "_seen_max", "confirmed", "exact", "rescued", "sieve")
+    __slots__ = ("_seen", "_seen_max", "confirmed", "exact", "rescued", "sieve", "taken")
 
     def __init__(
         self, sieve: SeenFilter, exact: SeenStore | None = None, *, recent: int = 65_536
@@ -32,6 +33,7 @@ class Dedup:
         self.exact = exact
         self.rescued = 0
         self.confirmed = 0
+        self.taken = 0  # keys answered new (rescued ones included)
         self._seen: set[str] = set()  # keys taken in lately (bounded): answered without hashing
         self._seen_max = recent
 
@@ -56,11 +58,16 @@ class Dedup:
         return flags
 
     def _add_many(self, keys: Sequence[str]) -> list[bool]:
-        flags = self.sieve.add_many(keys)
+        """The filter's test-and-set (it records the keys it reports absent), then the exact
+        tier on its positives. A rescued key is recorded in a filter that deletes, so that
+        forgetting it later takes its own entry, not the one of the key it collides with."""
+        flags = self.sieve.add_many_if_absent(keys)
         exact = self.exact
         if exact is None:
+            self.taken += flags.count(True)
             return flags
         taken: dict[int, None] = {}  # fingerprints of the new keys: stored in one statement
+        rescued: list[str] = []
         for i, (key, new) in enumerate(zip(keys, flags, strict=True)):
             fp = fingerprint(key)
             if new:
@@ -72,19 +79,22 @@ class Dedup:
                 self.confirmed += 1
                 continue
             # The Sieve said "seen" for a key it never took in: a false positive, rescued.
-            self.rescued += 1
+            rescued.append(key)
             taken[fp] = None
             flags[i] = True
         exact.add_many(list(taken))
+        if rescued and getattr(self.sieve, "supports_remove", False):  # (a bare Sieve has none)
+            self.sieve.add_many(rescued)
+        self.rescued += len(rescued)
+        self.taken += flags.count(True)
         return flags
 
     @property
     def measured_false_positive_rate(self) -> float | None:
-        """Rescued false positives per truly new key (None without the exact tier)."""
+        """Rescued false positives per key taken in (None without the exact tier)."""
         if self.exact is None:
             return None
-        new = len(self.sieve) + self.rescued
-        return self.rescued / new if new else 0.0
+        return self.rescued / self.taken if self.taken else 0.0
 
     def figures(self) -> dict[str, Any]:
         """The seen test's figures for the stats: its filter's, and the exact tier's."""
@@ -101,9 +111,11 @@ class Dedup:
 
         A filter cannot tell a key it holds from a false positive: removing a key it never took
         in would remove the entry of the key it collides with. With the exact tier, a key it
-        never took in is not removed from the filter at all; without it, that happens with the
-        filter's false-positive probability, and the other key is then taken in again once (a
-        URL fetched twice, never one lost)."""
+        never took in is not removed from the filter at all, and one it took in has an entry of
+        its own (a rescued false positive too), so no other key goes. Without it, a key the
+        filter wrongly reported seen was never taken in nor recorded, and forgetting it removes
+        another key's entry (with the filter's false-positive probability): that key is then
+        taken in again once (a URL fetched twice, never one lost)."""
         if not self.sieve.supports_remove:
             raise TypeError(f"a {self.sieve.kind!r} filter cannot delete keys")
         self._seen.discard(key)

@@ -10,6 +10,8 @@
 | ``cuckoo`` | `cuckoo` | partial-key cuckoo hashing (Fan et al. 2014) | yes | yes |
 | ``stable`` | `stable` | forgets old keys in fixed memory (Deng & Rafiei 2006) | no | no |
 
+`deleting` holds what the two kinds that delete share: every add an entry, the stage rule.
+
 `make_filter(kind, capacity=..., error_rate=...)` builds one, `filter_from_bytes` restores any
 kind from its `to_bytes()` (``scalable``: the Sieve's version-1 file; the others: version 2, see
 `codec`). This module imports no numpy: a kind's module (and numpy) loads when it is first made.
@@ -48,9 +50,12 @@ class SeenFilter(Protocol):
     """The interface every kind answers.
 
     `add` returns True when the key was new (not reported seen before); `add_many` gives exactly
-    the answers of adding the keys one by one, duplicates within the batch included; `remove`
-    returns True when the key was reported seen (and is removed), or raises TypeError for a kind
-    that cannot delete (`supports_remove` False).
+    the answers of adding the keys one by one, duplicates within the batch included. A kind that
+    deletes records every add (an entry `remove` takes back: `crawler.sieve.kinds.deleting`);
+    `add_if_absent` / `add_many_if_absent` are the test-and-set, recording nothing for a key
+    reported already (the same answers; for a kind that cannot delete, the same as `add`).
+    `remove` returns True when the key was reported seen (and one entry is removed), or raises
+    TypeError for a kind that cannot delete (`supports_remove` False).
     """
 
     @property
@@ -64,6 +69,10 @@ class SeenFilter(Protocol):
     def __contains__(self, key: str | bytes, /) -> bool: ...
 
     def add_many(self, keys: Sequence[str | bytes], /) -> list[bool]: ...
+
+    def add_if_absent(self, key: str | bytes, /) -> bool: ...
+
+    def add_many_if_absent(self, keys: Sequence[str | bytes], /) -> list[bool]: ...
 
     def remove(self, key: str | bytes, /) -> bool: ...
 

@@ -7,7 +7,9 @@ numpy) so that a key's positions are the same whether it comes alone or in a bat
 `Staged` is the growth of Almeida et al. (2007) for any stage type: stage i holds C*growth^i keys
 at P*(1-r)*r^i, a query asks every stage, an insert goes to the newest one, and a stage is full
 when that many keys were credited to it (an exact count, not an estimate). The false-positive
-bound is the sum of the stages' rates, below P at any overshoot.
+bound is the sum of the stages' rates, below P at any overshoot. Here `add` is the test-and-set
+`add_if_absent` (a key reported present holds nothing more to record); the kinds that delete
+record every add (`crawler.sieve.kinds.deleting`).
 """
 
 from __future__ import annotations
@@ -159,6 +161,17 @@ class Stage(ABC):
         that brings the credited count to `room` more (None: no limit). Returns (answers of the
         committed rows, number of committed rows)."""
 
+    def record(self, h: Any) -> bool:  # pragma: no cover - kinds that delete override it
+        """One more entry of the key, whether the stage reports it or not; True if it did not."""
+        raise TypeError("this stage cannot delete")
+
+    def record_rows(  # pragma: no cover - kinds that delete override it
+        self, hb: Any, rows: NDArray[np.intp], room: int | None
+    ) -> tuple[NDArray[np.bool_], int]:
+        """`record` of the rows in order; with `room`, stop after that many or at the row that
+        fills the stage another way. Returns (answers of the committed rows, their number)."""
+        raise TypeError("this stage cannot delete")
+
     def remove(self, h: Any) -> bool:  # pragma: no cover - kinds that delete override it
         raise TypeError("this stage cannot delete")
 
@@ -231,7 +244,8 @@ class Staged(ABC):
         return self.grows and stage.count >= stage.capacity
 
     # -- the interface ------------------------------------------------------------------------
-    def add(self, key: str | bytes) -> bool:
+    def add_if_absent(self, key: str | bytes) -> bool:
+        """Insert the key unless a stage reports it (test-and-set); True if it was new."""
         h = self._hash(key)
         stages = self._stages
         for st in stages[:-1]:
@@ -256,10 +270,10 @@ class Staged(ABC):
         h = self._hash(key)
         return any(st.contains(h) for st in self._stages)
 
-    def add_many(self, keys: Sequence[str | bytes]) -> list[bool]:
-        """`[self.add(k) for k in keys]`: the same answers and the same state, vectorized."""
+    def add_many_if_absent(self, keys: Sequence[str | bytes]) -> list[bool]:
+        """`[self.add_if_absent(k) for k in keys]`: the same answers and state, vectorized."""
         if len(keys) < BATCH_MIN:
-            add = self.add
+            add = self.add_if_absent
             return [add(k) for k in keys]
         hb = self._hash_many(keys)
         out = np.zeros(len(keys), dtype=bool)
@@ -270,7 +284,8 @@ class Staged(ABC):
             cur = self._stages[-1]
             if self._full(cur):  # as in `add`: the rest is checked against it, then grows
                 pending = pending[~cur.present(hb, pending)]
-                self._open_stage()
+                if pending.size:
+                    self._open_stage()
                 continue
             room = cur.capacity - cur.count if self.grows else None
             new, last = cur.insert_rows(hb, pending, room)
@@ -283,20 +298,13 @@ class Staged(ABC):
         answers: list[bool] = out.tolist()
         return answers
 
+    # a key a stage of these kinds reports holds nothing more to record: add is the test-and-set
+    add = add_if_absent
+    add_many = add_many_if_absent
+
     def remove(self, key: str | bytes) -> bool:
-        """Remove the key from the oldest stage reporting it: the one it was inserted into, as
-        the stages before it reported it absent then and get no inserts since. False (nothing
-        changed) when no stage reports it."""
-        if not self.supports_remove:
-            raise TypeError(f"a {self.kind!r} filter cannot remove keys")
-        h = self._hash(key)
-        for st in self._stages:
-            if st.contains(h):
-                st.remove(h)
-                st.count -= 1
-                self._len -= 1
-                return True
-        return False
+        """Only the kinds that can delete (`crawler.sieve.kinds.deleting`) remove keys."""
+        raise TypeError(f"a {self.kind!r} filter cannot remove keys")
 
     def __len__(self) -> int:
         return self._len

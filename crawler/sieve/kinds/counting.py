@@ -2,21 +2,20 @@
 
 The classic filter's shape and positions (`classic.ClassicStage`), each bit a 4-bit counter (two
 a byte, counter i in the low nibble of byte i//2 when i is even). A key is present when all its
-k counters are non-zero. Adding a new key increments its counters; adding a key already
-reported present changes nothing (set semantics: add, add, remove leaves it absent).
+k counters are non-zero. Every `add` increments the key's k counters, reported present or not
+(an entry each: add, add, remove leaves it present); `add_if_absent` only when it is not
+reported. `remove` decrements them, in the stage holding the key's entries
+(`crawler.sieve.kinds.deleting`): for a key that was added no counter of another key's reaches
+zero, so no other key disappears.
 
-Counters saturate at 15 and a saturated counter is never decremented: it may hold more keys than
-it can count, and decrementing it could make one of them disappear. (The cost: a key whose every
-counter saturated cannot be removed; at the filter's load a counter reaches 15 with probability
-~1e-15.)
+Counters saturate at 15 and a saturated counter is never decremented: it may hold more entries
+than it can count, and decrementing it could make one of them disappear. The cost: a key whose
+every counter saturated stays reported after its removes (a false positive, never a false
+negative). At the filter's load a counter reaches 15 with probability ~1e-15; a key added 15
+times or more saturates its own.
 
-`remove(key)` acts only when the key is reported present, on the oldest stage reporting it (the
-stage it was inserted into: see `Staged.remove`). For a key that was added, it is exact: the
-key's own increments are undone and no other key disappears. For a key never added, it changes
-nothing unless the key is a false positive (probability <= `false_positive_bound`): a filter
-cannot tell a false positive from a key it holds, and then the decrements may make another key
-disappear. Callers that may remove keys they never added (the crawl's `forget`) must check them
-against an exact record first.
+Removing a key never added: see `crawler.sieve.kinds.deleting` (it may take another key's
+counts, with probability <= `false_positive_bound`).
 """
 
 from __future__ import annotations
@@ -29,7 +28,8 @@ from numpy.typing import NDArray
 from crawler.sieve.bloom import stage_shape
 from crawler.sieve.kinds.bits import commit_prefix
 from crawler.sieve.kinds.classic import double_hash_positions
-from crawler.sieve.kinds.common import U64, Stage, Staged, check_int, first_credit, unique_counts
+from crawler.sieve.kinds.common import U64, Stage, check_int, first_credit, unique_counts
+from crawler.sieve.kinds.deleting import DeletingStaged
 
 __all__ = ["MAX_COUNT", "CountingFilter", "CountingStage"]
 
@@ -69,6 +69,17 @@ class CountingStage(Stage):
         self.count += 1
         return True
 
+    def record(self, h: tuple[int, int]) -> bool:
+        pos = self.positions_one(h)
+        cells = self.cells
+        new = not all((cells[x >> 1] >> ((x & 1) << 2)) & 15 for x in pos)
+        for x in pos:
+            shift = (x & 1) << 2
+            if (cells[x >> 1] >> shift) & 15 < MAX_COUNT:
+                cells[x >> 1] += 1 << shift
+        self.count += 1
+        return new
+
     def remove(self, h: tuple[int, int]) -> bool:
         cells = self.cells
         for x in self.positions_one(h):
@@ -92,18 +103,33 @@ class CountingStage(Stage):
         self, hb: tuple[U64, U64], rows: NDArray[np.intp], room: int | None
     ) -> tuple[NDArray[np.bool_], int]:
         pos = self._positions(hb, rows)
-        zero = self._counters(pos) == 0
-        new = first_credit(pos, zero)[0] > 0
+        new = first_credit(pos, self._counters(pos) == 0)[0] > 0
         last = commit_prefix(new, room)
         new = new[:last]
-        cells, adds = unique_counts(pos[:last][new])
+        self._increment(pos[:last][new])
+        self.count += int(np.count_nonzero(new))
+        return new, last
+
+    def record_rows(
+        self, hb: tuple[U64, U64], rows: NDArray[np.intp], room: int | None
+    ) -> tuple[NDArray[np.bool_], int]:
+        """Every row one entry: a row is new when it has a counter at zero no earlier row has."""
+        last = len(rows) if room is None else min(room, len(rows))
+        pos = self._positions(hb, rows[:last])
+        new = first_credit(pos, self._counters(pos) == 0)[0] > 0
+        self._increment(pos)
+        self.count += last
+        return new, last
+
+    def _increment(self, pos: NDArray[np.int64]) -> None:
+        """Add one to the counters of each row of `pos` (a cell as often as it appears),
+        saturating at MAX_COUNT as one by one."""
+        cells, adds = unique_counts(pos)
         value = np.minimum(self._counters(cells).astype(np.int64) + adds, MAX_COUNT)
         for odd in (0, 1):  # one assignment per nibble: no two cells of one byte in either
             sel = (cells & 1) == odd
             byte, keep = cells[sel] >> 1, np.uint8(0xF0 if odd == 0 else 0x0F)
             self._buf[byte] = (self._buf[byte] & keep) | (value[sel] << (4 * odd)).astype(np.uint8)
-        self.count += int(np.count_nonzero(new))
-        return new, last
 
     def params(self) -> dict[str, Any]:
         return {"capacity": self.capacity, "error_rate": self.error_rate, "count": self.count,
@@ -117,11 +143,10 @@ class CountingStage(Stage):
         return len(self.cells)
 
 
-class CountingFilter(Staged):
+class CountingFilter(DeletingStaged):
     """Counting stages, growing as the Sieve does; `remove` as the module docstring says."""
 
     kind = "counting"
-    supports_remove = True
 
     def _new_stage(self, capacity: int, error_rate: float) -> Stage:
         return CountingStage(capacity, error_rate)

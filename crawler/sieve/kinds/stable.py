@@ -173,6 +173,10 @@ class StableFilter:
         answers: list[bool] = new.tolist()
         return answers
 
+    # it cannot delete, so the test-and-set is `add` (which refreshes a repeated key)
+    add_if_absent = add
+    add_many_if_absent = add_many
+
     def remove(self, key: str | bytes) -> bool:
         raise TypeError("a 'stable' filter cannot remove keys (it forgets them by itself)")
 
