@@ -50,7 +50,7 @@ one = st.integers(0, 79).map(lambda i: [i])
 ops = st.lists(
     st.one_of(
         st.tuples(st.sampled_from(["add", "add_if_absent", "remove"]), one),
-        st.tuples(st.just("add_many"), st.lists(st.integers(0, 79), min_size=1, max_size=90)),
+        st.tuples(st.just("add_many"), st.lists(st.integers(0, 79), min_size=40, max_size=90)),
         st.tuples(st.just("if_absent_many"), st.lists(st.integers(0, 79), max_size=90)),
     ),
     max_size=40,
@@ -58,7 +58,7 @@ ops = st.lists(
 
 
 @pytest.mark.parametrize("kind", DELETING)
-@settings(max_examples=60, deadline=None, derandomize=True,
+@settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
 @given(script=ops, capacity=st.integers(1, 30), error_rate=st.sampled_from([0.05, 0.3, 0.5]))
 def test_no_false_negative_for_a_key_added_more_times_than_removed(

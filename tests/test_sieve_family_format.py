@@ -65,6 +65,8 @@ def _rewrite(data: bytes, edit: object) -> bytes:
         ("blocked", lambda p: p["stages"][0].update(k=3), "do not match"),
         ("counting", lambda p: p.update(error_rate=2.0), "error_rate"),
         ("cuckoo", lambda p: p["stages"][0].update(buckets=7), "do not match"),
+        ("cuckoo", lambda p: p["stages"][0].update(stash=[[0, 0, 1]]), "fp"),
+        ("cuckoo", lambda p: p["stages"][0].update(stash=[[0, 1, 0]]), "stash count"),
         ("multilayer", lambda p: p["options"].update(layers=3), "do not match"),
         ("stable", lambda p: p.update(m=64), "shape"),
         ("bloom", lambda p: p.update(stages=[]), "stage table"),
@@ -90,3 +92,18 @@ def test_other_programs_and_versions_are_refused() -> None:
         filter_from_bytes(unknown)
     with pytest.raises(SieveFormatError, match="not an object"):
         filter_from_bytes(codec.encode("bloom", json.loads("[1]"), []))  # type: ignore[arg-type]
+
+
+def test_a_cuckoo_file_with_an_earlier_victim_reads_it_as_a_stashed_entry() -> None:
+    """An earlier version saved one `victim` (bucket, fingerprint) instead of the stash."""
+    f = make_filter("cuckoo", capacity=100, error_rate=0.01)
+    hot = urls(0, 1)[0]
+    for _ in range(9):  # its two buckets hold 8: the 9th waits in the stash
+        f.add(hot)
+    kind, params, arrays = codec.decode(f.to_bytes())
+    ((low, fp, n),) = params["stages"][0].pop("stash")
+    assert n == 1
+    params["stages"][0]["victim"] = [low, fp]
+    g = filter_from_bytes(codec.encode(kind, params, arrays))
+    assert g.to_bytes() == f.to_bytes()
+    assert all(g.remove(hot) for _ in range(9)) and hot not in g
