@@ -103,6 +103,7 @@ def test_the_browser_has_no_network_of_its_own() -> None:
     assert "--proxy-bypass-list=<-loopback>" in args  # loopback through the dead proxy too
     assert "--host-resolver-rules=MAP * ~NOTFOUND" in args
     assert {"--disable-background-networking", "--disable-component-update"} <= set(args)
+    assert "--force-webrtc-ip-handling-policy=disable_non_proxied_udp" in args  # no UDP
 
 
 def test_render_without_a_browser_exits_2_naming_what_to_install() -> None:

@@ -9,7 +9,8 @@ reports, manifests), at most ``MAX_REQUESTS`` a page, answered by
 `crawler.render.network.Subresources` (the crawler's fetcher) or refused. A script navigating
 the page elsewhere (``location = ...``, a form, a meta refresh, a redirect storm) is refused and
 its target kept as a link of the page: the crawl follows it like any other, through scope,
-robots.txt and politeness. WebSockets are refused (``route_web_socket``), popups closed (their
+robots.txt and politeness. WebSockets are refused (``route_web_socket``), WebRTC's constructors
+taken away before any script runs (`NO_WEBRTC`), popups closed (their
 requests refused), and ``alert``/``confirm``/``prompt`` dismissed (Playwright's default without
 a dialog handler). The pages of a crawl share the context's cookies and storage, as the tabs of
 one browser do (they never leave the browser: its requests carry the fetcher's cookies, not its
@@ -52,6 +53,7 @@ __all__ = [
     "DEFAULT_SKIP_TYPES",
     "MAX_REQUESTS",
     "NEVER_SENT",
+    "NO_WEBRTC",
     "PageOptions",
     "Rendered",
     "Tab",
@@ -69,6 +71,14 @@ MAX_REQUESTS = 500
 STAY = Answer(204, {}, b"")
 """A navigation of the page elsewhere, refused so that the page stays as it is (aborted: any
 other refusal would put Chromium's error page in its place)."""
+NO_WEBRTC = """(() => {
+  for (const name of Object.getOwnPropertyNames(globalThis)) {
+    if (/^(webkit)?RTC/.test(name)) { try { delete globalThis[name]; } catch (e) {} }
+  }
+})();"""
+"""Run before every document's scripts: WebRTC's constructors gone (``RTCPeerConnection``,
+``webkitRTCPeerConnection``, ``RTCDataChannel``...). Defence in depth: the browser is launched
+so that WebRTC sends no UDP at all (`crawler.render.browser.WEBRTC_POLICY`)."""
 CLOSE_TIMEOUT = 5.0
 """Seconds a page's context has to close; longer, and the browser is taken for hung."""
 
@@ -212,6 +222,7 @@ async def open_context(browser: Browser, options: PageOptions) -> BrowserContext
             java_script_enabled=True,
         )
         context.set_default_timeout(options.timeout * 1000 + 1000)  # ours ends it first
+        await context.add_init_script(NO_WEBRTC)
         await context.route("**/*", _refuse)  # a tab's own routes come first
         await context.route_web_socket("**/*", _refuse_socket)
     return context
