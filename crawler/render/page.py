@@ -35,6 +35,7 @@ from urllib.parse import urldefrag
 
 from crawler.render.browser import BrowserGone, PageTimeout, RenderError, quietly, translate
 from crawler.render.network import Answer, Subresources
+from crawler.render.origin import foreign, origin_of, refusal
 from crawler.render.settle import Traffic, settled
 
 if TYPE_CHECKING:
@@ -189,7 +190,29 @@ class PageRoutes:
             return None
         if self.traffic.requests > MAX_REQUESTS:
             return None
-        return await self.network.get(url)
+        requester = self._requester(request)
+        if foreign(url, requester, self.network.credentialed):  # not even fetched
+            log.debug("render: %s: refused to %s: its [[hosts]] credentials", url, requester)
+            return None
+        answer = await self.network.get(url)
+        if answer is None:
+            return None
+        why = refusal(url, answer, kind=kind, origin=request.headers.get("origin"),
+                      requester=requester, credentialed=self.network.credentialed)  # fmt: skip
+        if why is not None:
+            log.debug("render: %s: refused to %s: %s", url, requester, why)
+            return None
+        return answer
+
+    def _requester(self, request: Request) -> str | None:
+        """The origin of the document making `request` (None: unknown, a worker's)."""
+        try:
+            frame = request.frame
+        except Exception:  # a worker's or service worker's request has no frame
+            return None
+        if frame.parent_frame is None:  # the page's own: its navigations elsewhere are refused
+            return origin_of(self.url)
+        return origin_of(frame.url)
 
 
 def _main_frame(request: Request) -> Frame | None:

@@ -93,16 +93,20 @@ class Renderer:
         cache_bytes: int = 32 * 1024 * 1024,
         recorder: Callable[[Response], None] | None = None,
         clock: Callable[[], float] | None = None,
+        credentialed: Callable[[str], bool] = lambda url: False,
     ) -> None:
         """`fetch`: the crawler's fetcher's GET; `browser`: Chromium's path ("" = the standard
         one); `memory_cap`: bytes of PSS past which the browser is replaced (0 = never); `clock`:
-        the settle's (the loop's by default). `RenderUnavailable` if playwright or Chromium is
-        missing. The other arguments: see `PageOptions` and `Subresources`."""
+        the settle's (the loop's by default); `credentialed(url)`: whether `fetch` sends a
+        ``[[hosts]]`` rule's credentials there (`crawler.render.network.credentials_of`).
+        `RenderUnavailable` if playwright or Chromium is missing. The other arguments: see
+        `PageOptions` and `Subresources`."""
         self.path = find_browser(browser)
         self.options = PageOptions(user_agent=user_agent, settle=settle, timeout=timeout,
                                    skip_types=frozenset(skip_types), max_html=max_html)  # fmt: skip
         self.network = Subresources(fetch, per_host=per_host, cache_bytes=cache_bytes,
-                                    max_redirects=max_redirects, recorder=recorder)  # fmt: skip
+                                    max_redirects=max_redirects, recorder=recorder,
+                                    credentialed=credentialed)  # fmt: skip
         self.memory_cap = memory_cap
         self._clock = clock
         self._tabs = asyncio.Semaphore(tabs)
