@@ -18,7 +18,8 @@ own).
 
 Done: the load event, then the network quiet for ``settle`` seconds (`crawler.render.settle`);
 then the DOM is read (`READ_DOM`: the serialized document, and the links of open shadow roots,
-which the serialization leaves out). All of it is bounded by ``timeout``: a page that takes
+which the serialization leaves out), and the tab blanked (`Tab.blank`): its scripts stop.
+All of it is bounded by ``timeout``: a page that takes
 longer raises `PageTimeout`; its tab is closed, and a tab that does not close `BrowserGone` (a
 hung browser, which the pool replaces).
 """
@@ -296,6 +297,18 @@ class Tab:
         except TimeoutError:
             raise BrowserGone(f"closing a tab: the browser did not answer in {CLOSE_TIMEOUT:g} s "
                               "(hung)") from None  # fmt: skip
+
+    async def blank(self) -> bool:
+        """Stop the page's scripts (timers, workers, allocations): its document replaced by
+        ``about:blank``; False when that fails or takes longer than CLOSE_TIMEOUT."""
+        try:
+            async with asyncio.timeout(CLOSE_TIMEOUT):
+                with translate("blanking a tab"):
+                    await self.page.goto("about:blank", wait_until="commit")
+        except (RenderError, TimeoutError) as exc:
+            log.debug("render: a tab did not blank: %s", exc)
+            return False
+        return True
 
     def __repr__(self) -> str:
         return f"<Tab {self.page.url!r} busy={self.routes is not None}>"
