@@ -54,7 +54,7 @@ async def test_a_browser_killed_mid_crawl_is_replaced_and_the_crawl_goes_on(
 async def test_a_browser_past_its_memory_cap_is_replaced(
     app_site: FixtureSite, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pool, "MEMORY_CHECK_SECONDS", 0.0)  # read after every page
+    monkeypatch.setattr(pool, "MEMORY_CHECK_SECONDS", 1.0)  # read every second
     config = render_config(app_site, memory_cap=1)  # 1 MiB: every browser is past it
     async with Crawler(config) as crawler:
         async with asyncio.timeout(WATCHDOG):
@@ -103,6 +103,7 @@ def test_the_browser_has_no_network_of_its_own() -> None:
     assert "--proxy-bypass-list=<-loopback>" in args  # loopback through the dead proxy too
     assert "--host-resolver-rules=MAP * ~NOTFOUND" in args
     assert {"--disable-background-networking", "--disable-component-update"} <= set(args)
+    assert "--force-webrtc-ip-handling-policy=disable_non_proxied_udp" in args  # no UDP
 
 
 def test_render_without_a_browser_exits_2_naming_what_to_install() -> None:

@@ -6,6 +6,9 @@ name resolving there, prefetch and speculation rules, preconnect; and its own se
 ways a crawler never uses (a beacon, a WebSocket, an event stream, a form POST). A TCP listener on
 127.0.0.2 counts every connection it accepts (a preconnect included): none; the page's server
 sees only GETs the fetcher sent, with the crawler's User-Agent.
+
+WebRTC has a network of its own (UDP): a page whose peer connections have STUN and TURN servers
+and remote ICE candidates at 127.0.0.2 and [::1] sends no datagram to a UDP listener there.
 """
 
 from __future__ import annotations
@@ -14,12 +17,13 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from aiohttp import web
 
 from crawler.engine.crawler import Crawler
-from tests.conftest import site_config
+from tests.conftest import serve, site_config
 from tests.render_support import crawl_all, requires_browser
 
 pytestmark = requires_browser
@@ -131,3 +135,79 @@ def site_config_for(port: int, private_port: int):  # type: ignore[no-untyped-de
 
 
 _ = site_config  # (the fixture site's config is not used here: a page of its own)
+
+
+def webrtc_page(port: int, hosts: list[str]) -> str:
+    """A page opening peer connections whose STUN and TURN servers and remote ICE candidates
+    are `hosts` at `port`; it keeps its network busy for a second so that ICE has time."""
+    servers = []
+    candidates = []
+    for i, host in enumerate(hosts):
+        at = f"[{host}]" if ":" in host else host
+        servers += [{"urls": f"stun:{at}:{port}"},
+                    {"urls": f"turn:{at}:{port}?transport=udp", "username": "u",
+                     "credential": "p"}]  # fmt: skip
+        candidates.append(f"candidate:{i + 1} 1 udp 2122260223 {host} {port} typ host")
+    return f"""<!DOCTYPE html><html><head><title>WebRTC</title></head><body><script>
+const servers = {json.dumps(servers)}, candidates = {json.dumps(candidates)};
+const tries = [];
+for (const make of [() => window.RTCPeerConnection, () => window.webkitRTCPeerConnection]) {{
+  try {{ const PC = make(); if (PC) tries.push(PC); }} catch (e) {{}}
+}}
+async function peer(PC) {{
+  const a = new PC({{iceServers: servers, iceTransportPolicy: 'all'}});
+  const b = new PC();
+  a.createDataChannel('x');
+  await a.setLocalDescription(await a.createOffer());
+  await b.setRemoteDescription(a.localDescription);
+  await b.setLocalDescription(await b.createAnswer());
+  await a.setRemoteDescription(b.localDescription);
+  for (const candidate of candidates)
+    await a.addIceCandidate({{candidate, sdpMid: '0', sdpMLineIndex: 0}}).catch(() => 0);
+}}
+for (const PC of tries) peer(PC).catch(() => 0);
+const a = document.createElement('a');  // whether the page still has WebRTC, as a link
+a.href = '/rtc-' + typeof window.RTCPeerConnection; document.body.appendChild(a);
+fetch('/slow').catch(() => 0);  // a second of network: ICE runs meanwhile
+</script></body></html>"""
+
+
+class Datagrams(asyncio.DatagramProtocol):
+    def __init__(self, seen: list[tuple[str, bytes]]) -> None:
+        self.seen = seen
+
+    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
+        self.seen.append((str(addr[0]), data[:20]))
+
+
+async def test_a_pages_webrtc_sends_no_datagram_to_a_private_address() -> None:
+    """STUN and TURN servers and remote ICE candidates at 127.0.0.2 and [::1]: no datagram."""
+    loop = asyncio.get_running_loop()
+    seen: list[tuple[str, bytes]] = []
+    transport, _ = await loop.create_datagram_endpoint(lambda: Datagrams(seen), (PRIVATE, 0))
+    port = int(transport.get_extra_info("sockname")[1])
+    transports = [transport]
+    hosts = [PRIVATE]
+    with contextlib.suppress(OSError):  # [::1] on the same port, where there is IPv6
+        six, _ = await loop.create_datagram_endpoint(lambda: Datagrams(seen), ("::1", port))
+        transports.append(six)
+        hosts.append("::1")
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if request.path == "/slow":
+            await asyncio.sleep(1.0)
+            return web.Response(text="ok")
+        return web.Response(text=webrtc_page(port, hosts), content_type="text/html")
+
+    try:
+        async with serve(handler) as site_port:
+            config = site_config_for(site_port, port)
+            async with Crawler(config) as crawler:
+                results = await crawl_all(crawler, [f"http://page.test:{site_port}/"])
+                assert results[f"http://page.test:{site_port}/"].rendered
+                assert f"http://page.test:{site_port}/rtc-undefined" in results  # taken away
+                await asyncio.sleep(2.0)  # the browser still open: what ICE sends late
+    finally:
+        for each in transports:
+            each.close()
+    assert seen == [], f"{len(seen)} datagrams reached a private address: {seen[:5]}"

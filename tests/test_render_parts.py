@@ -137,3 +137,34 @@ def test_a_hosts_rule_may_say_render() -> None:
     config = config_from_mapping({"hosts": [{"match": "app.example", "render": True}]})
     assert config.hosts[0].render is True
     assert "render=True" in repr(config.hosts[0])
+
+
+def test_origins_are_serialized_as_a_browser_does() -> None:
+    from crawler.render.origin import origin_of
+
+    assert origin_of("http://a.test:80/x?y") == "http://a.test"
+    assert origin_of("https://A.test:8443/") == "https://a.test:8443"
+    assert origin_of("http://[::1]:9/") == "http://[::1]:9"
+    assert origin_of("about:blank") == origin_of("data:,x") == "null"
+
+
+def test_an_answer_is_refused_as_a_browser_would_refuse_its_read() -> None:
+    from crawler.render.network import Answer
+    from crawler.render.origin import refusal
+
+    a, b = "http://a.test", "http://b.test"
+    star = {"access-control-allow-origin": "*"}
+
+    def why(url: str, final: str, headers: dict[str, str], origin: str | None,
+            kind: str = "fetch", secret: str = "") -> str | None:  # fmt: skip
+        answer = Answer(200, headers, b"x", final)
+        return refusal(url, answer, kind=kind, origin=origin, requester=a,
+                       credentialed=lambda u: bool(secret) and secret in u)  # fmt: skip
+
+    assert why(f"{b}/", f"{b}/", {}, a)  # no CORS header: Playwright would add them
+    assert why(f"{b}/", f"{b}/", star, a) is None  # the answer's own: Chromium checks them
+    assert why(f"{b}/", f"{b}/", star, a, secret="b.test")  # made with b.test's credentials
+    assert why(f"{a}/r", f"{b}/", star, None, secret="b.test")  # ... reached by a redirect
+    assert why(f"{a}/r", f"{b}/", {}, None)  # a same-origin fetch redirected to another origin
+    assert why(f"{a}/r", f"{b}/", {}, None, kind="script") is None  # a script: opaque, loaded
+    assert why(f"{a}/", f"{a}/", {}, None, secret="a.test") is None  # its own credentials

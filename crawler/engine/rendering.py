@@ -24,6 +24,7 @@ from crawler.parse.thread import Parser
 from crawler.render.auto import script_driven
 from crawler.render.browser import RenderError
 from crawler.render.dom import merged
+from crawler.render.network import credentials_of
 from crawler.render.pool import Renderer
 
 __all__ = ["Rendering"]
@@ -82,6 +83,7 @@ class Rendering:
             per_host=per_host,
             max_redirects=config.fetch.max_redirects,
             recorder=recorder,
+            credentialed=credentials_of(fetcher.rules),
         )
         return cls(config, fetcher, parser, renderer)
 

@@ -6,6 +6,7 @@
 | `pool` | The crawl's browser: `Renderer`, one Chromium and a few tabs, started when first needed |
 | `page` | Rendering one page in a fresh browser context: `render_page` |
 | `network` | What a rendered page's requests get: `Subresources`, the fetcher behind a cache |
+| `origin` | The same-origin policy for those answers: `refusal` (CORS, `[[hosts]]` credentials) |
 | `settle` | When a rendered page is done: its load event, then its network quiet |
 | `dom` | The rendered DOM read as the crawl reads markup: `merged` |
 | `auto` | ``[render] mode = "auto"``: render a page only when its static HTML looks script-driven |

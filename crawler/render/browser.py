@@ -4,7 +4,8 @@ The browser is Debian's ``chromium`` (or ``[render] browser``) driven by the PyP
 package through ``chromium.launch(executable_path=...)``: no ``playwright install``. It is
 launched so that it cannot reach anything by itself (`launch_args`): every proxy it would use is
 a loopback port bound and never listened on (so a connection is refused at once), loopback
-included (``<-loopback>``), every host name resolves to nothing, and its background services
+included (``<-loopback>``), every host name resolves to nothing, WebRTC sends no UDP (which no
+proxy carries: ``disable_non_proxied_udp``), and its background services
 (component updates, sync, safe browsing, DNS prefetch, QUIC, speculation prefetch) are off. The
 pages' requests reach the network only through ``context.route`` (`crawler.render.network`),
 answered by the crawler's fetcher.
@@ -80,6 +81,9 @@ INSTALL = (
     "or name the browser in [render] browser"
 )
 
+WEBRTC_POLICY = "disable_non_proxied_udp"
+"""Chromium's WebRTC IP handling policy: no UDP that does not go through the proxy (none does)."""
+
 _MARKER = "--sieve-crawler-browser"  # an unknown switch Chromium ignores: finds its process
 
 
@@ -108,6 +112,10 @@ def launch_args(dead_port: int, marker: str) -> list[str]:
         f"--proxy-server={dead}",  # every connection the browser makes itself is refused
         "--proxy-bypass-list=<-loopback>",  # loopback too (Chromium bypasses it by default)
         "--host-resolver-rules=MAP * ~NOTFOUND",  # and no name resolves
+        # WebRTC's UDP (STUN, TURN, ICE checks) goes past every proxy: none is sent, and its
+        # TCP would go through the dead proxy
+        f"--force-webrtc-ip-handling-policy={WEBRTC_POLICY}",
+        f"--webrtc-ip-handling-policy={WEBRTC_POLICY}",
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-default-apps",

@@ -25,13 +25,15 @@ from urllib.parse import urljoin, urlsplit
 
 from crawler.errors import FetchError
 from crawler.fetch.response import Response
+from crawler.fetch.steering import HostRules
 
-__all__ = ["Answer", "Subresources", "answer_of", "host_of"]
+__all__ = ["Answer", "Subresources", "answer_of", "credentials_of", "host_of"]
 
 log = logging.getLogger(__name__)
 
 # headers that describe the body as sent, or the connection: the body handed to Chromium is
-# decoded and whole
+# decoded and whole (the names kept are lowercased: Playwright looks for a lowercase
+# access-control-allow-origin, crawler.render.origin)
 _DROPPED = frozenset({"content-encoding", "content-length", "transfer-encoding", "connection",
                       "keep-alive", "trailer", "upgrade"})  # fmt: skip
 
@@ -61,6 +63,20 @@ def answer_of(response: Response) -> Answer:
     return Answer(response.status, headers, response.body, response.url)
 
 
+def credentials_of(rules: HostRules) -> Callable[[str], bool]:
+    """Whether the fetcher sends the ``[[hosts]]`` `rules`' credentials (auth, headers) to a URL."""
+
+    def credentialed(url: str) -> bool:
+        parts = urlsplit(url)
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            return False
+        return bool(rules.headers(parts.hostname or "", port, parts.scheme))
+
+    return credentialed
+
+
 def host_of(url: str) -> str:
     """``scheme://host:port`` of `url`, as the frontier keys a host."""
     parts = urlsplit(url)
@@ -72,7 +88,8 @@ class Subresources:
     """The subresources of a crawl's rendered pages, fetched through the crawler's fetcher."""
 
     __slots__ = ("_bytes", "_cache", "_fetch", "_flight", "_hosts", "_limit", "_recorder",
-                 "cache_bytes", "cached", "fetched", "max_redirects", "refused")  # fmt: skip
+                 "cache_bytes", "cached", "credentialed", "fetched", "max_redirects",
+                 "refused")  # fmt: skip
 
     def __init__(
         self,
@@ -82,10 +99,14 @@ class Subresources:
         cache_bytes: int = 32 * 1024 * 1024,
         max_redirects: int = 5,
         recorder: Callable[[Response], None] | None = None,
+        credentialed: Callable[[str], bool] = lambda url: False,
     ) -> None:
         """`fetch`: the fetcher's GET; `per_host(host key)`: requests in flight to a host at
-        most; `cache_bytes`: the cache's bound (0: no cache); `recorder` sees every response."""
+        most; `cache_bytes`: the cache's bound (0: no cache); `recorder` sees every response;
+        `credentialed(url)`: whether `fetch` sends a ``[[hosts]]`` rule's credentials there
+        (`credentials_of`), which another origin's page never reads (`crawler.render.origin`)."""
         self._fetch = fetch
+        self.credentialed = credentialed
         self._limit = per_host
         self.cache_bytes = cache_bytes
         self.max_redirects = max_redirects

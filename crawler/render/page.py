@@ -9,7 +9,8 @@ reports, manifests), at most ``MAX_REQUESTS`` a page, answered by
 `crawler.render.network.Subresources` (the crawler's fetcher) or refused. A script navigating
 the page elsewhere (``location = ...``, a form, a meta refresh, a redirect storm) is refused and
 its target kept as a link of the page: the crawl follows it like any other, through scope,
-robots.txt and politeness. WebSockets are refused (``route_web_socket``), popups closed (their
+robots.txt and politeness. WebSockets are refused (``route_web_socket``), WebRTC's constructors
+taken away before any script runs (`NO_WEBRTC`), popups closed (their
 requests refused), and ``alert``/``confirm``/``prompt`` dismissed (Playwright's default without
 a dialog handler). The pages of a crawl share the context's cookies and storage, as the tabs of
 one browser do (they never leave the browser: its requests carry the fetcher's cookies, not its
@@ -17,7 +18,8 @@ own).
 
 Done: the load event, then the network quiet for ``settle`` seconds (`crawler.render.settle`);
 then the DOM is read (`READ_DOM`: the serialized document, and the links of open shadow roots,
-which the serialization leaves out). All of it is bounded by ``timeout``: a page that takes
+which the serialization leaves out), and the tab blanked (`Tab.blank`): its scripts stop.
+All of it is bounded by ``timeout``: a page that takes
 longer raises `PageTimeout`; its tab is closed, and a tab that does not close `BrowserGone` (a
 hung browser, which the pool replaces).
 """
@@ -34,6 +36,7 @@ from urllib.parse import urldefrag
 
 from crawler.render.browser import BrowserGone, PageTimeout, RenderError, quietly, translate
 from crawler.render.network import Answer, Subresources
+from crawler.render.origin import foreign, origin_of, refusal
 from crawler.render.settle import Traffic, settled
 
 if TYPE_CHECKING:
@@ -52,6 +55,7 @@ __all__ = [
     "DEFAULT_SKIP_TYPES",
     "MAX_REQUESTS",
     "NEVER_SENT",
+    "NO_WEBRTC",
     "PageOptions",
     "Rendered",
     "Tab",
@@ -69,6 +73,14 @@ MAX_REQUESTS = 500
 STAY = Answer(204, {}, b"")
 """A navigation of the page elsewhere, refused so that the page stays as it is (aborted: any
 other refusal would put Chromium's error page in its place)."""
+NO_WEBRTC = """(() => {
+  for (const name of Object.getOwnPropertyNames(globalThis)) {
+    if (/^(webkit)?RTC/.test(name)) { try { delete globalThis[name]; } catch (e) {} }
+  }
+})();"""
+"""Run before every document's scripts: WebRTC's constructors gone (``RTCPeerConnection``,
+``webkitRTCPeerConnection``, ``RTCDataChannel``...). Defence in depth: the browser is launched
+so that WebRTC sends no UDP at all (`crawler.render.browser.WEBRTC_POLICY`)."""
 CLOSE_TIMEOUT = 5.0
 """Seconds a page's context has to close; longer, and the browser is taken for hung."""
 
@@ -179,7 +191,29 @@ class PageRoutes:
             return None
         if self.traffic.requests > MAX_REQUESTS:
             return None
-        return await self.network.get(url)
+        requester = self._requester(request)
+        if foreign(url, requester, self.network.credentialed):  # not even fetched
+            log.debug("render: %s: refused to %s: its [[hosts]] credentials", url, requester)
+            return None
+        answer = await self.network.get(url)
+        if answer is None:
+            return None
+        why = refusal(url, answer, kind=kind, origin=request.headers.get("origin"),
+                      requester=requester, credentialed=self.network.credentialed)  # fmt: skip
+        if why is not None:
+            log.debug("render: %s: refused to %s: %s", url, requester, why)
+            return None
+        return answer
+
+    def _requester(self, request: Request) -> str | None:
+        """The origin of the document making `request` (None: unknown, a worker's)."""
+        try:
+            frame = request.frame
+        except Exception:  # a worker's or service worker's request has no frame
+            return None
+        if frame.parent_frame is None:  # the page's own: its navigations elsewhere are refused
+            return origin_of(self.url)
+        return origin_of(frame.url)
 
 
 def _main_frame(request: Request) -> Frame | None:
@@ -212,6 +246,7 @@ async def open_context(browser: Browser, options: PageOptions) -> BrowserContext
             java_script_enabled=True,
         )
         context.set_default_timeout(options.timeout * 1000 + 1000)  # ours ends it first
+        await context.add_init_script(NO_WEBRTC)
         await context.route("**/*", _refuse)  # a tab's own routes come first
         await context.route_web_socket("**/*", _refuse_socket)
     return context
@@ -262,6 +297,18 @@ class Tab:
         except TimeoutError:
             raise BrowserGone(f"closing a tab: the browser did not answer in {CLOSE_TIMEOUT:g} s "
                               "(hung)") from None  # fmt: skip
+
+    async def blank(self) -> bool:
+        """Stop the page's scripts (timers, workers, allocations): its document replaced by
+        ``about:blank``; False when that fails or takes longer than CLOSE_TIMEOUT."""
+        try:
+            async with asyncio.timeout(CLOSE_TIMEOUT):
+                with translate("blanking a tab"):
+                    await self.page.goto("about:blank", wait_until="commit")
+        except (RenderError, TimeoutError) as exc:
+            log.debug("render: a tab did not blank: %s", exc)
+            return False
+        return True
 
     def __repr__(self) -> str:
         return f"<Tab {self.page.url!r} busy={self.routes is not None}>"

@@ -9,8 +9,10 @@ At most ``tabs`` pages render at once, each in a tab kept for page after page
 tab, and its page's timeout counts from when it has one. The browser is launched on the first
 page (`crawler.render.browser`), and replaced when it crashes or is killed (the page it was
 rendering is tried once more on the new one), when it hangs (a page's tab that does not close),
-or when its memory (PSS, every process of it) grows past ``memory_cap``: then new pages go to a
-new browser and the old one is closed once its pages are done.
+or when its memory (PSS, every process of it, read every ``memory_interval`` seconds whatever its
+pages do) grows past ``memory_cap``: then new pages go to a new browser and the old one is closed
+once its pages are done, or killed when it is still past the cap at the next reading. A page
+read is a page done: its tab is blanked (``about:blank``), its scripts stopped.
 """
 
 from __future__ import annotations
@@ -48,14 +50,14 @@ __all__ = ["MEMORY_CHECK_SECONDS", "Renderer"]
 
 log = logging.getLogger(__name__)
 
-MEMORY_CHECK_SECONDS = 5.0
-"""The browser's memory is read after a page at most this often (a /proc walk)."""
+MEMORY_CHECK_SECONDS = 1.0
+"""How often the browsers' memory is read (a /proc walk, in a thread), whatever their pages do."""
 
 
 class _Generation:
     """One launched browser, its context, its idle tabs and the pages rendering in it."""
 
-    __slots__ = ("browser", "context", "idle", "process", "retiring", "users")
+    __slots__ = ("browser", "context", "idle", "over", "process", "retiring", "users")
 
     def __init__(self, browser: Browser, context: BrowserContext, process: BrowserProcess) -> None:
         self.browser = browser
@@ -64,6 +66,7 @@ class _Generation:
         self.idle: list[Tab] = []
         self.users = 0
         self.retiring = False
+        self.over = 0  # memory readings in a row past the cap
 
     async def tab(self) -> Tab:
         return self.idle.pop() if self.idle else await Tab.open(self.context)
@@ -72,9 +75,9 @@ class _Generation:
 class Renderer:
     """A pool of tabs in one Chromium, its pages' requests answered by the crawler's fetcher."""
 
-    __slots__ = ("_checked", "_clock", "_current", "_lock", "_old", "_playwright", "_tabs",
-                 "failures", "launches", "memory_cap", "network", "options", "pages", "path",
-                 "peak_memory", "timeouts")  # fmt: skip
+    __slots__ = ("_clock", "_current", "_lock", "_old", "_playwright", "_sleep", "_tabs",
+                 "_watcher", "failures", "launches", "memory_cap", "memory_interval", "network",
+                 "options", "pages", "path", "peak_memory", "timeouts")  # fmt: skip
 
     def __init__(
         self,
@@ -93,16 +96,23 @@ class Renderer:
         cache_bytes: int = 32 * 1024 * 1024,
         recorder: Callable[[Response], None] | None = None,
         clock: Callable[[], float] | None = None,
+        credentialed: Callable[[str], bool] = lambda url: False,
+        memory_interval: float | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         """`fetch`: the crawler's fetcher's GET; `browser`: Chromium's path ("" = the standard
-        one); `memory_cap`: bytes of PSS past which the browser is replaced (0 = never); `clock`:
-        the settle's (the loop's by default). `RenderUnavailable` if playwright or Chromium is
-        missing. The other arguments: see `PageOptions` and `Subresources`."""
+        one); `memory_cap`: bytes of PSS past which the browser is replaced (0 = never), read
+        every `memory_interval` seconds (MEMORY_CHECK_SECONDS) by `sleep`'s clock; `clock`:
+        the settle's (the loop's by default); `credentialed(url)`: whether `fetch` sends a
+        ``[[hosts]]`` rule's credentials there (`crawler.render.network.credentials_of`).
+        `RenderUnavailable` if playwright or Chromium is missing. The other arguments: see
+        `PageOptions` and `Subresources`."""
         self.path = find_browser(browser)
         self.options = PageOptions(user_agent=user_agent, settle=settle, timeout=timeout,
                                    skip_types=frozenset(skip_types), max_html=max_html)  # fmt: skip
         self.network = Subresources(fetch, per_host=per_host, cache_bytes=cache_bytes,
-                                    max_redirects=max_redirects, recorder=recorder)  # fmt: skip
+                                    max_redirects=max_redirects, recorder=recorder,
+                                    credentialed=credentialed)  # fmt: skip
         self.memory_cap = memory_cap
         self._clock = clock
         self._tabs = asyncio.Semaphore(tabs)
@@ -110,7 +120,9 @@ class Renderer:
         self._playwright: Playwright | None = None
         self._current: _Generation | None = None
         self._old: set[_Generation] = set()
-        self._checked = 0.0
+        self.memory_interval = MEMORY_CHECK_SECONDS if memory_interval is None else memory_interval
+        self._sleep = sleep
+        self._watcher: asyncio.Task[None] | None = None
         self.pages = self.failures = self.timeouts = self.launches = 0
         self.peak_memory = 0
 
@@ -132,8 +144,8 @@ class Renderer:
                     rendered = await render_page(
                         tab, url, document, self.network, self.options, self._clock
                     )
-                    generation.idle.append(tab)  # (a failed page's tab is not used again)
-                    tab = None
+                    done, tab = tab, None
+                    await self._release(generation, done)
                 except BrowserGone as exc:
                     log.warning("render: the browser is gone (%s): starting another", exc)
                     await self._drop(generation)
@@ -156,7 +168,6 @@ class Renderer:
                     if generation.retiring and not generation.users:
                         await self._close(generation)
                 self.pages += 1
-                self._watch_memory(generation)
                 return rendered
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -185,22 +196,55 @@ class Renderer:
                 process.close()
                 raise
             self.launches += 1
+            self._start_watching()
             log.info("render: Chromium %s started (%s)", browser.version, self.path)
             self._current = _Generation(browser, context, process)
             return self._current
 
-    def _watch_memory(self, generation: _Generation) -> None:
-        """Retire `generation` once its memory passes the cap (read every few seconds)."""
-        now = asyncio.get_running_loop().time()
-        if not self.memory_cap or generation.retiring or now - self._checked < MEMORY_CHECK_SECONDS:
+    async def _release(self, generation: _Generation, tab: Tab) -> None:
+        """A page read is a page done: its scripts stopped (the tab blanked) and the tab kept
+        for the next page; a tab that does not blank is closed (a hung one: the browser too)."""
+        if await tab.blank():
+            generation.idle.append(tab)
             return
-        self._checked = now
-        used = generation.process.memory()
-        self.peak_memory = max(self.peak_memory, used)
-        if used > self.memory_cap:
-            log.warning("render: the browser uses %d MiB (cap %d MiB): starting another",
-                        used >> 20, self.memory_cap >> 20)  # fmt: skip
-            self._retire(generation)
+        try:
+            await tab.close()
+        except BrowserGone as hung:
+            log.warning("render: %s: starting another browser", hung)
+            await self._drop(generation)
+
+    def _start_watching(self) -> None:
+        if self.memory_cap and self._watcher is None:
+            self._watcher = asyncio.create_task(self._watch(), name="render-memory")
+
+    async def _watch(self) -> None:
+        """Read the browsers' memory every `memory_interval` seconds: a browser past the cap
+        is retired (new pages go to a new one, it closes once its pages are done); one still
+        past it at the next reading, its pages still running, is killed (they are tried once
+        more on the new browser)."""
+        while True:
+            await self._sleep(self.memory_interval)
+            try:
+                await self._check_memory()
+            except Exception:  # a bug: logged, and the watch goes on
+                log.exception("render: reading the browser's memory failed")
+
+    async def _check_memory(self) -> None:
+        for generation in [*self._old, *([self._current] if self._current else [])]:
+            used = await asyncio.to_thread(generation.process.memory)
+            self.peak_memory = max(self.peak_memory, used)
+            generation.over = generation.over + 1 if used > self.memory_cap else 0
+            if not generation.over or generation.process.pid is None:
+                continue
+            if not generation.retiring:
+                log.warning("render: the browser uses %d MiB (cap %d MiB): starting another",
+                            used >> 20, self.memory_cap >> 20)  # fmt: skip
+                self._retire(generation)
+            elif generation.over > 1:
+                log.warning("render: the browser still uses %d MiB: killed", used >> 20)
+                generation.process.kill()
+            if not generation.users:
+                await self._close(generation)
 
     def _retire(self, generation: _Generation) -> None:
         generation.retiring = True
@@ -229,6 +273,11 @@ class Renderer:
 
     async def close(self) -> None:
         """Close the browser (every one still open) and Playwright."""
+        if self._watcher is not None:
+            watcher, self._watcher = self._watcher, None
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
         for generation in [*self._old, *([self._current] if self._current else [])]:
             generation.retiring = True
             await self._close(generation)
