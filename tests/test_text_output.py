@@ -65,13 +65,17 @@ async def test_text_and_markdown_fields_in_the_json_lines() -> None:
     assert "## Where" in markdown and "- North quay" in markdown
     port_url = str(page["url"]).rstrip("/")
     assert f"[the **full** table]({port_url}/more.html)" in markdown
+    assert page["text_truncated"] is False  # a normal page is far below the bound
     for other in ("data.json", "notes.txt"):
         assert lines[other]["text"] is None and lines[other]["markdown"] is None
 
 
 async def test_no_text_fields_unless_asked() -> None:
     lines = await crawl_lines()
-    assert all("text" not in r and "markdown" not in r for r in lines.values())
+    assert all(
+        "text" not in r and "markdown" not in r and "text_truncated" not in r
+        for r in lines.values()
+    )
     only_text = await crawl_lines("--text")
     assert all("text" in r and "markdown" not in r for r in only_text.values())
     assert isinstance(only_text[""]["text"], str)

@@ -203,6 +203,7 @@ class PageHandler:
             relevance=relevance,
             text=markup.main_text,
             markdown=markup.markdown,
+            text_truncated=markup.main_truncated,
             **dedup,
         )
 

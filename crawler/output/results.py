@@ -17,7 +17,9 @@ class CrawlResult:
     `body` and `headers` are there for library users (`async for result in crawler.crawl(...)`);
     they are left out of the JSON Lines output. `text` and `markdown`, the main content of an
     HTML page (`crawler.parse.extract`), are read only when `[output] text` / `markdown` asks
-    for them, and written to the JSON Lines only then (null for a page that is not HTML).
+    for them, and written to the JSON Lines only then (null for a page that is not HTML), with
+    `text_truncated`: true when they stop before the main content's end (they are bounded by
+    the page's size, `crawler.parse.extract.limit_for`).
     """
 
     url: str
@@ -44,6 +46,7 @@ class CrawlResult:
     unchanged: bool = False  # a recrawl's 304 Not Modified: no body, links not followed
     text: str | None = field(default=None, repr=False)
     markdown: str | None = field(default=None, repr=False)
+    text_truncated: bool = False
     body: bytes = field(default=b"", repr=False, compare=False)
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
 
@@ -81,6 +84,8 @@ class CrawlResult:
             record["text"] = self.text
         if markdown:
             record["markdown"] = self.markdown
+        if text or markdown:
+            record["text_truncated"] = self.text_truncated
         return record
 
     def to_json(self, *, text: bool = False, markdown: bool = False) -> str:

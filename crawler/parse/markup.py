@@ -103,8 +103,9 @@ class Markup:
     occurrence with an anchor text (else of its first); `text`, the page's (h1-h6 text, main
     content text, whitespace collapsed). Read only when asked (content dedup): `content`, the
     main content's text. Read only when asked (`--text`, `--markdown`): `main_text` and
-    `markdown`, the main content as plain text and as markdown. The main content is chosen by
-    `crawler.parse.extract` (once a page, whichever of these asked for it).
+    `markdown`, the main content as plain text and as markdown, and `main_truncated`, whether
+    they were cut to stay within their bound (`crawler.parse.extract.limit_for`). The main
+    content is chosen by `crawler.parse.extract` (once a page, whichever of these asked for it).
     """
 
     is_html: bool
@@ -120,6 +121,7 @@ class Markup:
     content: str | None = None
     main_text: str | None = None
     markdown: str | None = None
+    main_truncated: bool = False
 
 
 NOT_HTML = Markup(is_html=False)
@@ -208,6 +210,7 @@ def read_tree(
     canonical_href = _canonical_href(head)
     title = _title(tree, head)
     page_text = main_text = markdown = None
+    truncated = False
     if text or content or main:
         found = extract(
             tree, _base(url, base_href), markdown=main == "markdown", layout=main is not None
@@ -218,11 +221,11 @@ def read_tree(
                 collapse(found.words, BODY_MAX_CHARS),
             )
         if main:
-            main_text, markdown = found.text, found.markdown
+            main_text, markdown, truncated = found.text, found.markdown, found.truncated
     return Markup(
         True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
         title, details if details is not None else {}, page_text,
-        found.words[:CONTENT_MAX_CHARS] if content else None, main_text, markdown,
+        found.words[:CONTENT_MAX_CHARS] if content else None, main_text, markdown, truncated,
     )  # fmt: skip
 
 

@@ -11,9 +11,11 @@ never content), reads it into blocks (`crawler.parse.extract.blocks`) and writes
   `>` quotes, and tables as pipe tables.
 
 A page without a main content (no paragraph of 25 characters) gives its visible body text; a
-page of links only, its links' text. `extract` changes the tree (it removes scripts and
-boilerplate): read links before. How the main content is chosen, and how well it does against
-trafilatura, readability-lxml and jusText: docs/page-text.md.
+page of links only, its links' text. Both are bounded: at most twice the page's HTML in
+characters (64 Ki at least, 8 Mi at most, `limit_for`), list nesting at most eight levels
+deep; `PageText.truncated` says when they were cut. `extract` changes the tree (it removes
+scripts and boilerplate): read links before. How the main content is chosen, and how well it
+does against trafilatura, readability-lxml and jusText: docs/page-text.md.
 """
 
 from __future__ import annotations
@@ -23,18 +25,29 @@ from typing import TYPE_CHECKING
 from crawler._exports import lazy
 
 if TYPE_CHECKING:
-    from crawler.parse.extract.page import PageText, as_markdown, as_text, extract
+    from crawler.parse.extract.markdown import as_markdown
+    from crawler.parse.extract.page import MAX_CHARS, PageText, as_text, extract, limit_for
     from crawler.parse.extract.response import page_text
 
-__all__ = ["PageText", "as_markdown", "as_text", "extract", "page_text"]
+__all__ = [
+    "MAX_CHARS",
+    "PageText",
+    "as_markdown",
+    "as_text",
+    "extract",
+    "limit_for",
+    "page_text",
+]
 
 __getattr__ = lazy(
     __name__,
     {
+        "MAX_CHARS": "page",
         "PageText": "page",
-        "as_markdown": "page",
+        "as_markdown": "markdown",
         "as_text": "page",
         "extract": "page",
+        "limit_for": "page",
         "page_text": "response",
     },
 )

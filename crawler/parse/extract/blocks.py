@@ -14,16 +14,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborNode
 
-__all__ = ["Block", "escape", "read_blocks"]
+from crawler.parse.extract.markdown import code_span, escape, link_target, overhead
+
+__all__ = ["Block", "read_blocks"]
 
 _SPACES = re.compile(r"\s+")
-_BACKTICKS = re.compile(r"`+")
-# markdown's markup characters; "_" only at a word's edge (snake_case stays readable)
-_MD_ESCAPE = re.compile(r"([\\`*\[\]<>#|]|(?<![^\W_])_|_(?![^\W_]))")
 
 _BLOCK_TAGS = frozenset((
     "p", "div", "section", "article", "main", "address", "figure", "figcaption", "center",
@@ -56,16 +54,36 @@ class Block:
     marker: str = "-"
 
 
+class _Mark(str):
+    """Where an inline element's markdown starts among the open block's pieces (a type of its
+    own: no text the page holds is taken for one)."""
+
+    __slots__ = ()
+
+
+class _Code(str):
+    """A code span written, with the text inside it (two in a row are written as one: their
+    backticks would run together)."""
+
+    inner: str
+
+
 class _Reader:
-    """The walk's state: the open block's text and markdown pieces, and the blocks so far."""
+    """The walk's state: the open block's text and markdown pieces, and the blocks so far;
+    the characters written so far, against `limit` (`done`: read no more)."""
 
     __slots__ = (
-        "base", "blocks", "cells", "code", "kind", "lists", "markdown", "md", "quote", "text",
+        "base", "blocks", "cells", "code", "cut", "kind", "limit", "lists", "markdown", "md",
+        "open", "quote", "text", "used",
     )  # fmt: skip
 
-    def __init__(self, base: str, markdown: bool) -> None:
+    def __init__(self, base: str, markdown: bool, limit: int) -> None:
         self.base = base
         self.markdown = markdown
+        self.limit = limit
+        self.used = [0, 0]  # the text and markdown of the blocks so far, with what joins them
+        self.open = [0, 0]  # the open block's, whitespace not collapsed yet
+        self.cut = False  # a block was cut or left out to stay within `limit`
         self.blocks: list[Block] = []
         self.text: list[str] = []
         self.md: list[str] = []
@@ -75,10 +93,19 @@ class _Reader:
         self.cells = 0  # open table cells: their blocks are read into the cell's line
         self.code = 0  # open inline <code> elements: their text is not escaped
 
+    def done(self) -> bool:
+        """Whether a block was cut, or the blocks so far and the open one reach the limit."""
+        used, open_, limit = self.used, self.open, self.limit
+        return self.cut or used[0] + open_[0] > limit or used[1] + open_[1] > limit
+
     def flush(self, next_kind: str = "p") -> None:
         text = _SPACES.sub(" ", "".join(self.text)).strip()
         if text:
-            markdown = _SPACES.sub(" ", "".join(self.md)).strip() if self.markdown else ""
+            markdown = ""
+            if self.markdown:
+                while (start := _last_mark(self.md)) >= 0:  # elements still open: closed here
+                    self._wrap_at(start, code=self.md[start] == "code")
+                markdown = _SPACES.sub(" ", "".join(self.md)).strip()
             kind = "quote" if self.quote and self.kind == "p" else self.kind
             depth, marker = 0, "-"
             if kind == "li" and self.lists:
@@ -87,23 +114,50 @@ class _Reader:
                 if counter[0]:
                     marker = f"{counter[0]}."
                     counter[0] += 1
-            self.blocks.append(Block(kind, text, markdown, depth, marker))
+            self._append(Block(kind, text, markdown, depth, marker))
         self.text.clear()
         self.md.clear()
+        self.open = [0, 0]
         self.kind = next_kind
+        if self.markdown:  # the code elements still open go on in the next block
+            self.md.extend(_Mark("code") for _ in range(self.code))
+
+    def _append(self, block: Block) -> None:
+        """Add `block`, cut to what is left of the limit (its markdown then plain text)."""
+        text_room = self.limit - self.used[0] - 2
+        md_room = self.limit - self.used[1] - overhead(block) - 2
+        if len(block.text) > text_room or (self.markdown and len(block.markdown) > md_room):
+            self.cut = True
+            block.text = block.text[: max(0, text_room)].rstrip()
+            if self.markdown:  # the inline markup goes: its text cut as it is, escaped
+                plain = block.text if block.kind == "pre" else escape(block.text)
+                block.markdown = plain[: max(0, md_room)].rstrip("\\ ")
+            if not block.text or (self.markdown and not block.markdown):
+                return
+        self.blocks.append(block)
+        self.used[0] += len(block.text) + 2
+        self.used[1] += len(block.markdown) + overhead(block) + 2
+
+    def stop(self) -> None:
+        """Read no more: the open block ends here, within the limit."""
+        self.flush()
+        self.cut = True
 
     def add(self, text: str, markdown: str | None = None) -> None:
         self.text.append(text)
+        self.open[0] += len(text)
         if self.markdown:
             if markdown is None:
                 markdown = text if self.code else escape(text)
             self.md.append(markdown)
+            self.open[1] += len(markdown)
 
     def pre(self, node: LexborNode) -> None:
         self.flush()
-        code = node.text(deep=True).strip("\n")
+        # a CR would end a line in markdown; in the tree only a character reference makes one
+        code = node.text(deep=True).replace("\r\n", "\n").replace("\r", "\n").strip("\n")
         if code.strip():
-            self.blocks.append(Block("pre", code, code if self.markdown else ""))
+            self._append(Block("pre", code, code if self.markdown else ""))
 
     def enter(self, node: LexborNode) -> bool:
         """Open `node`; whether to read what is inside it."""
@@ -183,31 +237,38 @@ class _Reader:
         if self.code and tag != "code":
             return  # a code span holds no markup
         if tag == "a" or tag in _EMPHASIS:
-            self.md.append(f"\0{tag}")  # marks where the element's text starts
+            self.md.append(_Mark(tag))  # marks where the element's text starts
         elif tag == "code":
-            self.md.append("\0code")
+            self.md.append(_Mark("code"))
             self.code += 1
 
     def _close_inline(self, node: LexborNode, tag: str) -> None:
         if self.code and tag != "code":
             return
         if tag == "a":
-            href = (node.attributes.get("href") or "").strip()
-            url = _absolute(self.base, href)
+            url = link_target(self.base, node.attributes.get("href") or "")
             self._wrap(tag, lambda inner: f"[{inner}]({url})" if url else inner)
         elif tag in _EMPHASIS:
             mark = _EMPHASIS[tag]
             self._wrap(tag, lambda inner: f"{mark}{inner}{mark}")
         elif tag == "code":
             self.code = max(0, self.code - 1)
-            self._wrap(tag, _code_span)
+            start = _last_mark(self.md, tag)
+            if start >= 0:
+                self._wrap_at(start, code=True)
 
     def _wrap(self, tag: str, build: Callable[[str], str]) -> None:
-        """Replace the markdown since `tag`'s mark with `build` of it, its whitespace moved
-        outside (CommonMark reads "*x *" as text, not emphasis)."""
-        start = _last_index(self.md, f"\0{tag}")
-        if start < 0:
-            return
+        """Replace the markdown since `tag`'s mark with `build` of it."""
+        start = _last_mark(self.md, tag)
+        if start >= 0:
+            self._wrap_at(start, build)
+
+    def _wrap_at(
+        self, start: int, build: Callable[[str], str] = str, *, code: bool = False
+    ) -> None:
+        """Replace the markdown since the mark at `start` with `build` of it (`code`: a code
+        span of it), its whitespace moved outside (CommonMark reads "*x *" as text, not
+        emphasis)."""
         raw = "".join(self.md[start + 1 :])
         del self.md[start:]
         inner = raw.strip()
@@ -215,20 +276,33 @@ class _Reader:
             self.md.append(raw)
             return
         lead, trail = raw[: len(raw) - len(raw.lstrip())], raw[len(raw.rstrip()) :]
-        self.md.append(f"{lead}{build(inner)}{trail}")
+        if code:
+            before = _last_piece(self.md)
+            if not lead and before >= 0 and type(self.md[before]) is _Code:
+                previous = self.md[before]
+                inner = previous.inner + inner  # type: ignore[attr-defined]
+                self.open[1] -= len(previous)
+                del self.md[before:]
+            span = _Code(code_span(inner, in_cell=self.cells > 0))
+            span.inner = inner
+            built: str = span
+        else:
+            built = build(inner)
+        self.open[1] += len(built) - len(inner)
+        self.md += (lead, built, trail)
 
 
-def _code_span(inner: str) -> str:
-    """A code span of `inner`, fenced by more backticks than it holds in a row."""
-    fence = "`" * (max((len(run) for run in _BACKTICKS.findall(inner)), default=0) + 1)
-    pad = " " if inner.startswith("`") or inner.endswith("`") else ""
-    return f"{fence}{pad}{inner}{pad}{fence}"
-
-
-def read_blocks(roots: list[LexborNode], base: str, markdown: bool) -> list[Block]:
-    """The blocks of `roots`' subtrees, in document order."""
-    reader = _Reader(base, markdown)
+def read_blocks(
+    roots: list[LexborNode], base: str, markdown: bool, limit: int
+) -> tuple[list[Block], bool]:
+    """The blocks of `roots`' subtrees, in document order, and whether they were cut to keep
+    their text and markdown (as `crawler.parse.extract.markdown.as_markdown` writes it) within
+    `limit` characters each."""
+    reader = _Reader(base, markdown, limit)
     for root in roots:
+        if reader.done():
+            reader.stop()
+            break
         if root.tag == "pre":
             reader.pre(root)
             continue
@@ -236,6 +310,9 @@ def read_blocks(roots: list[LexborNode], base: str, markdown: bool) -> list[Bloc
         node = root.child
         parents: list[LexborNode] = []
         while True:
+            if reader.done():
+                reader.stop()
+                return reader.blocks, True
             if node is None:
                 if not parents:
                     break
@@ -252,7 +329,7 @@ def read_blocks(roots: list[LexborNode], base: str, markdown: bool) -> list[Bloc
             node = node.next
         reader.leave(root)
     reader.flush()
-    return reader.blocks
+    return reader.blocks, reader.cut
 
 
 def _is_permalink(link: LexborNode) -> bool:
@@ -261,30 +338,26 @@ def _is_permalink(link: LexborNode) -> bool:
     return href.startswith("#") and not any(char.isalnum() for char in link.text(deep=True))
 
 
-def escape(text: str) -> str:
-    """`text` with the characters markdown would read as markup escaped."""
-    return _MD_ESCAPE.sub(r"\\\1", text)
-
-
 def _start(node: LexborNode) -> int:
     try:
-        return max(1, int(node.attributes.get("start") or 1))
+        # at most nine digits, as markdown reads them (a longer number is a long marker an item)
+        return min(max(1, int(node.attributes.get("start") or 1)), 999_999_999)
     except ValueError:
         return 1
 
 
-def _last_index(items: list[str], value: str) -> int:
+def _last_mark(items: list[str], tag: str | None = None) -> int:
+    """The index of the last mark (of `tag`) in `items`, -1 if none."""
     for index in range(len(items) - 1, -1, -1):
-        if items[index] == value:
+        item = items[index]
+        if type(item) is _Mark and (tag is None or item == tag):
             return index
     return -1
 
 
-def _absolute(base: str, href: str) -> str | None:
-    if not href or href.startswith(("javascript:", "#", "data:")):
-        return None
-    try:
-        url = urljoin(base, href)
-    except ValueError:
-        return None
-    return url.replace(" ", "%20").replace(")", "%29").replace("(", "%28")
+def _last_piece(items: list[str]) -> int:
+    """The index of the last piece in `items` that is not empty, -1 if none."""
+    for index in range(len(items) - 1, -1, -1):
+        if items[index]:
+            return index
+    return -1

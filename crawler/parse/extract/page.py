@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from crawler.parse.extract.blocks import Block, escape, read_blocks
+from crawler.parse.extract.blocks import Block, read_blocks
 from crawler.parse.extract.choose import choose
 from crawler.parse.extract.clean import (
     Names,
@@ -16,8 +16,14 @@ from crawler.parse.extract.clean import (
     strip_unlikely,
     unlikely_share,
 )  # fmt: skip
+from crawler.parse.extract.markdown import as_markdown, escape
 
-__all__ = ["PageText", "as_markdown", "as_text", "extract"]
+__all__ = ["MAX_CHARS", "PageText", "as_markdown", "as_text", "extract", "limit_for"]
+
+MAX_CHARS = 8 << 20
+"""The most characters `text` and `markdown` hold, each (8 Mi)."""
+_RATIO = 2  # and at most this many characters a byte of the page's HTML,
+_FLOOR = 64 << 10  # but this many whatever the page's size
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,11 +31,18 @@ class PageText:
     """`text`: the main content as plain text; `markdown`: as CommonMark (None unless asked);
     `words`: the main content's text as lexbor reads it, every text node a space apart and no
     layout (what content dedup fingerprints and the focus scorer reads: the same whichever
-    output was asked for)."""
+    output was asked for); `truncated`: `text` and `markdown` stop before the main content's
+    end, to stay within `limit_for` the page."""
 
     text: str
     markdown: str | None = None
     words: str = ""
+    truncated: bool = False
+
+
+def limit_for(size: int) -> int:
+    """The most characters `text` and `markdown` hold for a page of `size` bytes of HTML."""
+    return min(MAX_CHARS, max(_FLOOR, _RATIO * size))
 
 
 def extract(
@@ -67,14 +80,17 @@ def extract(
         return PageText(words, None, words)  # included (a hub page's table of contents)
     # the containers' links weighed for the layout only (~1.9 ms on a big python3.11-doc page)
     links_only = strip_link_lists(roots)
-    blocks = read_blocks(roots, url, markdown)
+    limit = limit_for(len(tree.raw_html))
+    blocks, cut = read_blocks(roots, url, markdown, limit)
     if blocks and blocks[0].kind in ("h1", "h2") and _is_title(blocks[0].text, title_text):
         del blocks[0]  # the page's title, which the result carries as `title`
     _drop_orphan_headings(blocks)
     if not blocks and links_only:
         texts = [text for text in map(_collapse, links_only) if text]
         blocks = [Block("p", text, escape(text) if markdown else "") for text in texts]
-    return PageText(as_text(blocks), as_markdown(blocks) if markdown else None, words)
+    text, text_cut = as_text(blocks, limit)
+    md, md_cut = as_markdown(blocks, limit) if markdown else (None, False)
+    return PageText(text, md, words, cut or text_cut or md_cut)
 
 
 _RISKY_SHARE = 0.5
@@ -132,42 +148,19 @@ def _is_title(heading: str, title: str) -> bool:
 _TIGHT = frozenset(("li", "row"))  # kinds whose runs are one line apart, not a blank line
 
 
-def as_text(blocks: list[Block]) -> str:
-    """Plain text: blocks a blank line apart, list items and rows a line apart."""
+def as_text(blocks: list[Block], limit: int | None = None) -> tuple[str, bool]:
+    """Plain text: blocks a blank line apart, list items and rows a line apart; and whether it
+    stopped before the last block to stay within `limit` characters."""
     parts: list[str] = []
+    size = 0
     previous = ""
     for block in blocks:
+        separator = ""
         if parts:
-            parts.append("\n" if block.kind in _TIGHT and block.kind == previous else "\n\n")
-        parts.append(block.text)
+            separator = "\n" if block.kind in _TIGHT and block.kind == previous else "\n\n"
+        size += len(separator) + len(block.text)
+        if limit is not None and size > limit:
+            return "".join(parts), True
+        parts += (separator, block.text)
         previous = block.kind
-    return "".join(parts)
-
-
-def as_markdown(blocks: list[Block]) -> str:
-    """CommonMark of the blocks."""
-    parts: list[str] = []
-    previous = ""
-    for index, block in enumerate(blocks):
-        kind = block.kind
-        if parts:
-            parts.append("\n" if kind in _TIGHT and kind == previous else "\n\n")
-        if kind.startswith("h") and len(kind) == 2:
-            parts.append(f"{'#' * int(kind[1])} {block.markdown}")
-        elif kind == "li":
-            parts.append(f"{'   ' * block.depth}{block.marker} {block.markdown}")
-        elif kind == "pre":
-            fence = "````" if "```" in block.text else "```"
-            parts.append(f"{fence}\n{block.text}\n{fence}")
-        elif kind == "quote":
-            parts.append("> " + block.markdown.replace("\n", "\n> "))
-        elif kind == "row":
-            parts.append(f"| {block.markdown} |")
-            if previous != "row":  # the first row is the header
-                cells = block.markdown.count(" | ") + 1
-                parts.append("\n|" + " --- |" * cells)
-        else:
-            parts.append(block.markdown)
-        previous = kind
-        del index
-    return "".join(parts)
+    return "".join(parts), False
