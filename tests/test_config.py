@@ -49,7 +49,7 @@ def test_partial_file_overrides_only_its_keys(tmp_path: Path) -> None:
         ("[crawl]\nconcurrency = true\n", "[crawl] concurrency: expected int"),
         ("[crawl]\nconcurrency = 0\n", "concurrency: must be >= 1"),
         ("[politeness]\ndelay = -1\n", "delay: must be >= 0"),
-        ("[sieve]\nerror_rate = 1.5\n", "error_rate: must be between 0 and 1"),
+        ("[sieve]\nerror_rate = 1.5\n", "error_rate: must be between 1e-12 and 1"),
         ("[scope]\ninclude = ['(']\n", "include: bad regex"),
         ("[scope]\nallowed_domains = 'a.test'\n", "expected a list of strings"),
         ("[fetch]\nresolve = { a = 1 }\n", "expected a table of strings"),

@@ -245,3 +245,28 @@ def test_every_write_of_a_crawl_start_that_fails_is_a_state_error(tmp_path: Path
         with pytest.raises(StateError, match="cannot write the crawl state: attempt to write"):
             write(state)
         state.abandon()
+
+
+def test_a_state_whose_creation_filled_the_disk_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the schema was committed table by table; a full disk at the meta left a state
+    that no run could open ("state format None, expected 1")."""
+    import crawler.state.db as db
+
+    def full(*args: object, **kwargs: object) -> None:
+        error = sqlite3.OperationalError("database or disk is full")
+        error.sqlite_errorname = "SQLITE_FULL"  # type: ignore[attr-defined]
+        raise error
+
+    with monkeypatch.context() as patch:
+        patch.setattr(db, "put_meta", full)
+        with pytest.raises(StateError, match=r"cannot write: database or disk is full \(ENOSPC\)"):
+            CrawlState.open(tmp_path / "s", SETTINGS)
+    assert (tmp_path / "s" / FILENAME).exists()  # the half-made file is left...
+    state = CrawlState.open(tmp_path / "s", SETTINGS)  # ...and made again: nothing was in it
+    assert not state.resumed and state.counts() == (0, 0)
+    state.abandon()
+    again = CrawlState.open(tmp_path / "s", SETTINGS)  # and resumed from then on
+    assert again.resumed
+    again.abandon()

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from crawler.cli.settings import apply_settings
-from crawler.config.load import Config
 from crawler.errors import ConfigError
+
+if TYPE_CHECKING:  # the config's modules load after the arguments are parsed (not for --help)
+    from crawler.config.load import Config
 
 __all__ = ["apply_overrides", "build_parser", "output_paths"]
 
@@ -52,6 +53,8 @@ class _Version(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `crawl` command's parser; building it imports nothing of the crawl (`--help` and
+    `--version` answer without loading the engine)."""
     parser = _Parser(
         prog="crawl",
         description="Crawl from seed URLs (or seed files, one URL per line) and write JSON Lines.",
@@ -67,6 +70,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed URLs, or files with one URL per line ('#' comments allowed)",
     )
     parser.add_argument("--config", metavar="PATH", help="TOML config (see config.toml)")
+    _add_outputs(parser)
+    _add_limits(parser)
+    _add_state_and_cluster(parser)
+    _add_common(parser.add_argument_group("common settings (any other: -s SECTION.KEY=VALUE)"))
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
+    verbosity = parser.add_mutually_exclusive_group()
+    verbosity.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    verbosity.add_argument("-q", "--quiet", action="store_true", help="only errors on stderr")
+    return parser
+
+
+def _add_outputs(parser: argparse.ArgumentParser) -> None:
+    """-o/-O, --stats, --warc."""
     output = parser.add_mutually_exclusive_group()
     output.add_argument(
         "-o", "--output", metavar="PATH", help="JSON Lines output (appended to); '-' = stdout"
@@ -79,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--stats", metavar="PATH", help="write the final stats as JSON")
     parser.add_argument("--warc", metavar="PATH", help="archive every exchange to WARC (.warc.gz)")
+
+
+def _add_limits(parser: argparse.ArgumentParser) -> None:
+    """How far and how fast: --max-pages, --max-depth, --concurrency, --focus, --delay."""
     parser.add_argument(
         "--max-pages",
         type=int,
@@ -103,6 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="minimum seconds between requests to one host (default 1; 0 for your own site)",
     )
+
+
+def _add_state_and_cluster(parser: argparse.ArgumentParser) -> None:
+    """--state, --fresh, --recrawl; --redis, --crawl-id, --status; --demo."""
     parser.add_argument(
         "--state", metavar="DIR", help="keep a crash-safe crawl state in DIR; run again to resume"
     )
@@ -133,7 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="crawl the bundled fixture site on loopback (no network needed)",
     )
-    common = parser.add_argument_group("common settings (any other: -s SECTION.KEY=VALUE)")
+
+
+def _add_common(common: argparse._ArgumentGroup) -> None:
+    """The common settings, each a config key (any other: -s SECTION.KEY=VALUE)."""
     common.add_argument("--user-agent", metavar="UA", help="the User-Agent sent ([crawl])")
     common.add_argument(
         "--per-host-concurrency",
@@ -141,67 +168,29 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="requests in flight to one host at most (default 1)",
     )
-    common.add_argument(
-        "--allow-domain",
-        action="append",
-        metavar="DOMAIN",
-        help="crawl this domain and its subdomains (repeatable; default: the seeds' hosts)",
-    )
-    common.add_argument(
-        "--include",
-        action="append",
-        metavar="REGEX",
-        help="follow only URLs matching one of these (repeatable)",
-    )
-    common.add_argument(
-        "--exclude",
-        action="append",
-        metavar="REGEX",
-        help="skip URLs matching any of these (repeatable)",
-    )
+    for flag, metavar, what in (
+        ("--allow-domain", "DOMAIN",
+         "crawl this domain and its subdomains (repeatable; default: the seeds' hosts)"),
+        ("--include", "REGEX", "follow only URLs matching one of these (repeatable)"),
+        ("--exclude", "REGEX", "skip URLs matching any of these (repeatable)"),
+    ):  # fmt: skip
+        common.add_argument(flag, action="append", metavar=metavar, help=what)
     common.add_argument(
         "--sieve",
         metavar="KIND",
         help="the URL-seen filter: scalable (default), bloom, blocked, multilayer, counting, "
         "cuckoo or stable ([sieve] kind)",
     )
-    common.add_argument(
-        "--dedup",
-        action="store_true",
-        default=None,
-        help="content dedup of HTML pages ([dedup] enabled)",
-    )
-    common.add_argument(
-        "--text",
-        action="store_true",
-        default=None,
-        help="give each HTML result its main content as plain text ([output] text)",
-    )
-    common.add_argument(
-        "--markdown",
-        action="store_true",
-        default=None,
-        help="give each HTML result its main content as markdown ([output] markdown)",
-    )
-    common.add_argument(
-        "--sitemaps",
-        action="store_true",
-        default=None,
-        help="seed each host with its robots.txt sitemaps ([scope] use_sitemaps)",
-    )
-    common.add_argument(
-        "--ignore-robots",
-        action="store_true",
-        default=None,
-        help="do not fetch or obey robots.txt (only for sites that are yours)",
-    )
-    common.add_argument(
-        "--render",
-        action="store_true",
-        default=None,
-        help="render HTML pages in a headless Chromium, its every request through the "
-        "crawler's fetcher ([render] enabled)",
-    )
+    for flag, what in (
+        ("--dedup", "content dedup of HTML pages ([dedup] enabled)"),
+        ("--text", "give each HTML result its main content as plain text ([output] text)"),
+        ("--markdown", "give each HTML result its main content as markdown ([output] markdown)"),
+        ("--sitemaps", "seed each host with its robots.txt sitemaps ([scope] use_sitemaps)"),
+        ("--ignore-robots", "do not fetch or obey robots.txt (only for sites that are yours)"),
+        ("--render", "render HTML pages in a headless Chromium, its every request through the "
+                     "crawler's fetcher ([render] enabled)"),
+    ):  # fmt: skip
+        common.add_argument(flag, action="store_true", default=None, help=what)
     common.add_argument(
         "-s",
         "--set",
@@ -212,11 +201,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="set any config key, e.g. -s dedup.near_distance=4 (repeatable; "
         "the value read as TOML, else as a string)",
     )
-    parser.add_argument("--version", action=_Version, help="print the version and exit")
-    verbosity = parser.add_mutually_exclusive_group()
-    verbosity.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
-    verbosity.add_argument("-q", "--quiet", action="store_true", help="only errors on stderr")
-    return parser  # fmt: skip
 
 
 # the flag that sets each config key, to name it in an error ("--max-pages: must be >= 0")
@@ -256,6 +240,8 @@ def _given(**values: object) -> dict[str, object]:
 
 
 def _apply_overrides(config: Config, args: argparse.Namespace) -> Config:
+    from crawler.cli.settings import apply_settings
+
     config = apply_settings(config, args.settings)
     a = args
     for section, values in (

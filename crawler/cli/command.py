@@ -1,4 +1,6 @@
-"""The `crawl` console script: `entry` imports the command (`crawler.cli.main`) and runs it.
+"""The `crawl` console script: `entry` parses the arguments (`crawler.cli.args`, which loads
+nothing of the crawl: `--help` and `--version` answer at once), imports the command
+(`crawler.cli.main`) and runs it.
 
 A Ctrl-C while the command's modules load (~0.2 s: aiohttp, asyncio), or outside the crawl's own
 handler (reading the config and seeds, opening the state, printing the summary), ends the
@@ -45,12 +47,17 @@ if _LOADING:
 
 def entry() -> NoReturn:
     try:
+        # the arguments first: --help, --version and a usage error end here, before the
+        # crawl's modules (the engine, aiohttp, the config's checks) are imported
+        from crawler.cli.args import build_parser
+
+        args = build_parser().parse_args()
         from crawler.cli.main import entry as command
     except KeyboardInterrupt:  # (not raised while our handler is in place)
         interrupted()
     if _LOADING:  # a KeyboardInterrupt from here on, caught below
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        command()
+        command(args)
     except KeyboardInterrupt:  # Ctrl-C outside the crawl's own handler (crawler.cli.run)
         interrupted("(SIGINT)")

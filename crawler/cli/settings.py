@@ -16,7 +16,7 @@ import tomllib
 import typing
 from typing import Any
 
-from crawler.config.load import Config
+from crawler.config.load import Config, toml_loads
 from crawler.errors import ConfigError
 
 __all__ = ["apply_settings", "parse_setting"]
@@ -29,8 +29,8 @@ def parse_setting(text: str) -> tuple[str, str, Any]:
     if not (eq and dot and section and key):
         raise ConfigError(f"-s {text}: expected SECTION.KEY=VALUE (e.g. -s dedup.enabled=true)")
     try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+        value = toml_loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:  # (nested too deeply too: a string key takes it as written)
         value = raw
     return section, key.strip(), value
 

@@ -10,6 +10,7 @@ import dataclasses
 import ipaddress
 import math
 import re
+import warnings
 from typing import Any
 
 from crawler.config.sections import (
@@ -32,7 +33,7 @@ from crawler.fetch.steering import HostMatch, check_ca_file, check_headers, chec
 from crawler.frontier.robots import product_token
 from crawler.urls.canonical import UrlNormalizer
 
-__all__ = ["check_section"]
+__all__ = ["MAX_SECONDS", "MIN_ERROR_RATE", "RATIO_RANGE", "check_section"]
 
 _CRAWL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -42,7 +43,18 @@ _POSITIVE = {
 }  # fmt: skip
 _AT_MOST = {
     "concurrency": 10_000,  # one task each: a million took 1.5 GB and 30 s before any fetch
+    "growth": 16,  # each new Sieve stage that many times the last: 1e12 asked terabytes at once
 }
+MAX_SECONDS = 86_400.0  # a day: any time setting beyond it is a typo (1e308 waited forever)
+_SECONDS = {
+    "delay", "max_delay", "robots_ttl", "backoff_base", "backoff_max", "max_retry_after",
+    "connect_timeout", "read_timeout", "total_timeout", "min_rate_window", "outage_give_up",
+    "checkpoint_interval", "progress_interval", "lease_ttl", "heartbeat", "settle", "timeout",
+}  # fmt: skip
+# the Sieve's stage i has error rate P*(1-r)*r^i: a P or r below these makes stages of more than
+# ~50 hash positions (and r^i reaches 0.0 after a few stages: no rate at all)
+MIN_ERROR_RATE = 1e-12
+RATIO_RANGE = (0.1, 0.99)
 _NON_NEGATIVE = {
     "max_pages", "max_depth", "delay", "max_delay", "robots_ttl", "backoff_base", "backoff_max",
     "max_retry_after", "retries", "max_redirects", "max_pages_per_host", "memo_size",
@@ -78,20 +90,11 @@ def check_section(obj: Any, where: str) -> None:
             raise ConfigError(f"{where} {f.name}: must be >= 0, got {value!r}")
         if f.name in _POSITIVE_FLOAT and value <= 0:
             raise ConfigError(f"{where} {f.name}: must be > 0, got {value!r}")
+        if f.name in _SECONDS and value > MAX_SECONDS:
+            raise ConfigError(f"{where} {f.name}: must be <= {MAX_SECONDS:,.0f} seconds "
+                              f"(a day), got {value!r}")  # fmt: skip
     if isinstance(obj, SieveConfig):
-        if not 0 < obj.error_rate < 1:
-            raise ConfigError(f"{where} error_rate: must be between 0 and 1, got {obj.error_rate}")
-        if not 0 < obj.ratio < 1:
-            raise ConfigError(f"{where} ratio: must be between 0 and 1, got {obj.ratio}")
-        from crawler.sieve.kinds import FILTER_KINDS  # (no numpy: a kind's module loads when made)
-
-        if obj.kind not in FILTER_KINDS:
-            known = ", ".join(map(repr, FILTER_KINDS))
-            raise ConfigError(f"{where} kind: must be one of {known}, got {obj.kind!r}")
-        if obj.confirm not in ("auto", "none", "exact"):
-            raise ConfigError(
-                f"{where} confirm: must be one of 'auto', 'none', 'exact', got {obj.confirm!r}"
-            )
+        _check_sieve(obj, where)
     if isinstance(obj, DedupConfig) and obj.near_distance != DEFAULT_NEAR_DISTANCE:
         # checked against crawler.content, imported (numpy with it) only for a value set
         from crawler.content.index import MAX_DISTANCE
@@ -134,9 +137,31 @@ def check_section(obj: Any, where: str) -> None:
         for key in ("include", "exclude"):
             for pattern in getattr(obj, key):
                 try:
-                    re.compile(pattern)
+                    with warnings.catch_warnings():  # "possible nested set": not an error
+                        warnings.simplefilter("ignore", FutureWarning)
+                        re.compile(pattern)
                 except (re.error, OverflowError, RecursionError) as exc:
                     raise ConfigError(f"{where} {key}: bad regex {pattern!r}: {exc}") from None
+
+
+def _check_sieve(obj: SieveConfig, where: str) -> None:
+    """The Sieve's kind and numbers, bounded so that no stage asks for absurd memory or hash
+    positions (`capacity` is checked against memory when the filter is made)."""
+    if not MIN_ERROR_RATE <= obj.error_rate < 1:
+        raise ConfigError(f"{where} error_rate: must be between {MIN_ERROR_RATE:g} and 1, "
+                          f"got {obj.error_rate}")  # fmt: skip
+    low, high = RATIO_RANGE
+    if not low <= obj.ratio <= high:
+        raise ConfigError(f"{where} ratio: must be between {low} and {high}, got {obj.ratio}")
+    from crawler.sieve.kinds import FILTER_KINDS  # (no numpy: a kind's module loads when made)
+
+    if obj.kind not in FILTER_KINDS:
+        known = ", ".join(map(repr, FILTER_KINDS))
+        raise ConfigError(f"{where} kind: must be one of {known}, got {obj.kind!r}")
+    if obj.confirm not in ("auto", "none", "exact"):
+        raise ConfigError(
+            f"{where} confirm: must be one of 'auto', 'none', 'exact', got {obj.confirm!r}"
+        )
 
 
 def _check_user_agent(user_agent: str, where: str) -> None:

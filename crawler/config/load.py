@@ -10,6 +10,8 @@ section's values are checked by `crawler.config.checks`.
 from __future__ import annotations
 
 import dataclasses
+import os
+import stat
 import tomllib
 import types
 import typing
@@ -38,7 +40,7 @@ from crawler.config.sections import (
 from crawler.errors import ConfigError
 from crawler.fetch.steering import shadowed
 
-__all__ = ["Config", "config_from_mapping", "load_config"]
+__all__ = ["MAX_CONFIG_SIZE", "Config", "config_from_mapping", "load_config", "toml_loads"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +76,9 @@ def load_config(path: str | Path | None = None) -> Config:
         return Config()
     where = str(path)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = _read_bounded(path, where)
         # TOML is UTF-8; a BOM (Windows editors write one) is skipped
-        data = tomllib.loads(raw.decode("utf-8-sig"))
+        data = toml_loads(raw.decode("utf-8-sig"))
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read config: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -85,6 +86,41 @@ def load_config(path: str | Path | None = None) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{where}: not valid TOML: {exc}") from None
     return config_from_mapping(data, where)
+
+
+MAX_CONFIG_SIZE = 4 << 20  # bytes: ~100x a config with a thousand [[hosts]] rules
+
+
+def _read_bounded(path: str | Path, where: str) -> bytes:
+    """The bytes of a regular file of at most `MAX_CONFIG_SIZE`: a device (/dev/zero), a FIFO
+    (opened without waiting for a writer) or a directory is refused, never read without end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ConfigError(f"{where}: cannot read config: is a directory")
+        if not stat.S_ISREG(mode):
+            raise ConfigError(f"{where}: cannot read config: not a regular file "
+                              "(a device, FIFO or socket)")  # fmt: skip
+        raw = fh.read(MAX_CONFIG_SIZE + 1)
+    if len(raw) > MAX_CONFIG_SIZE:
+        raise ConfigError(f"{where}: cannot read config: larger than "
+                          f"{MAX_CONFIG_SIZE >> 20} MiB")  # fmt: skip
+    return raw
+
+
+def toml_loads(text: str) -> dict[str, Any]:
+    """`tomllib.loads`, with arrays or tables nested deeper than the interpreter's recursion
+    limit (`[[[[...`) or an integer past int()'s 4,300 digits a TOMLDecodeError like any other
+    malformed TOML, not a RecursionError or a ValueError."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        raise
+    except RecursionError:
+        raise tomllib.TOMLDecodeError("arrays or tables nested too deeply") from None
+    except ValueError as exc:  # int("1" * 5000) in the parser
+        raise tomllib.TOMLDecodeError(f"a number too long ({exc})") from None
 
 
 def config_from_mapping(data: Mapping[str, Any], where: str = "<config>") -> Config:
@@ -182,7 +218,11 @@ def _coerce_value(value: Any, hint: Any, where: str) -> Any:
             return value
     elif hint is float:
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:  # an integer of hundreds of digits
+                raise ConfigError(f"{where}: must be a finite number, got an integer of "
+                                  f"{int(value).bit_length()} bits") from None  # fmt: skip
     elif hint is str:
         if isinstance(value, str):
             return value

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import io
 import logging
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -110,6 +112,11 @@ def _check_one(option: str, target: Path, *, is_dir: bool) -> None:
         raise ConfigError(f"{where}: {base} is not a directory")
     if not os.access(base, os.W_OK | os.X_OK):
         raise ConfigError(f"{where}: cannot write in {base}: permission denied")
+    longest = os.pathconf(base, "PC_NAME_MAX")  # (the probe below creates the first one only)
+    for part in target.relative_to(base).parts if target != base else ():
+        if len(os.fsencode(part)) > longest:
+            raise ConfigError(f"{where}: a name in it is longer than {longest} bytes: "
+                              "File name too long (ENAMETOOLONG)")  # fmt: skip
     if target.exists() and not os.access(target, os.W_OK):
         raise ConfigError(f"{where}: not writable")
     try:
@@ -139,8 +146,8 @@ class JsonlWriter:
     other OSError as an `OutputError` naming the output (`name`).
     """
 
-    __slots__ = ("_dirty", "_fields", "_on_error", "_out", "_sync", "_task", "error", "interval",
-                 "lines", "name")  # fmt: skip
+    __slots__ = ("_dirty", "_fields", "_flushed_at", "_on_error", "_out", "_sync", "_task",
+                 "error", "interval", "lines", "name", "whole")  # fmt: skip
 
     def __init__(
         self,
@@ -159,31 +166,73 @@ class JsonlWriter:
         self._sync = sync
         self._on_error = on_error
         self.interval = interval
-        self.lines = 0
+        self.lines = 0  # results written (maybe still in the buffer)
+        self.whole = 0  # results handed to the OS whole: at the last flush that succeeded
+        self._flushed_at = self._file_size()  # a file's size then (None: not a regular file)
         self.error: OSError | OutputError | None = None
         self._dirty = False
         self._task: asyncio.Task[None] | None = None
 
+    def _file_size(self) -> int | None:
+        try:
+            st = os.fstat(self._out.fileno())
+        except (OSError, ValueError, AttributeError):  # a StringIO, a closed stream
+            return None
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+    def _flushed(self) -> None:
+        self.whole = self.lines
+        if self._flushed_at is not None:
+            self._flushed_at = self._file_size()
+
     def _failed(self, exc: OSError) -> OSError | OutputError:
         if isinstance(exc, BrokenPipeError):
             return exc
-        reason = exc.strerror or exc
-        error = OutputError(f"{self.name}: cannot write: {reason} ({self.lines:,} results "
-                            "written before it; the last of them may be missing)")  # fmt: skip
+        code = errno.errorcode.get(exc.errno or 0)
+        reason = f"{exc.strerror or exc}" + (f" ({code})" if code else "")
+        whole = self._cut_at_a_whole_line()
+        if whole is None:  # not a file: what the last good flush handed over
+            counted = f"{self.whole:,} results written before it; more may have been cut"
+        else:
+            counted = f"{whole:,} results written, each on a whole line; the crawl stopped there"
+        error = OutputError(f"{self.name}: cannot write: {reason} ({counted})")
         error.__cause__ = exc
         return error
+
+    def _cut_at_a_whole_line(self) -> int | None:
+        """After a failed write to a file (a full disk): the results on whole lines of it, the
+        lines that reached it since the last good flush counted and a partial last line cut.
+        Nothing more reaches the file: its descriptor is pointed at /dev/null, as what is left
+        in the buffer (flushed on close) would start mid-line. None when it is no file."""
+        start = self._flushed_at
+        if start is None:
+            return None
+        try:
+            fd = self._out.fileno()
+            end = os.fstat(fd).st_size
+            tail = os.pread(fd, end - start, start) if end > start else b""
+            cut = tail.rfind(b"\n") + 1
+            os.ftruncate(fd, start + cut)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, fd)
+            os.close(null)
+        except OSError:  # (opened write-only by a caller: cannot be read back)
+            return None
+        return self.whole + tail[:cut].count(b"\n")
 
     def write(self, result: CrawlResult) -> None:
         if self.error is not None:
             raise self.error
         try:
             self._out.write(result.to_json(**self._fields) + "\n")
+            self.lines += 1
             if self._sync:
                 self._out.flush()  # before the state marks the URL done
+                self._flushed()
         except OSError as exc:
+            self.lines -= 1  # (its line was not written whole)
             self.error = self._failed(exc)
             raise self.error from exc
-        self.lines += 1
         self._dirty = not self._sync
 
     def flush(self) -> None:
@@ -193,6 +242,7 @@ class JsonlWriter:
         self._dirty = False
         try:
             self._out.flush()
+            self._flushed()
         except OSError as exc:
             self.error = self._failed(exc)
             if self._on_error is not None:
@@ -237,7 +287,8 @@ def open_output(path: str, *, option: str = "-o", overwrite: bool = False) -> It
     try:
         if not overwrite:
             repair_jsonl(Path(path))
-        fh = open(path, "w" if overwrite else "a", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+        # opened to read too: after a full disk, JsonlWriter reads back what reached the file
+        fh = open(path, "w+" if overwrite else "a+", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
     except OSError as exc:  # past the checks made before the crawl (a race)
         raise OutputError(f"{option} {path}: cannot open: {exc.strerror or exc}") from exc
     try:
@@ -298,8 +349,8 @@ def repair_jsonl(path: Path, *, check_only: bool = False) -> None:
             fh.seek(0)
             if not _starts_as_a_result(fh.read(len(_RESULT_START))):
                 raise ConfigError(f"{path}: not a JSON Lines output of the crawler (it does not "
-                                  "start with '{\"url\":'): results are appended to their own "
-                                  "file; give a new one")  # fmt: skip
+                                  "start with '{\"url\":'): results go to a file of their own, "
+                                  "-O empties no other; give a new one")  # fmt: skip
             fh.seek(size - 1)
             if fh.read(1) == b"\n":
                 return

@@ -136,8 +136,7 @@ class CrawlState:
                 for suffix in ("", "-wal", "-shm"):
                     Path(f"{path}{suffix}").unlink(missing_ok=True)
                 log.warning("--fresh: removed the previous crawl state in %s", directory)
-            existed = path.exists()
-            db = connect(path, settings, existed)
+            db, existed = connect(path, settings)
             state = cls(directory, db, resumed=existed, lock=lock)
             db.execute("BEGIN")
             state._set_limits(settings)

@@ -14,6 +14,7 @@ our pid written in it).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -89,29 +90,41 @@ CREATE TABLE IF NOT EXISTS content (id INTEGER PRIMARY KEY, simhash INTEGER NOT 
 """
 
 
-def connect(path: Path, settings: dict[str, Any], existed: bool) -> sqlite3.Connection:
-    """Open the state database at `path` (autocommit; the caller begins its transactions):
-    an existing one is checked against `settings` and migrated, a new one created."""
+def connect(path: Path, settings: dict[str, Any]) -> tuple[sqlite3.Connection, bool]:
+    """Open the state database at `path` (autocommit; the caller begins its transactions) and
+    whether it held a crawl: an existing one is checked against `settings` and migrated, a new
+    one created.
+
+    The schema and the meta are created in one transaction: a creation cut short (a full disk,
+    a kill) leaves a database without a table, made again by the next run, never a state
+    without its format. A full disk is said as such, not as a corrupt database."""
     db: sqlite3.Connection | None = None
     try:
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
+        existed = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
         if existed:
             _check_existing(db, path, settings)
             _migrate(db)
         else:
-            db.executescript(_SCHEMA + _KEPT_SCHEMA)
+            db.executescript("BEGIN IMMEDIATE;" + _SCHEMA + _KEPT_SCHEMA)
             put_meta(db, format=str(FORMAT), settings=json.dumps(settings, sort_keys=True),
                      status="running", created=time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                              time.gmtime()))  # fmt: skip
+            db.execute("COMMIT")
     except BaseException as exc:
         if db is not None:
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
             db.close()  # a refused state is not left open
+        if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL":
+            raise StateError(f"{path}: cannot write: {exc} (ENOSPC)") from None
         if isinstance(exc, sqlite3.DatabaseError):
             raise StateError(f"{path}: corrupt or not a crawl state database ({exc})") from None
         raise
-    return db
+    return db, existed
 
 
 def get_meta(db: sqlite3.Connection, name: str) -> str | None:
