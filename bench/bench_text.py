@@ -4,7 +4,8 @@
     python -m bench.bench_text --dataset DIR --trafilatura-eval DIR
     python -m bench.bench_text --part articles --extractors ours,trafilatura
 
-Four parts (`--part`, repeatable: articles, trafilatura-eval, doc-sites, crawl; all by default):
+Five parts (`--part`, repeatable: articles, trafilatura-eval, doc-sites, docs, crawl; all by
+default):
 
 1. articles: the Zyte (Scrapinghub) article-extraction benchmark, 181 real news and blog pages
    with a human-made article body each, scored by the benchmark's own evaluate.py (imported
@@ -21,6 +22,10 @@ Four parts (`--part`, repeatable: articles, trafilatura-eval, doc-sites, crawl; 
    multisets of lowercased \\w+ words), median and 10th percentile over pages, trafilatura's
    beside it; and ten pages a site (seeded) written to bench/out/text-samples/ (text and
    markdown) for a look by hand.
+
+4. docs: one site per documentation generator (Sphinx, DocBook, texinfo, Doxygen, MkDocs), our
+   text's word recall and precision against each page's body without its navigation, defined
+   by structure the same for every site (bench/text_docs.py says how).
 
 Every extractor of a corpus runs on the same bytes, one page at a time in turn (the order
 rotated page by page; each first run untimed on a tiny page and the corpus's first page, so
@@ -72,7 +77,7 @@ QUICK = os.environ.get("BENCH_QUICK") == "1"
 QUICK_PAGES = 20
 SAMPLES = 10
 OUT = REPO / "bench" / "out"
-PARTS = ("articles", "trafilatura-eval", "doc-sites", "crawl")
+PARTS = ("articles", "trafilatura-eval", "doc-sites", "docs", "crawl")
 WORD = re.compile(r"\w+")
 INVISIBLE = ["script", "style", "noscript", "template"]
 
@@ -255,6 +260,11 @@ def write_samples(site: str, pages: list[tuple[str, bytes]]) -> None:
         (directory / f"{stem}.md").write_text(result.markdown or "" if result else "")
 
 
+def _ours_text(body: bytes, url: str) -> str:
+    result = page_text(body, url, "text/html")
+    return result.text if result is not None else ""
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.bench_text",
@@ -295,6 +305,10 @@ def main(argv: list[str]) -> int:
             corpus_table(corpus, run_all(corpus.pages, extractors(corpus.stoplist, names)))
     if "doc-sites" in parts:
         doc_sites(extractors(stoplist("English"), names or ("ours", TREE, "trafilatura")))
+    if "docs" in parts:
+        from bench.text_docs import docs_part
+
+        docs_part(_ours_text, QUICK)
     if "crawl" in parts:
         from bench.text_crawl import crawl_costs  # starts nginx: only when asked
 

@@ -29,14 +29,8 @@ _BLOCK_TAGS = frozenset((
     "caption", "thead", "tbody", "tfoot", "body", "hr",
 ))  # fmt: skip
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
-# blocks read as part of a table cell's text (not the rows and cells of a table inside it)
-_IN_CELL = (_BLOCK_TAGS | _HEADINGS.keys() | {"li", "pre", "blockquote", "br"}) - {
-    "table",
-    "thead",
-    "tbody",
-    "tfoot",
-    "caption",
-}
+# blocks read as part of a table cell's text (a table inside it too: a cell is one line)
+_IN_CELL = _BLOCK_TAGS | _HEADINGS.keys() | {"li", "pre", "blockquote", "br", "tr"}
 _SKIPPED = frozenset(("img", "picture", "source", "track", "map", "area", "wbr", "-comment"))
 _EMPHASIS = {"em": "*", "i": "*", "strong": "**", "b": "**"}
 
@@ -45,13 +39,15 @@ _EMPHASIS = {"em": "*", "i": "*", "strong": "**", "b": "**"}
 class Block:
     """One block of the main content: `kind` is "p", "h1".."h6", "li", "pre", "quote" or
     "row"; `depth` a list item's nesting; `marker` its "-" or "1."; `text` plain, `markdown`
-    inline markdown (empty unless asked)."""
+    inline markdown (empty unless asked); `cells` a row's cells (its text's cells a tab apart,
+    its markdown's " | " apart)."""
 
     kind: str
     text: str
     markdown: str = ""
     depth: int = 0
     marker: str = "-"
+    cells: int = 0
 
 
 class _Mark(str):
@@ -73,8 +69,8 @@ class _Reader:
     the characters written so far, against `limit` (`done`: read no more)."""
 
     __slots__ = (
-        "base", "blocks", "cells", "code", "cut", "kind", "limit", "lists", "markdown", "md",
-        "open", "quote", "text", "used",
+        "base", "blocks", "cell_at", "cells", "code", "cut", "kind", "limit", "lists",
+        "markdown", "md", "open", "quote", "row", "text", "used",
     )  # fmt: skip
 
     def __init__(self, base: str, markdown: bool, limit: int) -> None:
@@ -91,6 +87,8 @@ class _Reader:
         self.lists: list[list[int]] = []  # per open list: [next number or 0 for bullets]
         self.quote = 0
         self.cells = 0  # open table cells: their blocks are read into the cell's line
+        self.row: list[tuple[str, str]] | None = None  # the open row's cells, text and markdown
+        self.cell_at = (0, 0)  # where the open cell's text and markdown pieces start
         self.code = 0  # open inline <code> elements: their text is not escaped
 
     def done(self) -> bool:
@@ -199,12 +197,19 @@ class _Reader:
         elif tag == "blockquote":
             self.flush()
             self.quote += 1
-        elif tag in ("tr",):
+        elif tag == "tr":
             self.flush("row")
+            self.row = []
         elif tag in ("td", "th"):
+            if self.cells:  # a cell of a table inside a cell: part of its line
+                if self.text:
+                    self.add(" ")
+            else:
+                if self.row is None:  # a cell outside a row
+                    self.flush("row")
+                    self.row = []
+                self.cell_at = (len(self.text), len(self.md))
             self.cells += 1
-            if self.text:
-                self.add("\t", " | " if self.markdown else None)
         elif tag in _BLOCK_TAGS:
             self.flush(self.kind if self.kind == "li" and not self.text else "p")
         elif self.markdown:
@@ -216,10 +221,14 @@ class _Reader:
         tag = node.tag or ""
         if tag in ("td", "th"):
             self.cells = max(0, self.cells - 1)
+            if not self.cells:
+                self._close_cell()
             return
         if self.cells and tag in _IN_CELL:
             return
-        if tag in _HEADINGS or tag == "li" or tag == "tr":
+        if tag == "tr":
+            self._close_row()
+        elif tag in _HEADINGS or tag == "li":
             self.flush()
         elif tag in ("ul", "ol"):
             self.flush()
@@ -232,6 +241,37 @@ class _Reader:
             self.flush()
         elif self.markdown:
             self._close_inline(node, tag)
+
+    def _close_cell(self) -> None:
+        """End the open cell: its text and markdown, whitespace collapsed, join the row."""
+        text_at, md_at = self.cell_at
+        text = _SPACES.sub(" ", "".join(self.text[text_at:])).strip()
+        markdown = ""
+        if self.markdown:
+            while (start := _last_mark(self.md)) >= md_at:  # elements still open: closed here
+                self._wrap_at(start, code=self.md[start] == "code")
+            markdown = _SPACES.sub(" ", "".join(self.md[md_at:])).strip()
+        del self.text[text_at:], self.md[md_at:]
+        if self.row is None:
+            self.row = []
+        self.row.append((text, markdown))
+
+    def _close_row(self) -> None:
+        """End the open row: a block of its cells (none when they are all empty)."""
+        row, self.row = self.row or [], None
+        self.text.clear()  # the whitespace between the cells
+        self.md.clear()
+        self.open = [0, 0]
+        self.kind = "p"
+        if any(text for text, _ in row):
+            self._append(
+                Block(
+                    "row",
+                    "\t".join(text for text, _ in row),
+                    " | ".join(md for _, md in row) if self.markdown else "",
+                    cells=len(row),
+                )
+            )
 
     def _open_inline(self, node: LexborNode, tag: str) -> None:
         if self.code and tag != "code":

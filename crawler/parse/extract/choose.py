@@ -89,10 +89,14 @@ def choose(body: LexborNode, weights: dict[int, int]) -> list[LexborNode]:
     if marked is not None:
         return [marked]
     best = nodes.get(best_key, body)
+    while best.tag in _ITEM_PARTS and best.parent is not None:  # a definition's description,
+        best = best.parent  # a list item, a cell: read with its list or table (its terms)
+        best_score = max(best_score, scores.get(best.mem_id, best_score))
     best, best_score = _widen(best, best_score, scores)
     return _with_siblings(best, best_score, scores)
 
 
+_ITEM_PARTS = frozenset(("dd", "dt", "li", "td", "th", "tr", "tbody", "thead", "tfoot"))
 _MARKED_CSS = "[itemprop~=articleBody i]"  # schema.org's article body (microdata)
 _MARKED_MIN_CHARS = 100
 
@@ -184,7 +188,49 @@ def _with_siblings(
             else:
                 follows = False
         sibling = sibling.next
-    return chosen
+    return _with_headings(chosen)
+
+
+_HEADINGS = frozenset(("h1", "h2", "h3", "h4", "h5", "h6", "hgroup"))
+_HEADING_MAX_CHARS = 300
+
+
+def _with_headings(chosen: list[LexborNode]) -> list[LexborNode]:
+    """`chosen` with the headings right before each of its runs (a page's or a section's
+    heading is its content's, though outside the element its paragraphs crowd into)."""
+    picked = {node.mem_id for node in chosen}
+    out: list[LexborNode] = []
+    for node in chosen:
+        leading: list[LexborNode] = []
+        sibling = node.prev
+        while sibling is not None and sibling.mem_id not in picked:
+            if sibling.is_element_node:
+                if not _is_heading(sibling):
+                    break
+                leading.append(sibling)
+                picked.add(sibling.mem_id)
+            elif (sibling.text_content or "").strip():
+                break
+            sibling = sibling.prev
+        out += reversed(leading)
+        out.append(node)
+    return out
+
+
+def _is_heading(node: LexborNode) -> bool:
+    """A heading, or a wrapper holding only headings (a title block)."""
+    if node.tag in _HEADINGS:
+        return True
+    if node.tag not in ("div", "header"):
+        return False
+    text = " ".join(node.text(deep=True).split())
+    if not text or len(text) > _HEADING_MAX_CHARS:
+        return False
+    headings = node.css("h1, h2, h3, h4, h5, h6")
+    return (
+        bool(headings)
+        and len(text) == sum(len(" ".join(h.text(deep=True).split())) + 1 for h in headings) - 1
+    )
 
 
 _FOLLOWERS = frozenset(("ul", "ol", "dl", "table", "pre", "blockquote"))

@@ -12,6 +12,7 @@ links. All are site-agnostic: no rule names a site.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from itertools import accumulate
 
@@ -45,25 +46,60 @@ _JUNK_CSS = f"{', '.join(_JUNK_TAGS)}, [role], [hidden], [aria-hidden], [style]"
 _NOT_SHOWN = ("display:none", "visibility:hidden")
 _KEEP_HEADER_CSS = "header p"  # a <header> holding paragraphs holds content (a blog's post)
 
-# readability's lists, grown with the boilerplate of today's pages (consent, newsletters), as
-# lowercase substrings of " class id " (spaces around: " ad " is a word, not "head" or "load")
+# readability's lists, grown with the boilerplate of today's pages (consent, newsletters),
+# matched against the parts of a class or id name (split on anything not a letter and at
+# camelCase: "star-rating", "ratingBox", "rating2" name a rating; "Integrating-Equations", a
+# documentation section's id, does not). A word matches a part it starts ("comments",
+# "sharebar", "subscribe"); one of _GLUED also a part it ends ("postcomments", "mainmenu"):
+# words that no English word ends with ("rating", "related", "modal", "respond" are left out:
+# "generating", "unrelated", "multimodal", "correspond"); one of _WHOLE only a whole part ("ad"
+# is not "address"). Words with a space are runs of parts ("side bar", "read more").
 _NEGATIVE = (
     "comment", "disqus", "reply", "replies", "respond", "share", "sharing", "social", "sidebar",
-    "side-bar", "widget", "related", "recommend", "promo", "sponsor", "advert", " ad ", " ads ",
-    "-ad-", "_ad_", " ad-", "-ads", "banner", "cookie", "consent", "gdpr", "newsletter",
-    "subscri", "signup", "sign-up", "popup", "modal", "overlay", "breadcrumb", "pagination",
-    "pager", "footer", "masthead", "menu", "navbar", "toolbar", "skip", "hidden", "byline",
-    "author-bio", "tags", "keywords", "caption", "credit", "rating", "read-more", "readmore",
-    "more-stories", "outbrain", "taboola", "trending", "popular", "jump", "tagline", "slogan",
-    "author", "profile", " bio", "komment", "teaser",
+    "side bar", "widget", "related", "recommend", "promo", "sponsor", "advert", "banner",
+    "cookie", "consent", "gdpr", "newsletter", "subscri", "signup", "sign up", "popup", "modal",
+    "overlay", "breadcrumb", "pagination", "pager", "footer", "masthead", "menu", "navbar",
+    "toolbar", "skip", "hidden", "byline", "tags", "keywords", "caption", "credit", "rating",
+    "read more", "readmore", "more stories", "outbrain", "taboola", "trending", "popular",
+    "jump", "tagline", "slogan", "author", "profile", "komment", "teaser",
+)  # fmt: skip
+_WHOLE = ("ad", "ads", "bio")
+_GLUED = (
+    "comment", "comments", "disqus", "share", "sharing", "social", "sidebar", "widget",
+    "widgets", "banner", "cookie", "cookies", "newsletter", "popup", "breadcrumb",
+    "breadcrumbs", "pagination", "pager", "footer", "menu", "menus", "navbar", "toolbar",
+    "byline", "readmore", "outbrain", "taboola", "teaser",
 )  # fmt: skip
 # words naming navigation whatever content word they are compounded with: "mainmenu",
 # "main-nav", "page-breadcrumbs" (sqlite3-doc's menu was text, its "main" outweighing "menu")
-_MENUS = ("menu", "navbar", "main-nav", "mainnav", "breadcrumb")
+_MENUS = ("menu", "navbar", "main nav", "mainnav", "breadcrumb")
 _POSITIVE = (
     "article", "body", "content", "entry", "main", "page", "post", "story", "text", "blog",
     "prose", "paragraph",
 )  # fmt: skip
+
+
+def _parts_pattern(
+    words: tuple[str, ...], whole: tuple[str, ...] = (), glued: tuple[str, ...] = ()
+) -> re.Pattern[str]:
+    """A pattern finding `words` in names written as lowercase parts a space apart."""
+    alternatives = [f" {re.escape(word)}" for word in words]
+    alternatives += [f" {re.escape(word)} " for word in whole]
+    alternatives += [f"{re.escape(word)} " for word in glued]
+    return re.compile("|".join(alternatives))
+
+
+_NEGATIVE_RE = _parts_pattern(_NEGATIVE, _WHOLE, _GLUED)
+_MENUS_RE = _parts_pattern(_MENUS, glued=("menu", "menus", "navbar", "breadcrumb"))
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_NOT_LETTERS = re.compile(r"[^a-z\n]+")
+
+
+def name_parts(names: str) -> str:
+    """Class and id names (one element's a line) as their lowercase parts, each part between
+    spaces: "starRating widget-2" gives " star rating widget "."""
+    split = _NOT_LETTERS.sub(" ", _CAMEL.sub(" ", names).lower())
+    return " " + split.replace("\n", " \n ") + " "
 
 
 def strip_junk(root: LexborNode) -> None:
@@ -118,9 +154,11 @@ class Names:
         # 0.5 ms a page instead of 6
         joined = "\n".join(names).lower()
         starts = list(accumulate((len(name) + 1 for name in names), initial=0))
-        negative = _holders(joined, starts, _NEGATIVE)
-        positive = _holders(joined, starts, _POSITIVE)
-        positive -= _holders(joined, starts, _MENUS)  # a main menu is a menu
+        parts = name_parts("\n".join(names))
+        lines = [at for at, char in enumerate(parts) if char == "\n"]
+        negative = _matched(parts, lines, _NEGATIVE_RE)
+        positive = _holders(joined, starts, _POSITIVE)  # content words: anywhere in a name
+        positive -= _matched(parts, lines, _MENUS_RE)  # a main menu is a menu
         self.weights: dict[int, int] = {}
         self.unlikely: list[LexborNode] = []
         self.lengths: tuple[int, list[tuple[LexborNode, int]]] | None = None
@@ -130,6 +168,11 @@ class Names:
             self.weights[node.mem_id] = weight
             if weight < 0 and node.tag not in _NEVER_UNLIKELY:
                 self.unlikely.append(node)
+
+
+def _matched(parts: str, lines: list[int], pattern: re.Pattern[str]) -> set[int]:
+    """The indices of the names (lines of `parts`, ending at `lines`) `pattern` finds in."""
+    return {bisect_right(lines, found.start()) for found in pattern.finditer(parts)}
 
 
 def _holders(joined: str, starts: list[int], words: tuple[str, ...]) -> set[int]:

@@ -108,7 +108,7 @@ def overhead(block: Block) -> int:
     if block.kind == "pre":
         return 2 * (_longest_run(block.markdown) + 4)
     if block.kind == "row":
-        return 8 * (block.markdown.count(" | ") + 2)
+        return 8 * (block.cells + 2)
     if block.kind == "li":
         return (min(block.depth, MAX_LEVELS - 1) + 1) * (len(block.marker) + 1) - 1
     return 10
@@ -124,6 +124,7 @@ def as_markdown(blocks: list[Block], limit: int | None = None) -> tuple[str, boo
     size = 0
     previous = ""
     columns: list[int] = []  # the content column of each open list level
+    widest = 0  # the cells of the open table's widest row
     for index, block in enumerate(blocks):
         kind = block.kind
         separator = ("\n" if kind in _TIGHT and kind == previous else "\n\n") if parts else ""
@@ -138,7 +139,9 @@ def as_markdown(blocks: list[Block], limit: int | None = None) -> tuple[str, boo
         elif kind == "quote":
             written = "> " + guard_start(block.markdown)
         elif kind == "row":
-            written = _row(block, blocks, index) if previous != "row" else f"| {block.markdown} |"
+            if previous != "row":
+                widest = _widest(blocks, index)
+            written = _row(block, widest, header=previous != "row")
         else:
             written = guard_start(block.markdown)
         if limit is not None and size + len(separator) + len(written) > limit:
@@ -159,13 +162,19 @@ def _item(block: Block, columns: list[int]) -> str:
     return f"{' ' * indent}{block.marker} {guard_start(block.markdown)}"
 
 
-def _row(block: Block, blocks: list[Block], index: int) -> str:
-    """A table's first row, its header, with as many cells as the table's widest row (a row
-    wider than its header loses its last cells), and the delimiter row under it."""
-    cells = block.markdown.count(" | ") + 1
-    widest = cells
-    for row in blocks[index + 1 :]:
+def _widest(blocks: list[Block], index: int) -> int:
+    """The cells of the widest row of the table whose first row is `blocks[index]`."""
+    widest = 1
+    for row in blocks[index:]:
         if row.kind != "row":
             break
-        widest = max(widest, row.markdown.count(" | ") + 1)
-    return f"| {block.markdown}{' | ' * (widest - cells)} |\n|" + " --- |" * widest
+        widest = max(widest, row.cells)
+    return widest
+
+
+def _row(block: Block, widest: int, header: bool) -> str:
+    """A table row padded to `widest` cells (every row of a pipe table has as many as its
+    delimiter row); the first, its header, with the delimiter row under it."""
+    padding = " |" * (widest - max(1, block.cells))
+    written = f"| {block.markdown} |{padding}"
+    return f"{written}\n|" + " --- |" * widest if header else written

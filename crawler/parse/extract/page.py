@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -17,6 +18,7 @@ from crawler.parse.extract.clean import (
     unlikely_share,
 )  # fmt: skip
 from crawler.parse.extract.markdown import as_markdown, escape
+from crawler.parse.extract.navbars import strip_nav_bars
 
 __all__ = ["MAX_CHARS", "PageText", "as_markdown", "as_text", "extract", "limit_for"]
 
@@ -59,6 +61,7 @@ def extract(
     if body is None:
         return PageText("", "" if markdown else None)
     strip_junk(body)
+    strip_nav_bars(body, title_text)
     names = Names(body)
     # readability's second try: when the elements named like boilerplate hold half the page,
     # a copy of the tree is kept, and read whole if the page without them says little (a
@@ -70,6 +73,7 @@ def extract(
     said = len(_collapse(words))
     if spare is not None and said < _SHORT_CHARS and (whole := _scope(spare)) is not None:
         strip_junk(whole)
+        strip_nav_bars(whole, title_text)
         again = choose(whole, Names(whole).weights)
         again_words = _words(again)
         # the second try only when it says much more: a near-empty page's other short texts
@@ -139,10 +143,17 @@ def _collapse(text: str) -> str:
 
 
 def _is_title(heading: str, title: str) -> bool:
-    """Whether a heading repeats the page's <title> (which often adds the site's name)."""
-    heading = " ".join(heading.split()).casefold()
-    title = " ".join(title.split()).casefold()
-    return bool(heading) and (heading in title or title in heading)
+    """Whether a heading repeats the page's <title> (which often adds the site's name): the
+    words of one a run of the other's (a title "T" is not in "Chapter 21")."""
+    heading_words = _WORD.findall(heading.casefold())
+    title_words = _WORD.findall(title.casefold())
+    short, long = sorted((heading_words, title_words), key=len)
+    if not short:
+        return False
+    return any(long[at : at + len(short)] == short for at in range(len(long) - len(short) + 1))
+
+
+_WORD = re.compile(r"\w+")
 
 
 _TIGHT = frozenset(("li", "row"))  # kinds whose runs are one line apart, not a blank line

@@ -1,0 +1,195 @@
+"""Page text on documentation pages: a page's own content (headings, intro, definition terms,
+tables) kept, its navigation bars left out by their structure, boilerplate words matched as
+name parts, tables well-formed; one small page a generator's pattern, no site's class names."""
+
+from __future__ import annotations
+
+import pytest
+from markdown_it import MarkdownIt
+
+from crawler.parse.extract import page_text
+
+ISSUE_PAGE = b"""<html><head><title>T</title></head><body>
+<div class="header"><p>Next: <a href="/b">B</a>, Previous: <a href="/a">A</a> [<a href="/c">Contents</a>]</p></div>
+<h2>Chapter 21: Matrices</h2>
+<div class="section" id="Integrating-Differential-Equations"><h4>1.2.5 Integrating Differential Equations</h4>
+<p>The library has built-in functions for solving nonlinear differential equations of the form shown below, with
+many words to make it a real paragraph of content.</p></div>
+<dl><dt>m = Map (keys, vals)</dt><dd><p>Create an object of the Map class that stores
+key value pairs, with a long description.</p></dd></dl>
+<table><tr><th>Mixed Operation</th><th>Result</th><th></th></tr><tr><td>double OP single</td><td>single</td><td></td></tr></table>
+</body></html>"""  # noqa: E501
+
+PROSE = (
+    "The function reads the whole input, checks every record against the schema, and returns"
+    " the records that match, in the order they were read, with their line numbers."
+)
+
+
+def text_of(page: bytes | str, title: str = "Manual") -> str:
+    body = page if isinstance(page, bytes) else _html(page, title)
+    result = page_text(body, "http://docs.test/manual/page.html", "text/html")
+    assert result is not None
+    return result.text
+
+
+def markdown_of(page: bytes | str) -> str:
+    body = page if isinstance(page, bytes) else _html(page, "Manual")
+    result = page_text(body, "http://docs.test/manual/page.html", "text/html", markdown=True)
+    assert result is not None and result.markdown is not None
+    return result.markdown
+
+
+def _html(body: str, title: str) -> bytes:
+    return f"<html><head><title>{title}</title></head><body>{body}</body></html>".encode()
+
+
+def test_the_issue_page_gives_its_content_not_its_navigation_bar() -> None:
+    text = text_of(ISSUE_PAGE)
+    assert "Next" not in text and "Previous" not in text
+    for kept in (
+        "Chapter 21: Matrices",
+        "1.2.5 Integrating Differential Equations",
+        "solving nonlinear differential equations",
+        "m = Map (keys, vals)",
+        "Create an object of the Map class",
+        "Mixed Operation\tResult\t\ndouble OP single\tsingle\t",
+    ):
+        assert kept in text
+
+
+@pytest.mark.parametrize(
+    ("name", "kept"),
+    [
+        ('id="Integrating-Differential-Equations"', True),
+        ('id="Generating-Reports"', True),
+        ('class="unrelated-work"', True),
+        ('class="star-rating"', False),
+        ('class="ratingBox"', False),
+        ('class="rating2"', False),
+        ('class="commentList"', False),
+        ('class="ad-slot"', False),
+    ],
+)
+def test_boilerplate_words_are_matched_as_name_parts(name: str, kept: bool) -> None:
+    page = (
+        f"<div><p>{PROSE}</p><div {name}><p>Words of the named section, long enough to be a"
+        f" paragraph.</p></div><p>{PROSE}</p></div>"
+    )
+    assert ("Words of the named section" in text_of(page)) is kept
+
+
+TEXINFO_NAV = (
+    '<div class="nav-panel"><p>Next: <a href="n.html">Sets</a>, Previous: <a href="p.html">'
+    'Ranges</a>, Up: <a href="u.html">Containers</a> &nbsp; [<a href="c.html">Contents</a>]'
+    '[<a href="i.html">Index</a>]</p></div>'
+)
+
+
+def test_texinfo_definitions_keep_their_signatures_heading_and_intro() -> None:
+    description = "".join(f"<p>{PROSE} Part {n}.</p>" for n in range(4))
+    page = (
+        f'{TEXINFO_NAV}<div class="section-level-extent" id="Maps"><h3>6.4 Maps</h3>'
+        "<p>A map stores values by key.</p>"
+        '<dl class="first-deftypefn"><dt class="deftypefn" id="index-map"><a id="m1"></a>'
+        "<strong>m</strong> = <code>containers.Map</code> (<var>keys</var>, <var>vals</var>)"
+        f"</dt><dt>m = containers.Map ()</dt><dd>{description}</dd></dl></div>"
+        f"<hr>{TEXINFO_NAV}"
+    )
+    text = text_of(page)
+    assert text.startswith("6.4 Maps\n\nA map stores values by key.\n\n")
+    assert "m = containers.Map (keys, vals)\n\nm = containers.Map ()" in text
+    assert "Part 3." in text
+    assert "Next" not in text and "Contents" not in text
+
+
+def test_a_chapter_page_keeps_its_heading_and_intro_not_its_bar() -> None:
+    page = (
+        f"{TEXINFO_NAV}<h2>21 Containers</h2><p>Octave includes support for three different"
+        " mechanisms to contain arbitrary data types in the same variable.</p>"
+        '<ul class="mini-toc"><li><a href="m.html">Maps</a></li><li><a href="s.html">Structures'
+        '</a></li><li><a href="c.html">Cell Arrays</a></li></ul>'
+    )
+    text = text_of(page)
+    assert text.startswith("21 Containers\n\nOctave includes support")
+    assert "Next" not in text
+
+
+def test_docbook_prev_up_next_tables_are_left_out() -> None:
+    bar = (
+        '<div class="navheader"><table><tr><th colspan="3">8.3. Character Types</th></tr><tr>'
+        '<td><a accesskey="p" href="p.html">Prev</a></td><td><a href="u.html">Up</a></td>'
+        '<th>Chapter 8. Data Types</th><td><a href="n.html">Next</a></td></tr></table></div>'
+    )
+    page = (
+        f'{bar}<div class="sect1"><div class="titlepage"><h2 class="title">8.3. Character Types'
+        f"</h2></div><p>{PROSE}</p><p>{PROSE}</p></div>"
+        f'<div class="navfooter"><table><tr><td><a href="p.html">Prev</a></td><td>'
+        '<a href="u.html">Up</a></td><td><a href="n.html">Next</a></td></tr><tr><td>8.2. '
+        'Monetary Types</td><td><a href="i.html">Home</a></td><td>8.4. Binary Data Types</td>'
+        "</tr></table></div>"
+    )
+    text = text_of(page, "8.3. Character Types")
+    assert "Prev" not in text and "Monetary" not in text and "Binary" not in text
+    assert text.startswith("The function reads")
+
+
+def test_a_breadcrumb_and_a_previous_next_row_are_left_out() -> None:
+    page = (
+        '<div class="wrap"><ul class="crumbs"><li><a href="/">Docs</a> &raquo;</li><li><a href='
+        '"/guide/">User Guide</a> &raquo;</li><li>Writing your docs</li></ul>'
+        f"<h1>Writing your docs</h1><p>{PROSE}</p><h2>File layout</h2><p>{PROSE}</p>"
+        '<div class="row"><a href="/a/">&laquo; Previous</a> <a href="/b/">Next &raquo;</a>'
+        "</div></div>"
+    )
+    text = text_of(page, "Writing your docs - MkDocs")
+    assert "Previous" not in text and "User Guide" not in text
+    assert "File layout" in text
+
+
+def test_a_doxygen_member_keeps_its_signature() -> None:
+    member = (
+        '<div class="memitem"><div class="memproto"><table class="memname"><tr>'
+        '<td class="memname">void std::vector::push_back</td><td>(</td>'
+        '<td class="paramtype">const value_type &amp;</td><td class="paramname">x</td>'
+        "<td>)</td></tr></table></div>"
+        f'<div class="memdoc"><p>{PROSE}</p><p>{PROSE}</p></div></div>'
+    )
+    page = (
+        '<div class="navpath"><ul><li><a href="a.html">std</a></li><li><a href="b.html">'
+        'vector</a></li></ul></div><div class="contents"><h2 class="memtitle">push_back()'
+        f"</h2>{member}</div>"
+    )
+    text = text_of(page, "std::vector Class Template Reference")
+    assert "push_back()" in text
+    assert "void std::vector::push_back\t(\tconst value_type &\tx\t)" in text
+    assert not text.startswith("std")
+
+
+def test_a_navigation_like_line_inside_the_text_stays() -> None:
+    middle = '<p>Next: <a href="/b">B</a>, Previous: <a href="/a">A</a></p>'
+    page = f"<div><p>{PROSE}</p>{middle}<p>{PROSE} Two.</p><p>{PROSE} Three.</p></div>"
+    assert "Next: B, Previous: A" in text_of(page)
+
+
+def test_tables_are_well_formed_pipe_tables_and_tab_separated_text() -> None:
+    rows = (
+        "<tr><th>Operation</th><th>Result</th><th></th></tr>"
+        "<tr><td>double OP single</td><td>single</td><td></td></tr>"
+        "<tr><td></td><td>only the middle</td></tr>"
+        "<tr><td>a | pipe</td><td>wide</td><td>three</td><td>four</td></tr>"
+    )
+    page = f"<div><p>{PROSE}</p><table>{rows}</table></div>"
+    md = markdown_of(page)
+    lines = [line for line in md.splitlines() if line.startswith("|")]
+    assert len(lines) == 5
+    assert {line.replace("\\|", "").count("|") for line in lines} == {5}
+    tokens = MarkdownIt("commonmark").enable("table").parse(md)
+    kinds = [token.type for token in tokens]
+    assert kinds.count("table_open") == 1
+    assert kinds.count("th_open") == 4 and kinds.count("td_open") == 12
+    cells = [t.content for t in tokens if t.type == "inline"]
+    assert "a | pipe" in cells and "only the middle" in cells
+    text = text_of(page)
+    assert "Operation\tResult\t\ndouble OP single\tsingle\t\n\tonly the middle\n" in text
+    assert "a | pipe\twide\tthree\tfour" in text
