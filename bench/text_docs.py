@@ -14,10 +14,11 @@ only, the same for every site (no class name, no site's rule):
 2. the landmarks: nav, header, footer and aside elements, and the roles navigation, banner,
    contentinfo, search and complementary;
 3. the link bars at the body's edges, peeled from the top and from the bottom: the first (last)
-   element child that holds text is looked at; a *bar* (at most 60 words, a link in it, and at
-   least a quarter of its words in links or one of next, previous, prev, up, home, top,
-   contents, index) is removed and the next one looked at; a longer element is entered (its
-   first / last child looked at); anything else ends the peeling.
+   element child that holds text is looked at; a *bar* (at most 60 words, a link in it, no
+   heading, code block or definition list, and at least a quarter of its words in links or
+   one of next, previous, prev, up, home, top, contents, index) is removed and the next one
+   looked at; a longer element is entered (its first / last child looked at); anything else
+   ends the peeling.
 
 This definition is the bench's own (bench code, not the extractor's rule, though both follow the
 same idea: short blocks of sibling links at the edges): what else a page holds (a sidebar
@@ -104,6 +105,8 @@ def words(text: str) -> Counter[str]:
 
 def _is_bar(node: LexborNode, found: list[str]) -> bool:
     if len(found) > _BAR_WORDS or node.css_first("a[href]") is None:
+        return False
+    if node.css_first("h1, h2, h3, h4, h5, h6, pre, dl") is not None:
         return False
     linked = sum(len(_WORD.findall(a.text(deep=True))) for a in node.css("a[href]"))
     navigating = sum(1 for word in found if word.lower() in _NAV_WORDS)

@@ -91,7 +91,7 @@ def choose(body: LexborNode, weights: dict[int, int]) -> list[LexborNode]:
     best = nodes.get(best_key, body)
     while best.tag in _ITEM_PARTS and best.parent is not None:  # a definition's description,
         best = best.parent  # a list item, a cell: read with its list or table (its terms)
-        best_score = max(best_score, scores.get(best.mem_id, best_score))
+        best_score = scores.get(best.mem_id, best_score)  # widened from there on
     best, best_score = _widen(best, best_score, scores)
     return _with_siblings(best, best_score, scores)
 
