@@ -251,8 +251,23 @@ def _check_existing(db: sqlite3.Connection, path: Path, settings: dict[str, Any]
             focus = ": it is not a focused crawl, run it without --focus"
         raise StateError(
             f"{path.parent}: the crawl was started with other settings ({', '.join(changed)}"
-            f"{focus}); resume with the same config, or use --fresh to start over"
+            f"{focus}): {_was(changed, saved, settings)}; resume with the same config, or use "
+            "--fresh to start over"
         )
+
+
+def _was(changed: list[str], saved: dict[str, Any], settings: dict[str, Any]) -> str:
+    """What each changed setting was and is now (`sieve.kind 'cuckoo', now 'counting'`), the
+    first few, each value cut at 60 characters."""
+
+    def shown(values: dict[str, Any], name: str) -> str:
+        if name not in values:
+            return "unset"
+        text = repr(values[name])
+        return text if len(text) <= 60 else f"{text[:57]}..."
+
+    said = [f"{name} {shown(saved, name)}, now {shown(settings, name)}" for name in changed[:5]]
+    return "; ".join(said) + ("; ..." if len(changed) > 5 else "")
 
 
 def _migrate(db: sqlite3.Connection) -> None:
