@@ -11,12 +11,14 @@ SUDO    = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: demo test lint bench clean redis-server chromium
 
+# Said on stderr, the commands and their output: `make demo`'s stdout holds the JSON Lines only.
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	rm -f $(VENV)/.installed-*
-	touch $@
+	@echo "installing the crawler into $(VENV) (first run only)" >&2
+	@{ test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); } >&2
+	@$(BIN)/python -m pip install --quiet --upgrade pip >&2
+	@$(BIN)/python -m pip install --quiet -e '.[dev]' >&2
+	@rm -f $(VENV)/.installed-*
+	@touch $@
 
 demo: $(STAMP)
 	@$(BIN)/crawl --demo  # "@": stdout holds the JSON Lines only

@@ -83,7 +83,8 @@ def test_bad_seed_line_is_reported_by_line_number(tmp_path: Path) -> None:
     seeds.write_text("# comment\n\nhttp://127.0.0.1:9/ok\nftp://example.invalid/\n")
     proc = run(str(seeds))
     assert proc.returncode == 2
-    assert f"{seeds}:4: not a crawlable http(s) URL: 'ftp://example.invalid/'" in proc.stderr
+    why = "not a crawlable http(s) URL: the scheme is ftp:, not http(s)"
+    assert f"{seeds}:4: {why}: 'ftp://example.invalid/'" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

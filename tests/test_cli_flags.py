@@ -67,11 +67,35 @@ def test_the_last_of_one_key_wins() -> None:
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ("crawl.maxpages=3", "-s crawl.maxpages=3: unknown key 'maxpages' in [crawl] (known: "),
-        ("crawler.max_pages=3", "-s crawler.max_pages=3: unknown section 'crawler' (known: "),
+        (
+            "crawl.maxpages=3",
+            "-s crawl.maxpages=3: unknown key 'maxpages' in [crawl] (did you mean "
+            "crawl.max_pages? known: ",
+        ),
+        ("crawl.zzz=3", "-s crawl.zzz=3: unknown key 'zzz' in [crawl] (known: "),
+        (
+            "crawler.max_pages=3",
+            "-s crawler.max_pages=3: unknown section 'crawler' (did you mean [crawl]? known: ",
+        ),
         ("crawl.max_pages=x", "-s crawl.max_pages=x: expected int, got str 'x'"),
         ("crawl.max_pages=-1", "-s crawl.max_pages=-1: must be >= 0"),
         ("dedup.enabled", "-s dedup.enabled: expected SECTION.KEY=VALUE"),
+        # a key without its section: the full key when one section has it, or the closest
+        (
+            "max_pages=5",
+            "-s max_pages=5: expected SECTION.KEY=VALUE (did you mean -s crawl.max_pages=5?)",
+        ),
+        (
+            "max_page=5",
+            "-s max_page=5: expected SECTION.KEY=VALUE (did you mean -s crawl.max_pages=5?)",
+        ),
+        (
+            "enabled=true",
+            "-s enabled=true: expected SECTION.KEY=VALUE ('enabled' is a key of [dedup], "
+            "[render]: say which)",
+        ),
+        ("dedup.enabled=yes", "-s dedup.enabled=yes: expected true or false, got 'yes'"),
+        ("dedup.enabled=1", "-s dedup.enabled=1: expected true or false, got 1"),
         ("hosts.match=x", "-s hosts.match=x: [[hosts]] rules are set in a --config file only"),
     ],
 )

@@ -322,3 +322,27 @@ def test_unwritable_directory_is_refused(tmp_path: Path) -> None:
             check_output_paths({"--warc": str(locked / "x.warc.gz")}, {})
     finally:
         locked.chmod(0o700)
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        ["-O", "out.jsonl"],
+        ["-Oout.jsonl"],
+        ["-qO", "out.jsonl"],
+        ["--overwrite-output", "out.jsonl"],
+        ["--overwrite-output=out.jsonl"],
+        ["--overwrite", "out.jsonl"],
+    ],
+)
+def test_the_resume_command_of_a_crawl_started_with_dash_capital_o_appends(
+    given: list[str],
+) -> None:
+    """-O empties its output and is refused on a resume: the printed command says -o."""
+    from crawler.cli.args import build_parser
+    from crawler.cli.run import without_fresh
+
+    args = ["seeds.txt", "--state", "s", *given, "--fresh", "-s", "output.path=-O"]
+    resumed = build_parser().parse_args(without_fresh(args))
+    assert resumed.overwrite_output is None and resumed.output == "out.jsonl"
+    assert not resumed.fresh and resumed.settings == ["output.path=-O"]

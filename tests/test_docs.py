@@ -80,6 +80,19 @@ def test_every_page_is_in_the_index() -> None:
     assert (ROOT / "CHANGELOG.md").resolve() in readme
 
 
+def test_the_readmes_documentation_index_names_every_page() -> None:
+    readme = (ROOT / "README.md").read_text()
+    index = section(readme, "## Documentation")
+    named = {(ROOT / t.partition("#")[0]).resolve() for t in LINK.findall(index)}
+    missing = [p.name for p in DOCS.glob("*.md") if p.name != "README.md" and p not in named]
+    assert not missing
+
+
+def test_the_quickstart_says_what_make_test_installs_and_how_long_it_takes() -> None:
+    setup = section((DOCS / "quickstart.md").read_text(), "## Set up")
+    assert "`redis-server` and `chromium`" in setup and "a few minutes" in setup
+
+
 def test_the_readme_is_a_guide() -> None:
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 200

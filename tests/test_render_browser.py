@@ -6,13 +6,15 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from crawler.engine.crawler import Crawler
 from crawler.fetch.fetcher import Fetcher
-from crawler.render import page, pool
+from crawler.render import browser, page, pool
 from crawler.render.browser import PageTimeout, RenderUnavailable, find_browser, launch_args
 from crawler.testing import scripted
 from crawler.testing.fixture import FixtureSite
@@ -91,10 +93,40 @@ async def test_a_hung_browser_is_killed_and_replaced(
 
 
 async def test_without_a_browser_rendering_is_a_clear_error(app_site: FixtureSite) -> None:
-    with pytest.raises(RenderUnavailable, match=r"apt-get install chromium"):
+    with pytest.raises(RenderUnavailable, match=r"apt-get install chromium") as caught:
         find_browser("/nonexistent/chromium")
-    with pytest.raises(RenderUnavailable, match=r"sieve-crawler\[render\]"):
+    assert "pip install" not in str(caught.value)  # playwright is installed: Chromium is missing
+    with pytest.raises(RenderUnavailable, match=r"'/nonexistent/chromium' is not an executable"):
         Crawler(render_config(app_site, browser="/nonexistent/chromium"))
+
+
+def without_playwright(monkeypatch: pytest.MonkeyPatch, path: str = "") -> str:
+    """find_browser's message when the playwright package cannot be imported."""
+    monkeypatch.setitem(sys.modules, "playwright.async_api", None)  # import raises ImportError
+    with pytest.raises(RenderUnavailable, match="needs the playwright package") as caught:
+        find_browser(path)
+    return str(caught.value)
+
+
+def test_without_playwright_a_checkout_is_told_to_install_itself(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A release's extra would replace the checkout being run: its own install is said."""
+    root = Path(browser.__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    message = without_playwright(monkeypatch)
+    assert f"{sys.executable} -m pip install -e '.[render]'" in message
+    assert "sieve-crawler[render]" not in message and "make test" in message
+    monkeypatch.chdir(tmp_path)  # run from elsewhere: the checkout's path
+    assert f"-m pip install -e '{root}[render]'" in without_playwright(monkeypatch)
+
+
+def test_without_playwright_a_release_is_told_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(browser, "checkout", lambda: None)
+    message = without_playwright(monkeypatch, "/nonexistent/chromium")  # and no Chromium
+    assert (
+        "pip install 'sieve-crawler[render]'" in message and "apt-get install chromium" in message
+    )
 
 
 def test_the_browser_has_no_network_of_its_own() -> None:
@@ -116,4 +148,4 @@ def test_render_without_a_browser_exits_2_naming_what_to_install() -> None:
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert proc.returncode == 2
-    assert "sieve-crawler[render]" in proc.stderr and "chromium" in proc.stderr
+    assert "is not an executable file" in proc.stderr and "apt-get install chromium" in proc.stderr

@@ -25,8 +25,12 @@ def test_every_bad_line_is_reported(tmp_path: Path) -> None:
         collect_seeds([str(seeds)])
     message = str(caught.value)
     assert message.startswith("3 bad seed lines:")
-    for number, line in ((2, "'ftp://x/'"), (4, "'not a url'"), (6, "'mailto:me@x'")):
-        assert f"{seeds}:{number}: not a crawlable http(s) URL: {line}" in message
+    for number, line, why in (
+        (2, "'ftp://x/'", "the scheme is ftp:, not http(s)"),
+        (4, "'not a url'", "no scheme (http:// or https://)"),
+        (6, "'mailto:me@x'", "the scheme is mailto:, not http(s)"),
+    ):
+        assert f"{seeds}:{number}: not a crawlable http(s) URL: {why}: {line}" in message
 
 
 def test_problems_of_every_argument_are_reported_together(
@@ -37,7 +41,7 @@ def test_problems_of_every_argument_are_reported_together(
     with pytest.raises(SeedError) as caught:
         collect_seeds(["a.txt", "example.net", "ftp://x/"])
     assert str(caught.value).splitlines() == [
-        "a.txt:2: not a crawlable http(s) URL: 'bad one'",
+        "a.txt:2: not a crawlable http(s) URL: no scheme (http:// or https://): 'bad one'",
         "example.net: neither a seeds file nor a URL (no such file); "
         "did you mean http://example.net/?",
         "ftp://x/: not a crawlable http(s) URL (a ftp: URL); seeds are http:// or https:// URLs",
@@ -49,7 +53,11 @@ def test_problems_of_every_argument_are_reported_together(
     [
         ("mailto:me@x", "mailto:me@x: not a crawlable http(s) URL (a mailto: URL); seeds are "),
         ("FILE:///tmp/x", "FILE:///tmp/x: not a crawlable http(s) URL (a file: URL); seeds are "),
-        ("http://exa mple.org/", "http://exa mple.org/: not a crawlable http(s) URL"),
+        (
+            "http://exa mple.org/",
+            "http://exa mple.org/: not a crawlable http(s) URL: a space in the host 'exa mple.org'",
+        ),
+        ("http://a<b.test/", "http://a<b.test/: not a crawlable http(s) URL: the character '<'"),
         ("http://", "http://: not a crawlable http(s) URL"),
     ],
 )
@@ -75,6 +83,21 @@ def test_a_comment_after_a_seed_is_not_part_of_it() -> None:
     # it was fetched as http://a.test/%20%20 (the spaces kept, the comment a fragment)
     lines = ["http://a.test/  # the home page", "http://b.test/x#frag\t# tab", "# whole line"]
     assert read_seeds("f", lines) == ["http://a.test/", "http://b.test/x#frag"]
+
+
+def test_words_after_a_seed_are_refused_with_the_line_number() -> None:
+    # it was the URL http://a.test/path%20extra%20words, silently
+    with pytest.raises(SeedError) as caught:
+        read_seeds(
+            "f", ["http://a.test/", "http://a.test/path extra words", "http://exa mple.org/"]
+        )
+    assert str(caught.value).splitlines()[1:] == [
+        "  f:2: words after the URL ('extra words'): one URL per line, a comment starts with "
+        "' #': 'http://a.test/path extra words'",
+        "  f:3: not a crawlable http(s) URL: a space in the host 'exa mple.org': "
+        "'http://exa mple.org/'",
+    ]
+    assert read_seeds("f", ["http://a.test/path%20x  # a comment"]) == ["http://a.test/path%20x"]
 
 
 def test_bad_lines_are_capped() -> None:

@@ -81,7 +81,8 @@ async def test_a_resume_with_another_kind_is_refused_by_name(
 ) -> None:
     config = configured(site, "cuckoo")
     await crawl(config, site.seeds, CrawlState.open(tmp_path / "st", settings(config)), 5)
-    with pytest.raises(StateError, match=r"other settings \(sieve\.kind\)"):
+    with pytest.raises(StateError, match=r"other settings \(sieve\.kind\): sieve\.kind 'cuckoo', "
+                       r"now 'counting'; resume with"):  # fmt: skip
         CrawlState.open(tmp_path / "st", settings(configured(site, "counting")))
 
 

@@ -67,8 +67,21 @@ def command_line(args: Sequence[str]) -> str:
 
 
 def without_fresh(args: Sequence[str]) -> list[str]:
-    """The arguments that resume this crawl: all but --fresh (which would start it over)."""
-    return [a for a in args if a != "--fresh"]
+    """The arguments that resume this crawl: all but --fresh (which would start it over), and
+    -O PATH as -o PATH (a resume appends to its output: -O, which empties it, is refused)."""
+    resume = []
+    for arg in args:
+        if arg == "--fresh":
+            continue
+        name, eq, value = arg.partition("=")
+        if len(name) > 3 and "--overwrite-output".startswith(name):  # (argparse: any prefix)
+            arg = "--output" + eq + value
+        elif arg.startswith("-") and not arg.startswith("--"):
+            flags = arg[1:].lstrip("qv")  # -qO PATH, -OPATH: the flags without a value first
+            if flags.startswith("O"):
+                arg = arg[: len(arg) - len(flags)] + "o" + flags[1:]
+        resume.append(arg)
+    return resume
 
 
 def say(quiet: bool, message: str) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from crawler.errors import SeedError
 from crawler.output.results import CrawlResult
-from crawler.urls.canonical import canonicalize
+from crawler.urls.canonical import canonicalize, why_not
 
 __all__ = ["MAX_REPORTED", "SeedReport", "collect_seeds", "failure_reason", "read_seeds"]
 
@@ -46,7 +46,7 @@ def read_seeds(source: str, lines: Iterable[str], max_length: int = 0) -> list[s
         line = _COMMENT.sub("", raw).strip()  # `URL  # a comment`: the comment is no part of it
         if not line or line.startswith("#"):
             continue
-        problem = _problem(line, max_length)
+        problem = _spaced(line) or _problem(line, max_length)
         if problem:
             nbad += 1
             if len(bad) < MAX_REPORTED:
@@ -64,19 +64,27 @@ def _problem(line: str, max_length: int) -> str:
     """What is wrong with a seed URL ("" if nothing)."""
     key = canonicalize(line)
     if key is None:
-        port = _PORT.match(line)
-        if port is not None and not 0 < int(port.group(1)) <= 65535:
-            return f"not a crawlable http(s) URL: port {port.group(1)} is out of range (1-65535)"
-        return "not a crawlable http(s) URL"
+        why = why_not(line)
+        return f"not a crawlable http(s) URL: {why}" if why else "not a crawlable http(s) URL"
     if max_length and len(key) > max_length:
         return f"longer than [scope] max_url_length ({max_length:,} characters)"
     return ""
 
 
-# a URL's port, to say what is wrong with one out of range (http://host:99999/)
-_PORT = re.compile(
-    r"\s*[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?(?:\[[^\]/]*\]|[^/?#:]*):(\d+)(?:[/?#]|$)"
-)
+def _spaced(line: str) -> str:
+    """What is wrong with a seeds file's line holding whitespace ("" if none): words after a
+    URL (one URL per line: a comment starts with " #"), a space in a host, or in a URL (a path
+    with a space is written %20: a space is more often a slip than meant)."""
+    words = line.split(None, 1)  # (the line is stripped)
+    if len(words) < 2:
+        return ""
+    if why := why_not(line):  # a space in the host: said as such
+        return f"not a crawlable http(s) URL: {why}"
+    if canonicalize(words[0]) is not None:
+        return f"words after the URL ({words[1]!r}): one URL per line, a comment starts with ' #'"
+    return "a space in the URL (write it %20)"
+
+
 # a scheme whose "://" was mistyped (http//host/, https:\\host, http;//host)
 _MISTYPED = re.compile(r"(https?)(?://|;//|:\\\\|:)(?=[^/\\])(.+)", re.IGNORECASE)
 

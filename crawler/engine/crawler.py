@@ -415,10 +415,17 @@ class Crawler:
             self._results.put_nowait(WorkerDone(error))
 
     def forget(self, url: str) -> bool:
-        """Let `url` be admitted again: its key leaves the URL-seen filter, the exact tier and,
-        with a state, the journal of done URLs (its validators with it). Only with a kind that
-        can delete (`[sieve] kind = "counting"` or `"cuckoo"`), else a TypeError; a ValueError
-        for a URL that is not crawlable. True when the filter had the URL."""
+        """Let `url` be admitted again (when a page links it or it is given as a seed), in this
+        crawl and, with a state, in every resume of it: its key leaves the URL-seen filter, the
+        exact tier and the state's journal (its validators with it; a URL still to fetch, such
+        as the result being handled, once it is done). Only with a kind that can delete
+        (`[sieve] kind = "counting"` or `"cuckoo"`), else a TypeError; a ValueError for a URL
+        that is not crawlable.
+
+        Inside the `async for` loop: True when the filter had the URL. Before `crawl()`: with a
+        state, it is forgotten there (the resumed crawl's filter is restored without it), True
+        when the state had it; without one, there is nothing to forget (False). Once the crawl
+        has ended: a RuntimeError (forget with the next run's Crawler, before its `crawl()`)."""
         if not self.sieve.supports_remove:
             raise TypeError(f"Crawler.forget needs a [sieve] kind that can delete ('counting' or "
                             f"'cuckoo'); this crawl's is {self.sieve.kind!r}")  # fmt: skip
@@ -427,9 +434,19 @@ class Crawler:
         key = self.urls.canonicalize(url)
         if key is None:
             raise ValueError(f"Crawler.forget: not a crawlable http(s) URL: {url!r}")
+        if self._run.ended:
+            raise RuntimeError("Crawler.forget: this crawl has ended (its state is closed); "
+                               "forget URLs inside its loop, or before the next run's crawl() "
+                               "with the same state")  # fmt: skip
+        if not self._run.started:  # the filter is not restored yet: the state's record only
+            return self.state.forget(key) if self.state is not None else False
+        if self.pages is None:
+            raise RuntimeError("Crawler.forget: the crawl is starting; forget URLs before "
+                               "crawl() or inside its loop")  # fmt: skip
+        had = self.dedup.forget(key)  # (first: it consults the exact tier the state forgets)
         if self.state is not None:
             self.state.forget(key)
-        return self.dedup.forget(key)
+        return had
 
     def seen_figures(self) -> dict[str, Any]:
         """The seen test's figures: the shared Sieve's in a crawl through Redis (this process's

@@ -59,6 +59,14 @@ class CrawlRun(Generic[T]):
                     call()
             await self._ended.wait()
 
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    @property
+    def ended(self) -> bool:
+        return self._ended.is_set()
+
     async def wait(self) -> None:
         """Until the crawl has ended (it must have started)."""
         await self._ended.wait()

@@ -20,9 +20,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shlex
 import shutil
 import signal
 import socket
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,10 +78,29 @@ class PageFailed(RenderError):
 BROWSER_PATHS = ("/usr/bin/chromium", "/usr/lib/chromium/chromium", "/usr/bin/chromium-browser")
 """Where Debian and Ubuntu install Chromium (the first found is used unless a path is given)."""
 
-INSTALL = (
-    "pip install 'sieve-crawler[render]' and Debian's chromium (apt-get install chromium), "
-    "or name the browser in [render] browser"
-)
+CHROMIUM = "install Debian's chromium (apt-get install chromium), or name it in [render] browser"
+
+
+def checkout() -> Path | None:
+    """The source checkout the crawler runs from (an editable install, or PYTHONPATH), else
+    None (installed from a release)."""
+    root = Path(__file__).resolve().parents[2]
+    with contextlib.suppress(OSError):
+        if 'name = "sieve-crawler"' in (root / "pyproject.toml").read_text(encoding="utf-8"):
+            return root
+    return None
+
+
+def install_playwright() -> str:
+    """The command that installs the playwright package where it is missing: into the
+    checkout the crawler runs from (a release's extra would replace it), else the extra."""
+    root = checkout()
+    if root is None:
+        return "pip install 'sieve-crawler[render]'"
+    target = "." if root == Path.cwd() else str(root)
+    return (f"{shlex.quote(sys.executable)} -m pip install -e {shlex.quote(target + '[render]')} "
+            "(in this checkout; make test installs it, with Chromium)")  # fmt: skip
+
 
 WEBRTC_POLICY = "disable_non_proxied_udp"
 """Chromium's WebRTC IP handling policy: no UDP that does not go through the proxy (none does)."""
@@ -91,17 +112,17 @@ def find_browser(path: str = "") -> str:
     """The Chromium executable to launch (`path`, else the first of BROWSER_PATHS, else
     ``chromium`` on PATH); `RenderUnavailable` naming what to install when there is none, or
     when the playwright package is missing."""
+    candidates = [path] if path else [*BROWSER_PATHS, shutil.which("chromium") or ""]
+    found = next((c for c in candidates if c and os.path.isfile(c) and os.access(c, os.X_OK)), "")
     try:
         import playwright.async_api  # noqa: F401 - only checked for
     except ImportError as exc:
-        why = f"rendering needs the playwright package ({exc})"
-        raise RenderUnavailable(f"{why}: {INSTALL}") from None
-    candidates = [path] if path else [*BROWSER_PATHS, shutil.which("chromium") or ""]
-    for candidate in candidates:
-        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
+        why = f"rendering needs the playwright package ({exc}): {install_playwright()}"
+        raise RenderUnavailable(why if found else f"{why}; and Chromium: {CHROMIUM}") from None
+    if found:
+        return found
     where = f"{path!r} is not an executable file" if path else "no Chromium found"
-    raise RenderUnavailable(f"rendering needs Chromium: {where}: {INSTALL}")
+    raise RenderUnavailable(f"rendering needs Chromium: {where}: {CHROMIUM}")
 
 
 def launch_args(dead_port: int, marker: str) -> list[str]:

@@ -4,6 +4,7 @@
 | --- | --- |
 | `crawlstate` | Crash-safe crawl state in one directory: ``DIR/state.sqlite`` (stdlib ... |
 | `db` | The crawl state's database file, ``DIR/state.sqlite`` (stdlib sqlite3, WAL mode) |
+| `forgetting` | `Crawler.forget` in the crawl state: a forgotten URL stays admissible across... |
 | `limits` | A crawl's limits across a resume: `max_pages` and `max_depth` may change, ... |
 
 What other folders use is exported here, imported when first used.

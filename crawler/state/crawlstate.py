@@ -74,6 +74,7 @@ from crawler.state.db import (
     put_meta,
     restore_sieve,
 )
+from crawler.state.forgetting import Forgetting
 from crawler.state.limits import KeptLinks, LimitChange, limit_changes
 
 __all__ = ["CrawlState", "Validators"]
@@ -89,8 +90,9 @@ _KEEP_VALIDATORS = "etag = COALESCE(?, etag), last_modified = COALESCE(?, last_m
 class CrawlState:
     """The state database of one crawl. Use `CrawlState.open(directory, settings)`."""
 
-    __slots__ = ("_db", "_failed", "_lock", "_raises", "_rows", "directory", "finished", "kept",
-                 "limit_changes", "max_depth", "previous_status", "resumed", "seen")  # fmt: skip
+    __slots__ = ("_closed", "_db", "_failed", "_forgets", "_lock", "_raises", "_rows", "directory",
+                 "finished", "kept", "limit_changes", "max_depth", "previous_status", "resumed",
+                 "seen")  # fmt: skip
 
     def __init__(
         self, directory: Path, db: sqlite3.Connection, *, resumed: bool, lock: int = -1
@@ -99,6 +101,7 @@ class CrawlState:
         self._db = db
         self._lock = lock  # the file descriptor holding DIR/state.lock, -1 for none
         self._failed = False  # a write failed: nothing more is written
+        self._closed = False
         self.resumed = resumed
         self.finished = False
         # the status the state had when opened: "running", "interrupted", "finished"; None if new
@@ -109,6 +112,7 @@ class CrawlState:
         self.max_depth = 0  # this run's (0: none)
         self._rows: list[tuple[Any, ...]] = []  # admitted URLs not written yet
         self._raises: list[tuple[float, int, float]] = []  # raised priorities not written yet
+        self._forgets = Forgetting(db)  # `forget` (crawler.state.forgetting)
 
     @classmethod
     def open(
@@ -208,6 +212,8 @@ class CrawlState:
 
     @contextlib.contextmanager
     def _reading(self, what: str) -> Iterator[None]:
+        if self._closed:
+            raise StateError(f"{self.directory}: the crawl state is closed: cannot read {what}")
         try:
             yield
         except sqlite3.DatabaseError as exc:
@@ -251,9 +257,11 @@ class CrawlState:
         """Journal a URL admitted to the frontier (written and committed with the next
         completion, in one statement with the other URLs admitted meanwhile)."""
         url = None if entry.url == entry.key else entry.url
+        fp = fingerprint(entry.key)
+        self._forgets.admitted(fp)
         self._rows.append(
             (
-                fingerprint(entry.key),
+                fp,
                 entry.key,
                 url,
                 entry.depth,
@@ -264,12 +272,16 @@ class CrawlState:
             )
         )
 
-    def forget(self, key: str) -> None:
-        """Drop a done URL's journal row (`Crawler.forget`): admitted again, it is a new row
-        (a pending one stays: it is still to be fetched)."""
+    def forget(self, key: str) -> bool:
+        """Let `key` be admitted again by this crawl and every resume of it (`Crawler.forget`;
+        how: `crawler.state.forgetting`): a done URL's journal row, validators and seen
+        fingerprint are dropped, and committed; a pending one's once it is done. True when the
+        journal had the URL."""
         with self._writing():
             self._write_rows()
-            self._db.execute("DELETE FROM urls WHERE fp = ? AND done = 1", (fingerprint(key),))
+            found = self._forgets.forget(self._db, key)
+        self.commit()
+        return found
 
     def reprioritized(self, key: str, priority: float) -> None:
         """Journal a pending URL's raised priority (written with the next completion, like the
@@ -280,15 +292,20 @@ class CrawlState:
     def _writing(self) -> Iterator[None]:
         """Turn a failed write (a full disk, an I/O error) into a StateError that ends the
         crawl; nothing is written after it (what was committed before stands)."""
+        if self._closed:
+            raise StateError(f"{self.directory}: the crawl state is closed (the crawl that used "
+                             "it has ended): open it again with CrawlState.open")  # fmt: skip
         if self._failed:
             raise StateError(f"{self.directory}: the crawl state could not be written")
         try:
             yield
         except sqlite3.Error as exc:
             self._failed = True
+            full = getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"
             raise StateError(
                 f"{self.directory}: cannot write the crawl state: {exc}; what was saved before "
-                "is kept: fix the cause (free some space) and run the same command to resume"
+                f"is kept: fix the cause{' (free some space)' if full else ''} and run the same "
+                "command to resume"
             ) from exc
 
     def completed(
@@ -303,13 +320,16 @@ class CrawlState:
         everything journaled so far."""
         etag, modified = validators or (None, None)
         new = _KEEP_VALIDATORS if keep else "etag = ?, last_modified = ?"
+        fp = fingerprint(key)
+        done = self._forgets.done(fp)  # 0: forgotten, then admitted again (still to fetch)
         with self._writing():
             self._write_rows()
             if stats is not None:
                 put_meta(self._db, stats=json.dumps(stats))
             self._db.execute(
-                f"UPDATE urls SET done = 1, {new} WHERE fp = ?", (etag, modified, fingerprint(key))
+                f"UPDATE urls SET done = ?, {new} WHERE fp = ?", (done, etag, modified, fp)
             )
+            self._forgets.completed(self._db, key, fp)
         self.commit()
 
     def commit(self) -> None:
@@ -321,6 +341,7 @@ class CrawlState:
     def _write_rows(self) -> None:
         self.kept.write()
         if self._rows:
+            self._forgets.insert_first(self._db, self._rows)  # (after a forget only)
             self._db.executemany(
                 "INSERT OR IGNORE INTO urls "
                 "(fp, key, url, depth, parent, redirects, sitemap, priority) "
@@ -344,6 +365,7 @@ class CrawlState:
                 "INSERT OR REPLACE INTO sieve (id, upto, data) VALUES (0, ?, ?)",
                 (upto, sieve.to_bytes()),
             )
+            self._db.execute("DELETE FROM forgotten")  # the snapshot is without them
             put_meta(self._db, stats=json.dumps(stats), status=status)
         self.commit()
 
@@ -377,6 +399,7 @@ class CrawlState:
 
     def _release(self) -> None:
         """Close the database (rolling back what a failed write left) and release the lock."""
+        self._closed = True
         try:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")

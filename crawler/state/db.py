@@ -84,6 +84,13 @@ CREATE TABLE IF NOT EXISTS kept (id INTEGER PRIMARY KEY, fp INTEGER NOT NULL UNI
                                  sitemap INTEGER NOT NULL DEFAULT 0, priority REAL);
 """
 
+# a done URL's journal row dropped by `Crawler.forget` while the Sieve snapshot held its key: the
+# row's id (at most the snapshot's ``upto``) and the key, removed from the snapshot on a resume;
+# emptied by the next snapshot (`crawler.state.forgetting`)
+_FORGOTTEN_SCHEMA = """
+CREATE TABLE IF NOT EXISTS forgotten (id INTEGER PRIMARY KEY, key TEXT NOT NULL);
+"""
+
 _CONTENT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS content (id INTEGER PRIMARY KEY, simhash INTEGER NOT NULL,
                                     hash BLOB NOT NULL, url TEXT NOT NULL);
@@ -108,7 +115,7 @@ def connect(path: Path, settings: dict[str, Any]) -> tuple[sqlite3.Connection, b
             _check_existing(db, path, settings)
             _migrate(db)
         else:
-            db.executescript("BEGIN IMMEDIATE;" + _SCHEMA + _KEPT_SCHEMA)
+            db.executescript("BEGIN IMMEDIATE;" + _SCHEMA + _KEPT_SCHEMA + _FORGOTTEN_SCHEMA)
             put_meta(db, format=str(FORMAT), settings=json.dumps(settings, sort_keys=True),
                      status="running", created=time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                              time.gmtime()))  # fmt: skip
@@ -196,7 +203,8 @@ def put_meta(db: sqlite3.Connection, **values: str) -> None:
 
 def restore_sieve(db: sqlite3.Connection, directory: Path, new: SeenFilter) -> SeenFilter:
     """The URL-seen filter of the state's last snapshot (else `new`, of the same kind: the kind
-    is part of the crawl's locked settings) plus every key journaled after it."""
+    is part of the crawl's locked settings) without the keys forgotten since (``forgotten``),
+    plus every key journaled after it."""
     row = db.execute("SELECT upto, data FROM sieve WHERE id = 0").fetchone()
     sieve, upto = new, 0
     if row is not None:
@@ -205,6 +213,9 @@ def restore_sieve(db: sqlite3.Connection, directory: Path, new: SeenFilter) -> S
         except SieveFormatError as exc:
             raise StateError(f"{directory}: the Sieve snapshot is corrupt: {exc}") from None
         upto = int(row[0])
+        if sieve.supports_remove:  # (only a kind that deletes can have forgotten a key)
+            for (key,) in db.execute("SELECT key FROM forgotten WHERE id <= ?", (upto,)):
+                sieve.remove(key)
     replayed = 0
     for (key,) in db.execute("SELECT key FROM urls WHERE id > ? ORDER BY id", (upto,)):
         sieve.add(key)
@@ -240,8 +251,23 @@ def _check_existing(db: sqlite3.Connection, path: Path, settings: dict[str, Any]
             focus = ": it is not a focused crawl, run it without --focus"
         raise StateError(
             f"{path.parent}: the crawl was started with other settings ({', '.join(changed)}"
-            f"{focus}); resume with the same config, or use --fresh to start over"
+            f"{focus}): {_was(changed, saved, settings)}; resume with the same config, or use "
+            "--fresh to start over"
         )
+
+
+def _was(changed: list[str], saved: dict[str, Any], settings: dict[str, Any]) -> str:
+    """What each changed setting was and is now (`sieve.kind 'cuckoo', now 'counting'`), the
+    first few, each value cut at 60 characters."""
+
+    def shown(values: dict[str, Any], name: str) -> str:
+        if name not in values:
+            return "unset"
+        text = repr(values[name])
+        return text if len(text) <= 60 else f"{text[:57]}..."
+
+    said = [f"{name} {shown(saved, name)}, now {shown(settings, name)}" for name in changed[:5]]
+    return "; ".join(said) + ("; ..." if len(changed) > 5 else "")
 
 
 def _migrate(db: sqlite3.Connection) -> None:
@@ -257,6 +283,7 @@ def _migrate(db: sqlite3.Connection) -> None:
     if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'kept'").fetchone() is None:
         db.execute(_KEPT_SCHEMA)  # before limits could change: no refused link was kept
         log.info("state: added the table of links kept for a larger limit to an older state")
+    db.execute(_FORGOTTEN_SCHEMA)  # before forget held across a resume: nothing to remove
 
 
 def lock_directory(directory: Path) -> int:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Final
 
+from crawler.urls.host import host_problem
 from crawler.urls.parts import CACHE_LIMIT, Base, UrlParser
 from crawler.urls.syntax import (
     DEFAULT_PORTS,
@@ -33,7 +34,7 @@ from crawler.urls.syntax import (
 
 __all__ = [
     "DEFAULT_SESSION_PARAMS", "DEFAULT_TRACKING_PARAMS", "UrlNormalizer", "canonicalize",
-    "document_base", "normalize",
+    "document_base", "normalize", "why_not",
 ]  # fmt: skip
 
 DEFAULT_SESSION_PARAMS: Final[tuple[str, ...]] = (
@@ -269,6 +270,21 @@ def canonicalize(url: str, base: str | None = None) -> str | None:
 def normalize(url: str, base: str | None = None) -> str | None:
     """The URL to fetch for `url` (resolved against `base`), or None if it is not crawlable."""
     return _DEFAULT.normalize(url, base)
+
+
+def why_not(url: str) -> str:
+    """Why `url` is not a crawlable absolute URL, in words for an error message ("" when it is,
+    or when no better reason than "not crawlable" is known): no or another scheme, no host, a
+    space or another character no host has, a port that is no port."""
+    if canonicalize(url) is not None:
+        return ""
+    m = SPLIT(url.strip(STRIP))
+    scheme, auth = (m.group(1), m.group(2)) if m is not None else (None, None)
+    if scheme is None:
+        return "no scheme (http:// or https://)"
+    if scheme.lower() not in DEFAULT_PORTS:
+        return f"the scheme is {scheme.lower()}:, not http(s)"
+    return host_problem(scheme.lower(), auth) if auth is not None else ""
 
 
 def document_base(page: str, base_href: str) -> str:

@@ -18,7 +18,7 @@ from yarl import URL
 
 from crawler.urls.syntax import ASCII_HOST_OK, DEFAULT_PORTS, ends_in_number, parse_ipv4
 
-__all__ = ["MAX_LABEL", "MAX_NAME", "make_netloc", "split_host"]
+__all__ = ["MAX_LABEL", "MAX_NAME", "host_problem", "make_netloc", "split_host"]
 
 MAX_LABEL = 63  # bytes of a DNS label (RFC 1035 §2.3.4)
 MAX_NAME = 253  # bytes of a DNS name, dots included, without the root's
@@ -82,6 +82,35 @@ def make_netloc(scheme: str, auth: str, strip_www: bool) -> tuple[str, str] | No
     if strip_www and encoded.startswith("www.") and "." in encoded[4:]:
         key_netloc = encoded[4:]
     return encoded, key_netloc
+
+
+def host_problem(scheme: str, auth: str) -> str:
+    """Why `make_netloc` refuses the authority `auth`, in words for an error message ("" when
+    it takes it): what a user wrote wrong in a seed (`crawler.urls.canonical.why_not`)."""
+    if make_netloc(scheme, auth, False) is not None:
+        return ""
+    hostport = auth.rpartition("@")[2]
+    if hostport.startswith("["):
+        host, _, rest = hostport[1:].partition("]")
+        port, what = rest[1:], f"not a valid IPv6 address: [{host}]"
+    else:
+        host, _, port = hostport.partition(":")
+        what = f"not a valid host name: {host!r}"
+    if port and not (port.isascii() and port.isdigit()):
+        return f"the port {port!r} is not a number"
+    if port and not 0 < int(port) < 65536:
+        return f"port {port} is out of range (1-65535)"
+    if not host:
+        return "no host"
+    host = unquote(host)  # (as make_netloc reads it)
+    if space := next((c for c in host if c.isspace()), ""):
+        return f"a {'space' if space == ' ' else repr(space)} in the host {host!r}"
+    bad = next((c for c in host if c.isascii() and not ASCII_HOST_OK(c)), "")
+    if bad and not hostport.startswith("["):
+        return f"the character {bad!r} in the host {host!r}"
+    if len(host) > MAX_NAME or _long_label(host):
+        return f"the host is longer than DNS allows ({MAX_LABEL} per label, {MAX_NAME} in all)"
+    return what
 
 
 def split_host(key: str) -> str:
