@@ -1,6 +1,7 @@
 # Two commands set up everything on a fresh machine:
 #   make demo   - create .venv, install the crawler, crawl the bundled fixture site on loopback
 #   make test   - create .venv, install dev tools, run ruff, mypy and the whole test suite
+#   make test-fast - the edit-and-test loop: no slow, Redis or browser test (pytest -m)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
@@ -9,7 +10,7 @@ BENCH_STAMP = $(VENV)/.bench-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 SUDO    = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test lint bench clean redis-server chromium
+.PHONY: demo test test-fast lint bench clean redis-server chromium
 
 # Said on stderr, the commands and their output: `make demo`'s stdout holds the JSON Lines only.
 $(STAMP): pyproject.toml
@@ -41,8 +42,16 @@ chromium:
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
 
+# The suite runs in parallel (pytest-xdist): most tests wait on loopback servers, subprocesses
+# or a browser, so more workers than cores keeps both cores busy. Each test's servers, ports and
+# temporary directories are its own.
+WORKERS ?= 4
+
 test: lint redis-server chromium
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(WORKERS)
+
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -n 2 -m "not slow and not redis and not browser"
 
 $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'

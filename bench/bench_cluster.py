@@ -53,7 +53,7 @@ from bench.nginx import Nginx, free_port
 from crawler.frontier.entries import Entry
 from crawler.frontier.redis.frontier import RedisFrontier
 from crawler.sieve.redis import RedisSieve
-from tests.redis_server import RedisServer
+from crawler.testing.redis_server import RedisServer
 
 QUICK = bool(os.environ.get("BENCH_QUICK"))
 PROCESSES = (1, 2, 4)

@@ -61,7 +61,7 @@ from crawler.engine import focus
 from crawler.engine.crawler import Crawler
 from crawler.focus.relevance import TopicScorer
 from crawler.focus.scoring import Link, PageText
-from tests.redis_server import RedisServer
+from crawler.testing.redis_server import RedisServer
 
 CONCURRENCY = 8
 ROUNDS = 3  # crawls per topic (and breadth-first crawls per site): the table shows medians

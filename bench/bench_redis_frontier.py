@@ -33,7 +33,7 @@ from crawler.frontier.entries import Entry
 from crawler.frontier.redis.frontier import RedisFrontier
 from crawler.frontier.robots import policy_from_response
 from crawler.sieve.redis import RedisSieve
-from tests.redis_server import RedisServer
+from crawler.testing.redis_server import RedisServer
 
 QUICK = bool(os.environ.get("BENCH_QUICK"))
 KEYS = 4_000 if QUICK else 40_000

@@ -1,16 +1,27 @@
+"""Fixtures every test folder shares, and the markers that pick a subset of the suite.
+
+The folders under tests/ mirror crawler/; helpers shared by several modules live in
+tests/support/, never in another test module. Markers (`pytest -m`, see docs/quickstart.md):
+
+- `redis`: the test starts Debian's redis-server (it uses the `redis_server` fixture, or its
+  module starts a `RedisServer` itself): marked here, from the fixtures a test asks for;
+- `browser`: the test drives the real Chromium (its module uses `requires_browser`): marked here;
+- `slow`: marked by hand on each test that takes over about a second (a crawl in a subprocess, a
+  real server's timing, a large property run).
+
+`make test-fast` runs the rest: the edit-and-test loop.
+"""
+
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from aiohttp import web
 from hypothesis import settings
 
-from crawler.config.load import Config
 from crawler.testing.fixture import FixtureSite
-from tests.redis_server import RedisServer
+from crawler.testing.redis_server import RedisServer
 
 # Property tests draw the same examples on every run (a fixed seed): a failure found once is
 # found again, and CI is not a lottery over examples. `HYPOTHESIS_PROFILE=explore` draws anew.
@@ -19,37 +30,24 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fixed"))
 
 
+REDIS_FIXTURES = frozenset({"redis_server", "redis_url"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = vars(item.module) if isinstance(item, pytest.Function) else {}
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & REDIS_FIXTURES or "RedisServer" in module:
+            item.add_marker(pytest.mark.redis)
+        if "requires_browser" in module:
+            item.add_marker(pytest.mark.browser)
+
+
 @pytest.fixture
 async def site() -> AsyncIterator[FixtureSite]:
     """The fixture site on a free loopback port, with a short Crawl-delay."""
     async with FixtureSite(crawl_delay=0.02, slow=0.1) as s:
         yield s
-
-
-@contextlib.asynccontextmanager
-async def serve(
-    handler: Callable[[web.Request], Awaitable[web.StreamResponse]], host: str = "127.0.0.1"
-) -> AsyncIterator[int]:
-    """Serve `handler` for every GET path on `host` (loopback) and a free port; yield the port."""
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, host, 0).start()
-    try:
-        yield int(runner.addresses[0][1])
-    finally:
-        await runner.cleanup()
-
-
-def site_config(site: FixtureSite, **crawl: object) -> Config:
-    """Default config pointed at the fixture site: resolver override, no extra delay."""
-    config = Config().override("fetch", resolve=site.resolve)
-    config = config.override("politeness", delay=0.0, backoff_base=0.05)
-    config = config.override("crawl", concurrency=8)
-    if crawl:
-        config = config.override("crawl", **crawl)
-    return config
 
 
 @pytest.fixture(scope="module")
