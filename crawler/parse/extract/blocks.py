@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from selectolax.lexbor import LexborNode
 
+from crawler.parse.extract.block import Block
 from crawler.parse.extract.markdown import code_span, escape, link_target, overhead
 
 __all__ = ["Block", "read_blocks"]
@@ -33,21 +33,6 @@ _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _IN_CELL = _BLOCK_TAGS | _HEADINGS.keys() | {"li", "pre", "blockquote", "br", "tr"}
 _SKIPPED = frozenset(("img", "picture", "source", "track", "map", "area", "wbr", "-comment"))
 _EMPHASIS = {"em": "*", "i": "*", "strong": "**", "b": "**"}
-
-
-@dataclass(slots=True)
-class Block:
-    """One block of the main content: `kind` is "p", "h1".."h6", "li", "pre", "quote" or
-    "row"; `depth` a list item's nesting; `marker` its "-" or "1."; `text` plain, `markdown`
-    inline markdown (empty unless asked); `cells` a row's cells (its text's cells a tab apart,
-    its markdown's " | " apart)."""
-
-    kind: str
-    text: str
-    markdown: str = ""
-    depth: int = 0
-    marker: str = "-"
-    cells: int = 0
 
 
 class _Mark(str):

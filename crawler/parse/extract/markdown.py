@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote, urljoin, urlsplit
 
 if TYPE_CHECKING:
-    from crawler.parse.extract.blocks import Block
+    from crawler.parse.extract.block import Block
 
 __all__ = [
     "MAX_LEVELS",

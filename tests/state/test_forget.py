@@ -20,7 +20,7 @@ from crawler.sieve import fingerprint, make_filter
 from crawler.state.crawlstate import CrawlState
 from crawler.state.db import StateError
 from crawler.testing.fixture import FixtureSite
-from tests.conftest import site_config
+from tests.support.server import site_config
 
 WATCHDOG = 120.0  # seconds: catches a hang only
 SETTINGS = {"scope.include": [], "crawl.max_depth": 16}
