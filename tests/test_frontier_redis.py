@@ -15,7 +15,9 @@ from redis.asyncio import Redis
 from crawler.fetch.steering import HostRule
 from crawler.frontier.entries import Entry, EntryKind, Outcome
 from crawler.frontier.redis.frontier import RedisFrontier
+from crawler.frontier.redis.settings import Sharing
 from crawler.frontier.robots import policy_from_response
+from crawler.frontier.settings import Politeness, QueueLimits
 from crawler.sieve.redis import RedisSieve, SharedStateError
 from tests.redis_server import RedisServer
 
@@ -54,7 +56,12 @@ async def clients(server: RedisServer) -> AsyncIterator[list[Redis]]:
 
 async def frontier(client: Redis, clock: Clock, **kw: Any) -> RedisFrontier:
     sieve = RedisSieve(client, PREFIX, capacity=10_000, error_rate=1e-3)
-    f = RedisFrontier(client, PREFIX, sieve, clock=clock, **kw)
+    kw.setdefault("respect_robots", False)  # (the RedisFrontier's default)
+    if "robots_max_attempts" in kw:
+        kw["robots_attempts"] = kw.pop("robots_max_attempts")
+    settings = [cls(**{k: kw.pop(k) for k in cls.__dataclass_fields__.keys() & set(kw)})
+                for cls in (Politeness, QueueLimits, Sharing)]  # fmt: skip
+    f = RedisFrontier(client, PREFIX, sieve, *settings, clock=clock, **kw)
     await f.open()
     return f
 
@@ -422,7 +429,9 @@ async def test_admission_follows_sieve_growth_opened_by_the_other_instance(
 
 async def test_leases_expire_by_redis_time_without_a_clock(clients: list[Redis]) -> None:
     sieve = RedisSieve(clients[0], PREFIX, capacity=1000, error_rate=1e-3)
-    f = RedisFrontier(clients[0], PREFIX, sieve, lease_ttl=90.0)  # production: Redis TIME
+    f = RedisFrontier(
+        clients[0], PREFIX, sieve, sharing=Sharing(lease_ttl=90.0)
+    )  # production: Redis TIME
     await f.open()
     await f.put_many([page("http://a.test/1")])
     secs, micros = await clients[0].time()
