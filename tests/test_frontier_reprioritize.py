@@ -22,7 +22,7 @@ from crawler.frontier.queues import HostQueue
 from crawler.frontier.robots import RobotsPolicy
 from crawler.frontier.settings import Politeness, QueueLimits
 from crawler.output.results import CrawlStats
-from crawler.sieve import Dedup, Sieve
+from crawler.sieve import SeenTiers, Sieve
 from crawler.state.crawlstate import CrawlState
 from tests.conftest import serve
 from tests.test_frontier import simulate
@@ -293,7 +293,7 @@ def _admission(state: CrawlState | None = None) -> tuple[Admission, Frontier]:
     scope.add_host("s.test")
     frontier = make_frontier(config)
     adm = Admission(urls=make_urls(config), scope=scope,
-                    dedup=Dedup(Sieve(capacity=1000, error_rate=1e-6)), frontier=frontier,
+                    dedup=SeenTiers(Sieve(capacity=1000, error_rate=1e-6)), frontier=frontier,
                     stats=CrawlStats(), state=state)  # fmt: skip
     return adm, frontier
 

@@ -31,7 +31,7 @@ from crawler.frontier import Entry, Frontier
 from crawler.frontier.base import WorkSource
 from crawler.output.results import CrawlStats
 from crawler.parse.thread import Parser
-from crawler.sieve import Dedup, SeenFilter
+from crawler.sieve import SeenFilter, SeenTiers
 from crawler.sieve.seen import SeenStore
 from crawler.state.crawlstate import CrawlState
 from crawler.urls.canonical import UrlNormalizer
@@ -47,7 +47,7 @@ __all__ = ["Assembly", "seen_test"]
 log = logging.getLogger(__name__)
 
 
-def seen_test(config: Config, state: CrawlState | None) -> tuple[SeenFilter, Dedup]:
+def seen_test(config: Config, state: CrawlState | None) -> tuple[SeenFilter, SeenTiers]:
     """The URL-seen filter of `[sieve]` (a resumed state's, as the crawl left it) and the seen
     test over it, with the exact tier (`[sieve] confirm`: "exact", or "auto" with a state)."""
     sieve = make_sieve(config)
@@ -56,7 +56,7 @@ def seen_test(config: Config, state: CrawlState | None) -> tuple[SeenFilter, Ded
     confirm = config.sieve.confirm
     exact = confirm == "exact" or (confirm == "auto" and state is not None)
     store = (state.seen if state is not None else SeenStore()) if exact else None
-    return sieve, Dedup(sieve, store)
+    return sieve, SeenTiers(sieve, store)
 
 
 class Assembly:
@@ -68,7 +68,7 @@ class Assembly:
     budget: FetchBudget | None
     state: CrawlState | None
     sieve: SeenFilter
-    dedup: Dedup
+    dedup: SeenTiers
     urls: UrlNormalizer
     fetcher: Fetcher
     parser: Parser
