@@ -52,6 +52,7 @@ from bench.doc_sites import SITES, DocSite
 from bench.nginx import Nginx, free_port
 from crawler.frontier.entries import Entry
 from crawler.frontier.redis.frontier import RedisFrontier
+from crawler.frontier.redis.settings import Sharing
 from crawler.sieve.redis import RedisSieve
 from crawler.testing.redis_server import RedisServer
 
@@ -136,7 +137,7 @@ async def memory_per_queued_url(url: str, exact: bool, count: int = 20_000) -> t
     client = Redis.from_url(url)
     prefix = f"mem{int(exact)}:"
     sieve = RedisSieve(client, prefix, capacity=1_000_000, error_rate=1e-4)
-    frontier = RedisFrontier(client, prefix, sieve, exact=exact)
+    frontier = RedisFrontier(client, prefix, sieve, sharing=Sharing(exact=exact))
     await frontier.open()
     await frontier.put_many([Entry(url="http://h0.test/", key="http://h0.test/", depth=0)])
     before = int((await client.info("memory"))["used_memory"])

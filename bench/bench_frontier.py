@@ -31,6 +31,7 @@ import time
 
 from crawler.frontier import Entry, EntryKind, Frontier, host_key
 from crawler.frontier.robots import ALLOW_ALL
+from crawler.frontier.settings import Politeness, QueueLimits
 from crawler.testing.simtime import SimulatedLoop
 
 DELAY = 1.0
@@ -72,7 +73,9 @@ def run_case(
 
     async def main() -> tuple[float, float]:
         loop = asyncio.get_running_loop()
-        frontier = Frontier(delay=DELAY, respect_robots=robots, max_queued=len(entries) + 1)
+        frontier = Frontier(
+            Politeness(delay=DELAY, respect_robots=robots), QueueLimits(max_queued=len(entries) + 1)
+        )
         t0 = time.process_time()
         for entry in entries:
             frontier.put(entry)
@@ -96,7 +99,9 @@ def reprioritize_cost(entries: list[Entry]) -> str:
     picks = [rng.choice(entries) for _ in range(len(entries))]
 
     async def main() -> tuple[float, float, int]:
-        frontier = Frontier(respect_robots=False, max_queued=len(entries) + 1)
+        frontier = Frontier(
+            Politeness(respect_robots=False), QueueLimits(max_queued=len(entries) + 1)
+        )
         for entry in entries:
             frontier.put(entry)
         t0 = time.process_time()

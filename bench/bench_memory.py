@@ -33,6 +33,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from crawler.frontier.settings import Politeness, QueueLimits
+
 TARGET_MB = 250
 PARENT_EVERY = 50
 
@@ -62,7 +64,10 @@ def build_frontier(path: str, share_key: bool, scored: bool = False) -> tuple[An
     rng = random.Random(15)
 
     urls = UrlNormalizer(memo_size=0)  # no memo: it would hold URLs of its own
-    frontier = Frontier(respect_robots=False, max_queued=1 << 40, max_queued_per_host=1 << 40)
+    frontier = Frontier(
+        Politeness(respect_robots=False),
+        QueueLimits(max_queued=1 << 40, max_queued_per_host=1 << 40),
+    )
     parent = ""
     n = 0
     for n, line in enumerate(url_lines(path)):

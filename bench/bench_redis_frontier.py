@@ -31,7 +31,9 @@ from redis.asyncio import Redis
 
 from crawler.frontier.entries import Entry
 from crawler.frontier.redis.frontier import RedisFrontier
+from crawler.frontier.redis.settings import Sharing
 from crawler.frontier.robots import policy_from_response
+from crawler.frontier.settings import Politeness
 from crawler.sieve.redis import RedisSieve
 from crawler.testing.redis_server import RedisServer
 
@@ -115,7 +117,13 @@ async def refusals(client: Redis) -> list[tuple[str, int, float, float, float]]:
     """Claim and done of pages robots.txt disallows: script us and round trips per page."""
     agent = "sieve-crawler"
     sieve = RedisSieve(client, "r:", capacity=100_000, error_rate=1e-4)
-    frontier = RedisFrontier(client, "r:", sieve, respect_robots=True, user_agent=agent)
+    frontier = RedisFrontier(
+        client,
+        "r:",
+        sieve,
+        politeness=Politeness(respect_robots=True),
+        sharing=Sharing(user_agent=agent),
+    )
     await frontier.open()
     for h in range(HOSTS):
         policy = policy_from_response(200, DISALLOW_ALL, agent)

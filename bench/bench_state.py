@@ -28,6 +28,7 @@ from crawler.config.load import Config
 from crawler.engine.components import settings
 from crawler.engine.crawler import Crawler
 from crawler.frontier import Entry, Frontier
+from crawler.frontier.settings import Politeness, QueueLimits
 from crawler.sieve import Sieve
 from crawler.state.crawlstate import CrawlState
 
@@ -102,7 +103,10 @@ def resume_child(directory: str) -> None:
     opened = time.perf_counter()
     sieve = state.restore_sieve(Sieve(capacity=config.sieve.capacity))
     restored = time.perf_counter()
-    frontier = Frontier(respect_robots=False, max_queued=10_000_000, max_queued_per_host=10_000_000)
+    frontier = Frontier(
+        Politeness(respect_robots=False),
+        QueueLimits(max_queued=10_000_000, max_queued_per_host=10_000_000),
+    )
     queued = sum(frontier.put(entry) for entry in state.pending())
     done = time.perf_counter()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -84,7 +84,7 @@ MAX_MESSAGE = 300  # characters of a failure's message kept in its result
 
 class Blame(enum.Enum):
     """Whom a failed fetch is held against (applied by
-    ``crawler.frontier.hosts.Politeness.response``)."""
+    ``crawler.frontier.hosts.PolitenessRules.response``)."""
 
     HOST = "host"  # the host is in trouble: back it off at once
     SUSPECT = "suspect"  # the URL's failure, but a sign of host trouble: several distinct URLs

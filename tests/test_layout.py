@@ -118,3 +118,30 @@ def test_each_folder_exports_what_it_lists(folder: str) -> None:
         assert getattr(package, name) is not None, f"crawler.{folder}.{name}"
     with pytest.raises(AttributeError):
         package.no_such_name  # noqa: B018 - the lazy lookup refuses what it does not list
+
+
+MAX_FUNCTION_LINES = 80  # a function reads on one screen
+
+
+def long_functions(path: Path) -> list[str]:
+    """The functions (and methods) of `path` over MAX_FUNCTION_LINES lines, decorators apart."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        f"{path}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+
+
+def test_no_function_is_over_80_lines() -> None:
+    found = [line for path in modules().values() for line in long_functions(path)]
+    assert not found, "split these functions into named steps:\n" + "\n".join(found)
+
+
+def test_the_length_check_sees_a_long_method(tmp_path: Path) -> None:
+    body = "".join(f"        x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / "m.py").write_text(f"class C:\n    def f(self):\n{body}\n    def g(self):\n"
+                                   "        pass\n")  # fmt: skip
+    assert [line.split()[1] for line in long_functions(tmp_path / "m.py")] == ["f"]

@@ -31,7 +31,7 @@ from crawler.focus.scoring import Link, Rescorer, ScoreFn, score_links
 from crawler.frontier import Frontier
 from crawler.frontier.entries import Entry
 from crawler.output.results import CrawlStats
-from crawler.sieve import Dedup, fingerprint
+from crawler.sieve import SeenTiers, fingerprint
 from crawler.state.crawlstate import CrawlState
 from crawler.urls.canonical import UrlNormalizer
 from crawler.urls.host import split_host
@@ -51,7 +51,7 @@ class Admission:
         *,
         urls: UrlNormalizer,
         scope: Scope,
-        dedup: Dedup,
+        dedup: SeenTiers,
         frontier: Frontier | None,
         stats: CrawlStats,
         state: CrawlState | None = None,

@@ -21,6 +21,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Final
 
 from crawler.urls.host import split_host
@@ -33,6 +34,7 @@ __all__ = [
     "DEFAULT_MAX_URL_LENGTH",
     "REASONS",
     "Scope",
+    "UrlTraps",
 ]
 
 DEFAULT_MAX_URL_LENGTH: Final = 2048
@@ -46,6 +48,18 @@ DEFAULT_MAX_QUERY_PARAMS: Final = 32
 """Most ``&``-separated pairs in a URL's query."""
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class UrlTraps:
+    """The limits that catch crawler traps (``[scope]``, 0 = no limit): a canonical URL's
+    length, its path's depth, one segment's repeats, its query's parameters."""
+
+    max_url_length: int = DEFAULT_MAX_URL_LENGTH
+    max_path_depth: int = DEFAULT_MAX_PATH_DEPTH
+    max_segment_repeats: int = DEFAULT_MAX_SEGMENT_REPEATS
+    max_query_params: int = DEFAULT_MAX_QUERY_PARAMS
+
 
 VERDICT_CACHE: Final = 20_000
 """Keys whose verdict is cached (two generations; about 3 MB)."""
@@ -116,11 +130,9 @@ class Scope:
         skip_extensions: Iterable[str] = (),
         max_depth: int = 0,
         max_pages_per_host: int = 0,
-        max_url_length: int = DEFAULT_MAX_URL_LENGTH,
-        max_path_depth: int = DEFAULT_MAX_PATH_DEPTH,
-        max_segment_repeats: int = DEFAULT_MAX_SEGMENT_REPEATS,
-        max_query_params: int = DEFAULT_MAX_QUERY_PARAMS,
+        traps: UrlTraps = UrlTraps(),
     ) -> None:
+        max_path_depth, max_segment_repeats = traps.max_path_depth, traps.max_segment_repeats
         self._hosts: set[str] = {h.lower() for h in hosts}
         self._domains = tuple(d.lower().strip(".") for d in allowed_domains if d.strip("."))
         self._include = [re.compile(p) for p in include]
@@ -128,10 +140,10 @@ class Scope:
         self._skip = frozenset(e.lower().lstrip(".") for e in skip_extensions)
         self.max_depth = _limit("max_depth", max_depth)
         self.max_pages_per_host = _limit("max_pages_per_host", max_pages_per_host)
-        self._max_url_length = _limit("max_url_length", max_url_length)
+        self._max_url_length = _limit("max_url_length", traps.max_url_length)
         self._max_path_depth = _limit("max_path_depth", max_path_depth)
         self._max_segment_repeats = _limit("max_segment_repeats", max_segment_repeats)
-        self._max_query_params = _limit("max_query_params", max_query_params)
+        self._max_query_params = _limit("max_query_params", traps.max_query_params)
         # The shortest path that can spring a path trap: max_path_depth + 1 slashes, or
         # "/a" repeated max_segment_repeats + 1 times.
         shortest = []

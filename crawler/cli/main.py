@@ -164,6 +164,32 @@ def internal_error(exc: Exception, config: Config, args: list[str]) -> None:
              f"{command_line(without_fresh(args))}")  # fmt: skip
 
 
+def show_status(config: Config) -> int:
+    """``crawl --status``: the shared crawl's status, read from Redis."""
+    if not config.cluster.redis:
+        raise ConfigError("--status reads a shared crawl: give --redis URL (or [cluster])")
+    try:
+        from crawler.cluster import status_command  # imports redis-py
+    except ImportError as exc:
+        raise ConfigError(f"--status needs redis-py: pip install 'sieve-crawler[redis]' "
+                          f"({exc})") from None  # fmt: skip
+    return status_command(config.cluster.redis, config.cluster.crawl_id)
+
+
+def check_flags(args: argparse.Namespace, config: Config) -> None:
+    """A ConfigError for options that do not go together (or not with this config)."""
+    if args.crawl_id and not config.cluster.redis:  # else a crawl of its own, unshared
+        raise ConfigError("--crawl-id names a shared crawl: give --redis URL (or [cluster])")
+    if args.demo and args.targets:
+        raise ConfigError("--demo crawls the bundled fixture site; give no seeds with it")
+    if args.fresh and not config.state.dir:
+        raise ConfigError("--fresh needs a state directory (--state DIR or [state] dir)")
+    if args.recrawl and not config.state.dir:
+        raise ConfigError("--recrawl needs a state directory (--state DIR or [state] dir)")
+    if args.recrawl and (args.fresh or args.demo):
+        raise ConfigError("--recrawl visits a finished crawl again: not with --fresh or --demo")
+
+
 def main(argv: list[str] | None = None, parsed: argparse.Namespace | None = None) -> int:
     """The command on `argv` (default: sys.argv), or on the arguments `parsed` from it."""
     if sys.stderr is None:  # started with stderr closed (2>&-): messages go nowhere, not crash
@@ -174,24 +200,8 @@ def main(argv: list[str] | None = None, parsed: argparse.Namespace | None = None
     try:
         config = apply_overrides(load_config(args.config), args)
         if args.status:
-            if not config.cluster.redis:
-                raise ConfigError("--status reads a shared crawl: give --redis URL (or [cluster])")
-            try:
-                from crawler.cluster import status_command  # imports redis-py
-            except ImportError as exc:
-                raise ConfigError(f"--status needs redis-py: pip install 'sieve-crawler[redis]' "
-                                  f"({exc})") from None  # fmt: skip
-            return status_command(config.cluster.redis, config.cluster.crawl_id)
-        if args.crawl_id and not config.cluster.redis:  # else a crawl of its own, unshared
-            raise ConfigError("--crawl-id names a shared crawl: give --redis URL (or [cluster])")
-        if args.demo and args.targets:
-            raise ConfigError("--demo crawls the bundled fixture site; give no seeds with it")
-        if args.fresh and not config.state.dir:
-            raise ConfigError("--fresh needs a state directory (--state DIR or [state] dir)")
-        if args.recrawl and not config.state.dir:
-            raise ConfigError("--recrawl needs a state directory (--state DIR or [state] dir)")
-        if args.recrawl and (args.fresh or args.demo):
-            raise ConfigError("--recrawl visits a finished crawl again: not with --fresh or --demo")
+            return show_status(config)
+        check_flags(args, config)
         if not args.demo and not args.targets:
             parser.print_usage(sys.stderr)
             print("crawl: error: no seeds given (use a URL, a seeds file, or --demo)",

@@ -39,6 +39,7 @@ from crawler.fetch.steering import HostRule
 from crawler.focus.shared_budget import SharedBudget
 from crawler.frontier.entries import Entry
 from crawler.frontier.redis.frontier import SEEN, RedisFrontier
+from crawler.frontier.redis.settings import Sharing
 from crawler.frontier.redis.work import SharedWork
 from crawler.sieve.redis import RedisSieve, text
 
@@ -150,17 +151,11 @@ class ClusterNode:
             self._client, self.prefix, capacity=s.capacity, error_rate=s.error_rate,
             ratio=s.ratio, growth=s.growth,
         )  # fmt: skip
+        sharing = Sharing(lease_ttl=c.lease_ttl or LEASE_TTL, turn=2.5 * POLL_INTERVAL,
+                          exact=self.exact, user_agent=config.crawl.user_agent)  # fmt: skip
         self.frontier = RedisFrontier(
-            self._client, self.prefix, self.sieve, delay=p.delay,
-            per_host_concurrency=p.per_host_concurrency, max_delay=p.max_delay,
-            adaptive=p.adaptive, max_queued=config.crawl.max_queued,
-            max_queued_per_host=config.crawl.max_queued_per_host, backoff_base=p.backoff_base,
-            backoff_max=p.backoff_max, max_retry_after=p.max_retry_after,
-            lease_ttl=c.lease_ttl or LEASE_TTL, clock=clock,
-            host_rule=host_rule, respect_robots=p.respect_robots, robots_ttl=p.robots_ttl,
-            max_host_failures=p.max_host_failures, user_agent=config.crawl.user_agent,
-            robots_max_attempts=p.robots_attempts,
-            turn=2.5 * POLL_INTERVAL, exact=self.exact,
+            self._client, self.prefix, self.sieve, p.politeness(), config.crawl.queue_limits(),
+            sharing, clock=clock, host_rule=host_rule,
         )  # fmt: skip
         self.owner = self.frontier.owner
         self.work = SharedWork(self.frontier, poll_interval=POLL_INTERVAL)

@@ -7,7 +7,14 @@ The values are checked by `crawler.config.checks` when a config is loaded or ove
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # built on demand: loading a config imports none of the crawl
+    from crawler.fetch.settings import FetchLimits, Timeouts, Transport
+    from crawler.frontier.settings import Politeness, QueueLimits
+    from crawler.render.page import PageOptions
+    from crawler.render.settings import BrowserSettings
 
 __all__ = [
     "DEFAULT_NEAR_DISTANCE",
@@ -51,6 +58,12 @@ DEFAULT_SESSION_PARAMS = (
 DEFAULT_TRACKING_PARAMS = ("utm_*", "gclid", "fbclid", "msclkid")
 
 
+def same_names(section: object, target: type[Any], *given: str) -> dict[str, Any]:
+    """The fields of `section` that `target` (a component's settings object) has by the same
+    name, but those `given` apart: a key added to both is passed on with no other edit."""
+    return {f.name: getattr(section, f.name) for f in fields(target) if f.name not in given}
+
+
 @dataclass(frozen=True, slots=True)
 class CrawlConfig:
     concurrency: int = 16
@@ -59,6 +72,12 @@ class CrawlConfig:
     user_agent: str = DEFAULT_USER_AGENT
     max_queued: int = 1_000_000
     max_queued_per_host: int = 100_000
+
+    def queue_limits(self) -> QueueLimits:
+        """The frontier's queue limits (`crawler.frontier.settings.QueueLimits`)."""
+        from crawler.frontier.settings import QueueLimits
+
+        return QueueLimits(**same_names(self, QueueLimits))
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +93,12 @@ class PolitenessConfig:
     backoff_max: float = 300.0
     max_retry_after: float = 600.0
     max_host_failures: int = 10
+
+    def politeness(self) -> Politeness:
+        """The frontiers' politeness (`crawler.frontier.settings.Politeness`: same names)."""
+        from crawler.frontier.settings import Politeness
+
+        return Politeness(**same_names(self, Politeness))
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +119,24 @@ class FetchConfig:
     tls_verify: bool = True
     ca_file: str = ""
     outage_give_up: float = 300.0
+
+    def timeouts(self) -> Timeouts:
+        """The fetcher's timeouts and minimum rate (`crawler.fetch.settings.Timeouts`)."""
+        from crawler.fetch.settings import Timeouts
+
+        return Timeouts(**same_names(self, Timeouts))
+
+    def limits(self, connections: int) -> FetchLimits:
+        """The fetcher's size limits, and `connections` open at once."""
+        from crawler.fetch.settings import FetchLimits
+
+        return FetchLimits(self.max_body, self.max_header_size, connections)
+
+    def transport(self, user_agent: str) -> Transport:
+        """How the fetcher's requests go out (`crawler.fetch.settings.Transport`)."""
+        from crawler.fetch.settings import Transport
+
+        return Transport(user_agent, **same_names(self, Transport, "user_agent"))
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -214,3 +257,17 @@ class RenderConfig:
     browser: str = ""
     skip_types: tuple[str, ...] = ("image", "font", "media")
     memory_cap: int = 1536  # MiB of the browser's PSS; 0: no cap
+
+    def page_options(self, user_agent: str, *, max_html: int) -> PageOptions:
+        """How each page is rendered (`crawler.render.page.PageOptions`)."""
+        from crawler.render.page import PageOptions
+
+        return PageOptions(user_agent=user_agent, settle=self.settle, timeout=self.timeout,
+                           skip_types=frozenset(self.skip_types), max_html=max_html)  # fmt: skip
+
+    def browser_settings(self) -> BrowserSettings:
+        """Which Chromium, its tabs and its memory cap (`crawler.render.settings`)."""
+        from crawler.render.settings import BrowserSettings
+
+        return BrowserSettings(path=self.browser, tabs=self.tabs,
+                               memory_cap=self.memory_cap * 1024 * 1024)  # fmt: skip

@@ -2,6 +2,7 @@
 
 | module | holds |
 | --- | --- |
+| `assemble` | Assembling a crawl: the parts `Crawler.crawl()` builds once, before its first ... |
 | `components` | Build the crawl's components from the typed config (config flows one way: ... |
 | `crawler` | The crawl engine: workers that take URLs from the frontier and turn them ... |
 | `focus` | A focused crawl's work on each fetched page: its relevance, and its new ... |

@@ -1,7 +1,8 @@
 """Build the crawl's components from the typed config (config flows one way: into here).
 
-Each component takes plain keyword arguments; only this module knows which config key feeds
-which argument.
+Each component takes a few frozen settings objects of its own folder (`crawler.frontier.settings`,
+`crawler.fetch.settings`, ...), which the config sections build (`PolitenessConfig.politeness()`,
+...), and its collaborators; only this module knows which component gets which.
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from crawler.admission.scope import Scope
+from crawler.admission.scope import Scope, UrlTraps
 from crawler.config.load import Config
+from crawler.config.sections import same_names
 from crawler.errors import ConfigError
 from crawler.fetch.fetcher import Fetcher
 from crawler.fetch.guard import AddressGuard
@@ -70,24 +72,12 @@ def make_urls(config: Config) -> UrlNormalizer:
 def make_fetcher(config: Config) -> Fetcher:
     f = config.fetch
     return Fetcher(
-        user_agent=config.crawl.user_agent,
-        connect_timeout=f.connect_timeout,
-        read_timeout=f.read_timeout,
-        total_timeout=f.total_timeout,
-        max_body=f.max_body,
-        max_header_size=f.max_header_size,
-        min_rate=f.min_rate,
-        min_rate_window=f.min_rate_window,
-        resolve=f.resolve,
-        connections=max(100, config.crawl.concurrency * 2),
+        f.transport(config.crawl.user_agent),
+        f.timeouts(),
+        f.limits(connections=max(100, config.crawl.concurrency * 2)),
         guard=make_guard(config),
-        headers=f.headers,
-        cookies=f.cookies,
-        proxy=f.proxy,
         rules=HostRules(config.hosts),
-        tls_verify=f.tls_verify,
         outage=Outage(f.outage_give_up),
-        ca_file=f.ca_file,
     )
 
 
@@ -103,21 +93,9 @@ def make_frontier(
     host_rule: Callable[[str], HostRule | None] | None = None,
 ) -> Frontier:
     """The frontier; `host_rule` gives a host key's politeness overrides (None: the globals)."""
-    p = config.politeness
     return Frontier(
-        delay=p.delay,
-        per_host_concurrency=p.per_host_concurrency,
-        max_delay=p.max_delay,
-        adaptive=p.adaptive,
-        backoff_base=p.backoff_base,
-        backoff_max=p.backoff_max,
-        max_retry_after=p.max_retry_after,
-        max_host_failures=p.max_host_failures,
-        respect_robots=p.respect_robots,
-        robots_ttl=p.robots_ttl,
-        robots_max_attempts=p.robots_attempts,
-        max_queued=config.crawl.max_queued,
-        max_queued_per_host=config.crawl.max_queued_per_host,
+        config.politeness.politeness(),
+        config.crawl.queue_limits(),
         clock=clock,
         host_rule=host_rule,
     )
@@ -134,10 +112,7 @@ def make_scope(config: Config) -> Scope:
         skip_extensions=sc.skip_extensions,
         max_depth=c.max_depth,
         max_pages_per_host=0 if config.cluster.redis else sc.max_pages_per_host,
-        max_url_length=sc.max_url_length,
-        max_path_depth=sc.max_path_depth,
-        max_segment_repeats=sc.max_segment_repeats,
-        max_query_params=sc.max_query_params,
+        traps=UrlTraps(**same_names(sc, UrlTraps)),
     )
 
 

@@ -30,18 +30,12 @@ from collections.abc import AsyncGenerator, Callable, Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from crawler.admission.gate import Admission
-from crawler.admission.kept import offer_kept
 from crawler.admission.scope import Scope
 from crawler.config.load import Config
+from crawler.engine.assemble import Assembly, seen_test
 from crawler.engine.components import (
-    cluster_settings,
     make_fetcher,
-    make_frontier,
-    make_scope,
-    make_sieve,
     make_urls,
-    settings,
     warn_unused_outputs,
 )
 from crawler.engine.focus import Focus
@@ -52,18 +46,14 @@ from crawler.engine.rendering import Rendering
 from crawler.engine.run import CrawlRun
 from crawler.engine.stats import crawl_stats
 from crawler.engine.worker import FATAL, WorkerDone, run_worker
-from crawler.errors import ConfigError, SeedError, SharedStateError
+from crawler.errors import ConfigError, SharedStateError
 from crawler.fetch.response import Response
 from crawler.focus.budget import FetchBudget
 from crawler.focus.scoring import ScoreFn
-from crawler.frontier import Entry, Frontier
 from crawler.frontier.base import WorkSource
 from crawler.output.results import CrawlResult, CrawlStats
 from crawler.parse.thread import Parser, switch_interval
-from crawler.sieve import Dedup
-from crawler.sieve.seen import SeenStore
 from crawler.state.crawlstate import CrawlState
-from crawler.urls.host import split_host
 
 if TYPE_CHECKING:
     from crawler.cluster import ClusterNode  # redis-py: only for a shared crawl
@@ -75,7 +65,7 @@ __all__ = ["Crawler"]
 log = logging.getLogger(__name__)
 
 
-class Crawler:
+class Crawler(Assembly):
     """A crawl: configuration, the Sieve, the canonicalizer, the fetcher and the stats."""
 
     def __init__(
@@ -103,8 +93,6 @@ class Crawler:
         self._recorder = recorder
         self.state = state
         warn_unused_outputs(config, state=state is not None, recorder=recorder is not None)
-        self.sieve = make_sieve(config)
-        self.dedup = Dedup(self.sieve)
         self.urls = make_urls(config)
         self.fetcher = make_fetcher(config)
         self.frontier: WorkSource | None = None
@@ -117,11 +105,14 @@ class Crawler:
                 raise ConfigError(f"--redis needs redis-py: pip install "
                                   f"'sieve-crawler[redis]' ({exc})") from None  # fmt: skip
             check_cluster_config(config, state=state is not None)
+        self.sieve, self.dedup = seen_test(config, state)  # a resumed state's Sieve: restored
         self.stopped = False
         self._ran_out = False
         self._results: asyncio.Queue[CrawlResult | WorkerDone] = asyncio.Queue()
         self._room = asyncio.Semaphore(2 * config.crawl.concurrency)
         self._workers: list[asyncio.Task[None]] = []
+        self._untaken: CrawlResult | None = None  # yielded, and the consumer has not come back
+        self._checkpoint_at = 0.0  # when the state's next checkpoint is due
         self.pages: PageHandler | None = None  # built with the frontier (_prepare)
         self.parser = Parser()
         dc = config.dedup
@@ -161,145 +152,6 @@ class Crawler:
 
     # -- the crawl -------------------------------------------------------------------------
 
-    def seed_entries(self, seeds: Iterable[str]) -> list[Entry]:
-        """Validate seeds into frontier entries; raises SeedError naming a bad one."""
-        entries = []
-        for seed in seeds:
-            url, key = self.urls.normalize(seed), self.urls.canonicalize(seed)
-            if url is None or key is None:
-                raise SeedError(f"not a crawlable http(s) URL: {seed!r}")
-            fetch = key if self.config.urls.fetch_canonical else url
-            entries.append(Entry(url=fetch, key=key, depth=0))
-        return entries
-
-    async def _prepare(self, seeds: Iterable[str]) -> None:
-        """Set up frontier, scope and the seen test; restore a saved state; admit the seeds."""
-        if not self._entered:  # else every fetch fails, robots.txt first, as an internal error
-            raise RuntimeError("crawl() needs an open Crawler: async with Crawler(config) as c: "
-                               "async for result in c.crawl(seeds): ...")  # fmt: skip
-        if isinstance(seeds, str):  # else each of its characters is a seed: 'h', 't', ...
-            raise TypeError(f"crawl() takes a list of seed URLs, not one: crawl([{seeds!r}])")
-        entries = self.seed_entries(seeds)
-        self.scope = make_scope(self.config)
-        frontier = await self._open_frontier()
-        assert self.frontier is not None
-        self._restore()
-        self._open_admission(frontier)
-        self.pages = PageHandler(
-            self.config,
-            fetcher=self.fetcher,
-            parser=self.parser,
-            urls=self.urls,
-            admission=self.admission,
-            frontier=self.frontier,
-            stats=self.stats,
-            state=self.state,
-            recrawl=self.recrawl,
-            recorder=self._recorder,
-            focus=self.focus,
-            content=self.content,
-            rendering=self.rendering,
-        )
-        self._scope_seed_hosts(entries, frontier)
-        state = self.state
-        if state is not None:  # a resume whose limits admit more: the links they refused
-            score = self.focus.score if self.focus is not None else None
-            if offered := await offer_kept(self.admission, state, score):
-                log.info("resuming: %d links kept for a larger limit admitted", offered)
-        for entry in entries:
-            await self.admission.seed(entry)
-        if state is not None and frontier is not None:  # (a run with nothing to fetch: no gap)
-            state.dedup(self.content is not None, fetching=len(frontier) > 0)
-
-    async def _open_frontier(self) -> Frontier | None:
-        """The frontier the workers take work from: in memory (returned: the admission gate
-        fills it), or a shared crawl's, with its content index and fetch budget (None)."""
-        if not self.config.cluster.redis:
-            frontier = make_frontier(self.config, self._clock, self.fetcher.rules.host_rule)
-            self.frontier = frontier
-            return frontier
-        from crawler.cluster import ClusterNode
-
-        shared = settings(self.config, scored=self.focus is not None)
-        if self.focus is not None:  # max_pages is a budget, free to change: not its presence
-            shared["crawl.fetch_budget"] = self.budget is not None
-        shared.update(cluster_settings(self.config))  # one content index, one delay
-        self.cluster = node = ClusterNode(self.config, shared, clock=self._clock,
-                                          host_rule=self.fetcher.rules.host_rule)  # fmt: skip
-        await node.open(self.stats.as_dict)
-        if self.config.dedup.enabled:
-            self.content = node.content_index(self.config.dedup.near_distance)
-        if self.budget is not None:  # page results of every process
-            self.budget = await node.budget(self.budget.limit)
-        self.frontier = node.work
-        return None
-
-    def _restore(self) -> None:
-        """With a state: the seen test, the stats, the budget and the content index as a
-        resumed crawl left them; the seen test's exact tier (`[sieve] confirm`)."""
-        confirm = self.config.sieve.confirm
-        state = self.state
-        exact = confirm == "exact" or (confirm == "auto" and state is not None)
-        if state is not None and state.resumed:
-            self.sieve = state.restore_sieve(self.sieve)
-            self.stats.restore(state.stats() or {})
-            if self.budget is not None:  # the budget counts the page results of every run
-                self.budget.spend(
-                    self.stats.pages - self.stats.robots_refused - self.stats.host_down
-                )
-        content = self.content
-        if state is not None and content is not None:
-            from crawler.content import ContentIndex
-
-            assert isinstance(content, ContentIndex)  # a shared crawl has no --state
-            if state.resumed:
-                content.load(state.content())
-            content.store = state.add_content
-        store = (state.seen if state is not None else SeenStore()) if exact else None
-        self.dedup = Dedup(self.sieve, store)
-
-    def _open_admission(self, frontier: Frontier | None) -> None:
-        """The admission gate: in memory into `frontier`, or through the shared crawl."""
-        gate: dict[str, Any] = {
-            "urls": self.urls, "scope": self.scope, "dedup": self.dedup, "stats": self.stats,
-            "state": self.state,
-            "max_pages": 0 if self.budget is not None else self.config.crawl.max_pages,
-            "max_redirects": self.config.fetch.max_redirects,
-            "fetch_canonical": self.config.urls.fetch_canonical,
-        }  # fmt: skip
-        if self.cluster is not None:
-            from crawler.admission.shared import SharedAdmission  # redis-py: a shared crawl only
-
-            self.admission: Admission = SharedAdmission(shared=self.cluster, **gate)
-        else:
-            self.admission = Admission(frontier=frontier, **gate)
-
-    def _scope_seed_hosts(self, entries: list[Entry], frontier: Frontier | None) -> None:
-        """The seeds' hosts (every run's, with a state, and those seeds redirected to) in scope
-        and exempt from the SSRF guard; a resumed crawl's pending URLs back in the frontier."""
-        assert self.scope is not None
-        state = self.state
-        hosts = {split_host(e.key) for e in entries}
-        if state is not None:
-            assert frontier is not None  # a shared crawl has no --state (crawler.cluster)
-            hosts = state.seed_hosts(hosts)
-            resumed = 0
-            for entry in state.pending():
-                resumed += frontier.put(entry)
-            if self.scope.max_pages_per_host:  # every URL admitted before counts, done or not
-                for key in state.admitted_keys():
-                    self.scope.admitted(key)
-            if resumed:
-                log.info("resuming: %d URLs still to fetch", resumed)
-        if not self.config.scope.allowed_domains:  # (+ hosts seeds redirected to, resumed)
-            for host in hosts | (state.seed_hosts(set(), "site_hosts") if state else set()):
-                self.scope.add_host(host)
-        # SSRF guard: the seeds' hosts (and every address they resolve to) are exempt.
-        guard = self.fetcher.guard
-        if guard is not None:
-            for host in hosts | {split_host(e.url) for e in entries}:
-                guard.allow_host(host)
-
     def crawl(self, seeds: Iterable[str]) -> AsyncGenerator[CrawlResult, None]:
         """Crawl from `seeds`, yielding one result per fetched, failed or refused URL.
 
@@ -310,72 +162,97 @@ class Crawler:
         return self._run.watch(self._run_crawl(seeds))
 
     async def _run_crawl(self, seeds: Iterable[str]) -> AsyncGenerator[CrawlResult, None]:
+        """The crawl, top to bottom: assemble, start the workers, hand their results out one by
+        one (each then done for good), see whether the work ran out, shut down."""
         if self._workers:
             raise RuntimeError("this Crawler has already crawled; make a new one")
-        state, results, n = self.state, self._results, self.config.crawl.concurrency
+        await self._assemble(seeds)
+        self._start_workers()
+        with switch_interval(), young_threshold():
+            try:
+                async for result in self._results_of_workers():
+                    self._untaken = result
+                    yield result
+                    self._untaken = None  # the consumer has taken it: now the URL is done
+                    self._consumed(result)
+                self._ran_out = not self.stopped and not await self._budget_spent_with_work_left()
+            finally:
+                await self._shut_down()
+
+    async def _assemble(self, seeds: Iterable[str]) -> None:
+        """The crawl's parts (`crawler.engine.assemble`); on failure, a state is left untouched
+        and a shared crawl's process leaves it."""
         try:
             await self._prepare(seeds)
         except BaseException:
-            if state is not None:
-                state.abandon()
+            if self.state is not None:
+                self.state.abandon()
             if self.cluster is not None:
                 await self.cluster.close(self.stats.as_dict)
             raise
+
+    def _start_workers(self) -> None:
         self.stats.started = time.monotonic() - self.stats.elapsed
-        checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
+        self._checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
         self._workers = [
-            asyncio.create_task(self._worker(), name=f"crawl-worker-{i}") for i in range(n)
+            asyncio.create_task(self._worker(), name=f"crawl-worker-{i}")
+            for i in range(self.config.crawl.concurrency)
         ]
-        untaken: CrawlResult | None = None  # yielded, and the consumer has not come back
-        with switch_interval(), young_threshold():
-            finished = 0
-            try:
-                while finished < n:
-                    item = await results.get()
-                    if isinstance(item, WorkerDone):
-                        finished += 1
-                        if isinstance(item.error, FATAL):
-                            raise item.error
-                        if item.error is not None:  # a bug: the crawl ends now (state kept)
-                            why = f"{type(item.error).__name__}: {item.error}"
-                            raise RuntimeError(f"a crawl worker died: {why}") from item.error
-                        continue
-                    self.stats.record(item)
-                    self.stats.elapsed = time.monotonic() - self.stats.started
-                    untaken = item
-                    yield item
-                    untaken = None
-                    # The consumer has taken the result: only now is the URL done for good.
-                    self._room.release()
-                    if self.cluster is not None:
-                        self.cluster.work.consumed(item.key)
-                    if state is not None:
-                        state.completed(item.key, *stored_validators(item),
-                                        stats=self.stats.as_dict())  # fmt: skip
-                        if time.monotonic() >= checkpoint_at:
-                            state.checkpoint(self.sieve, self.stats.as_dict())
-                            checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
-                budget = self.budget  # spent with URLs left: unfinished (resumable)
-                if self.cluster is not None and budget is not None and budget.exhausted:
-                    with contextlib.suppress(SharedStateError):  # else: as at the last claim
-                        await self.cluster.work.refresh()  # queued now, by every process
-                left = self.frontier is not None and len(self.frontier) > 0
-                spent = budget is not None and budget.exhausted and left
-                self._ran_out = not self.stopped and not spent
-            finally:
-                assert self.frontier is not None
-                self.frontier.close()
-                self.abort()
-                await asyncio.gather(*self._workers, return_exceptions=True)
-                self.stats.elapsed = time.monotonic() - self.stats.started
-                # A result whose consumer did not come back (it raised, e.g. its output failed,
-                # or broke out of the loop) stays pending: saved stats do not count it yet.
-                saved = functools.partial(self.stats.without, untaken)
-                if self.cluster is not None:  # completions sent, a last heartbeat
-                    await self.cluster.close(saved)
-                if state is not None:
-                    status = "finished" if self._ran_out else "interrupted"
-                    state.close(self.sieve, saved(), status)
+
+    async def _results_of_workers(self) -> AsyncGenerator[CrawlResult, None]:
+        """Each worker's results until every worker has ended; a worker that died ends the crawl
+        with its error (a fatal one as it is, any other as a RuntimeError: a bug)."""
+        results, running = self._results, len(self._workers)
+        while running:
+            item = await results.get()
+            if isinstance(item, WorkerDone):
+                running -= 1
+                if isinstance(item.error, FATAL):
+                    raise item.error
+                if item.error is not None:  # a bug: the crawl ends now (state kept)
+                    why = f"{type(item.error).__name__}: {item.error}"
+                    raise RuntimeError(f"a crawl worker died: {why}") from item.error
+                continue
+            self.stats.record(item)
+            self.stats.elapsed = time.monotonic() - self.stats.started
+            yield item
+
+    def _consumed(self, result: CrawlResult) -> None:
+        """The consumer took `result`: room for another (back-pressure), its lease ended, the
+        URL journaled done, a checkpoint when one is due."""
+        self._room.release()
+        if self.cluster is not None:
+            self.cluster.work.consumed(result.key)
+        state = self.state
+        if state is not None:
+            state.completed(result.key, *stored_validators(result), stats=self.stats.as_dict())
+            if time.monotonic() >= self._checkpoint_at:
+                state.checkpoint(self.sieve, self.stats.as_dict())
+                self._checkpoint_at = time.monotonic() + self.config.state.checkpoint_interval
+
+    async def _budget_spent_with_work_left(self) -> bool:
+        """Whether the fetch budget ended the crawl with URLs left (unfinished: resumable)."""
+        budget = self.budget
+        if self.cluster is not None and budget is not None and budget.exhausted:
+            with contextlib.suppress(SharedStateError):  # else: as at the last claim
+                await self.cluster.work.refresh()  # queued now, by every process
+        left = self.frontier is not None and len(self.frontier) > 0
+        return budget is not None and budget.exhausted and left
+
+    async def _shut_down(self) -> None:
+        """Close the frontier, cancel and await the workers, and save: a result whose consumer
+        did not come back (it raised, or broke out of the loop) stays pending, uncounted."""
+        assert self.frontier is not None
+        self.frontier.close()
+        self.abort()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        self.stats.elapsed = time.monotonic() - self.stats.started
+        saved = functools.partial(self.stats.without, self._untaken)
+        if self.cluster is not None:  # completions sent, a last heartbeat
+            await self.cluster.close(saved)
+        if self.state is not None:
+            status = "finished" if self._ran_out else "interrupted"
+            self.state.close(self.sieve, saved(), status)
 
     def stop(self) -> None:
         """Stop handing out work; fetches in flight finish, then the crawl ends."""

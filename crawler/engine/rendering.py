@@ -24,7 +24,7 @@ from crawler.parse.thread import Parser
 from crawler.render.auto import script_driven
 from crawler.render.browser import RenderError
 from crawler.render.dom import merged
-from crawler.render.network import credentials_of
+from crawler.render.network import Subresources, credentials_of
 from crawler.render.pool import Renderer
 
 __all__ = ["Rendering"]
@@ -70,21 +70,11 @@ class Rendering:
             limit = rule.per_host_concurrency if rule is not None else None
             return limit or politeness
 
-        renderer = Renderer(
-            fetcher.fetch,
-            user_agent=config.crawl.user_agent,
-            browser=r.browser,
-            tabs=r.tabs,
-            settle=r.settle,
-            timeout=r.timeout,
-            skip_types=r.skip_types,
-            memory_cap=r.memory_cap * 1024 * 1024,
-            max_html=config.fetch.max_body,
-            per_host=per_host,
-            max_redirects=config.fetch.max_redirects,
-            recorder=recorder,
-            credentialed=credentials_of(fetcher.rules),
-        )
+        network = Subresources(fetcher.fetch, per_host=per_host,
+                               max_redirects=config.fetch.max_redirects, recorder=recorder,
+                               credentialed=credentials_of(fetcher.rules))  # fmt: skip
+        options = r.page_options(config.crawl.user_agent, max_html=config.fetch.max_body)
+        renderer = Renderer(network, options, r.browser_settings())
         return cls(config, fetcher, parser, renderer)
 
     def wants(self, url: str, body: bytes, markup: Markup) -> bool:

@@ -11,6 +11,7 @@
 | `outage` | The crawl-wide connectivity gate: a proxy that is down, or the crawler's own ... |
 | `resolver` | The `[fetch] resolve` overrides: host names resolved to given addresses, ... |
 | `response` | `Response`: one HTTP response as `crawler.fetch.fetcher.Fetcher` hands it over |
+| `settings` | What a `Fetcher` is told (``[fetch]``): `Timeouts`, `FetchLimits` and ... |
 | `steering` | Steering each request: extra headers, per-host rules ([[hosts]]), ... |
 | `translate` | One place for foreign errors: what aiohttp, asyncio and the OS raise while ... |
 | `watch` | Watching the fetches as they go: their pace, held to a floor, and their ... |

@@ -50,6 +50,7 @@ from crawler.fetch.noproxy import NoProxy
 from crawler.fetch.outage import Outage
 from crawler.fetch.resolver import OverrideResolver
 from crawler.fetch.response import Response
+from crawler.fetch.settings import FetchLimits, Timeouts, Transport
 from crawler.fetch.steering import HostRules, redact, tls_context
 from crawler.fetch.translate import Proxied, translate_error
 from crawler.fetch.watch import (
@@ -78,53 +79,39 @@ class Fetcher:
 
     def __init__(
         self,
+        transport: Transport,
+        timeouts: Timeouts = Timeouts(),
+        limits: FetchLimits = FetchLimits(),
         *,
-        user_agent: str,
-        connect_timeout: float = 10.0,
-        read_timeout: float = 30.0,
-        total_timeout: float = 60.0,
-        max_body: int = 10 * 1024 * 1024,
-        max_header_size: int = 16 * 1024,
-        resolve: Mapping[str, str] | None = None,
-        connections: int = 100,
-        resolver: AbstractResolver | None = None,
         guard: AddressGuard | None = None,
-        min_rate: float = 1000.0,
-        min_rate_window: float = 20.0,
-        headers: Mapping[str, str] | None = None,
-        cookies: bool = False,
-        proxy: str = "",
         rules: HostRules | None = None,
-        tls_verify: bool = True,
-        ca_file: str = "",
         outage: Outage | None = None,
+        resolver: AbstractResolver | None = None,
     ) -> None:
-        """`guard` (None: no SSRF guard) filters every resolver answer and IP-literal URL.
-        A transfer under `min_rate` bytes/s over `min_rate_window` s is cut (0: never).
-
-        `headers` go with every request, `rules` add their own to the hosts they match;
-        `cookies` keeps one cookie jar for the fetcher's life; `proxy` ("" = none) is used for
-        every host the NO_PROXY environment variable does not list. TLS certificates are
-        verified (the system's CA store and `ca_file`'s) unless `tls_verify` is false or a rule
-        of `rules` says otherwise for its hosts. `outage`: the crawl-wide connectivity gate.
-        """
-        self._pacer = Pacer(min_rate, min_rate_window)  # ValueError if out of range
-        self.min_rate = float(min_rate)
-        self.min_rate_window = float(min_rate_window)
-        self.user_agent = user_agent
-        self.max_body = max_body
-        self.max_header_size = max_header_size
+        """`transport`: how requests go out (`crawler.fetch.settings`); `guard` (None: no SSRF
+        guard) filters every resolver answer and IP-literal URL; `rules` add their headers and
+        TLS setting to the hosts they match; `outage`: the crawl-wide connectivity gate;
+        `resolver` replaces the one `transport.resolve` makes. TLS certificates are verified
+        unless `transport.tls_verify` is false or a rule says otherwise for its hosts."""
+        t = timeouts
+        self._pacer = Pacer(t.min_rate, t.min_rate_window)  # ValueError if out of range
+        self.min_rate = float(t.min_rate)
+        self.min_rate_window = float(t.min_rate_window)
+        self.user_agent = transport.user_agent
+        self.max_body = limits.max_body
+        self.max_header_size = limits.max_header_size
         self._timeout = aiohttp.ClientTimeout(
-            total=total_timeout, sock_connect=connect_timeout, sock_read=read_timeout
+            total=t.total_timeout, sock_connect=t.connect_timeout, sock_read=t.read_timeout
         )
-        base = resolver or OverrideResolver(resolve or {})
+        tls_verify, ca_file, proxy = transport.tls_verify, transport.ca_file, transport.proxy
+        base = resolver or OverrideResolver(transport.resolve)
         self.guard = guard
         self._guarded = None if guard is None else GuardedResolver(base, guard)
         self._resolver: AbstractResolver = base if self._guarded is None else self._guarded
-        self._connector_limit = connections
+        self._connector_limit = limits.connections
         self._session: aiohttp.ClientSession | None = None
-        self._headers = dict(headers or {})
-        self._cookies = cookies
+        self._headers = dict(transport.headers)
+        self._cookies = transport.cookies
         self.rules = rules or HostRules(())
         self._secret = self.rules.secret | {name.lower() for name in self._headers}
         # the proxy URL's user:password become Proxy-Authorization, in UTF-8 (aiohttp's own

@@ -9,6 +9,8 @@
 - :mod:`crawler.frontier.queues`: one host's queue (priority order, first in first out on ties);
 - :mod:`crawler.frontier.schedule`: which host goes next (ready time, then best priority).
 
+- :mod:`crawler.frontier.settings`: what a frontier is told, the same for both frontiers:
+  ``Politeness`` and ``QueueLimits`` (frozen; built by ``[politeness]`` and ``[crawl]``);
 - :mod:`crawler.frontier.hosts`: per-host state and the politeness rules (delay, backoff,
   robots.txt lifetime, the circuit breaker);
 - :mod:`crawler.frontier.robots`: robots.txt policy (RFC 9309) on top of protego;

@@ -29,7 +29,7 @@ Politeness (decided before anything is handed out, never after)
      tracking parameters is handed out without them when robots.txt allows that
      (``RobotsPolicy.fetchable``: ``Disallow: /*sid=``).
  12. Circuit breaker: the ``max_host_failures``-th failure in a row held against a host
-     (``crawler.frontier.hosts.Politeness``; 0: never) puts it down: its queued pages, a retry asked
+     (``hosts.PolitenessRules``; 0: never) puts it down: its queued pages, a retry asked
      for in that ``done()``, and every page put for it later come back as REFUSED entries at once;
      ``refusal(entry)`` says ``host_down: ...``.
 

@@ -47,7 +47,7 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What a fetch tells the host's politeness (``crawler.frontier.hosts.Politeness.response``)."""
+    """What a fetch tells the host's politeness (``hosts.PolitenessRules.response``)."""
 
     status: int | None = None  # HTTP status; None when no response was received
     latency: float | None = None  # seconds to response headers (feeds the adaptive delay)

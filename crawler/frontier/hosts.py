@@ -2,7 +2,7 @@
 
 Hosts are identified by their politeness key (:func:`host_key`: ``scheme://host:port``). A
 :class:`Host` is plain state (queue, slots, ready time, delay, backoff, robots.txt policy); the
-:class:`Politeness` rules update it when a response or a robots.txt answer comes in. The frontier
+:class:`PolitenessRules` update it when a response or a robots.txt answer comes in. The frontier
 (``crawler.frontier``) decides when hosts are asked for work.
 
 Delay rule: two consecutive request *starts* to one host are at least ``delay`` seconds apart,
@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Final
 from crawler.errors import Blame, failure_class
 from crawler.fetch.steering import HostRule
 from crawler.frontier.robots import REFUSED_ATTEMPTS, RobotsPolicy
+from crawler.frontier.settings import Politeness
 
 if TYPE_CHECKING:
     from crawler.frontier.entries import Outcome
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Host",
-    "Politeness",
+    "PolitenessRules",
     "blame_of",
     "down_reason",
     "host_key",
@@ -220,52 +221,25 @@ class Host:
         )
 
 
-class Politeness:
-    """The rules of the module docstring, applied to :class:`Host` states. The arguments are those
-    of :class:`crawler.frontier.Frontier` (ValueError if out of range); ``rng`` draws the jitter."""
+class PolitenessRules:
+    """The rules of the module docstring, applied to :class:`Host` states, with the settings of
+    `settings` (checked when made); ``rng`` draws the jitter."""
 
     __slots__ = ("adaptive", "backoff_base", "backoff_max", "backoffs", "concurrency", "delay",
                  "max_delay", "max_host_failures", "max_retry_after", "rng", "robots_max_attempts",
                  "robots_ttl")  # fmt: skip
 
-    def __init__(
-        self,
-        *,
-        delay: float,
-        per_host_concurrency: int,
-        max_delay: float,
-        adaptive: bool,
-        backoff_base: float,
-        backoff_max: float,
-        max_retry_after: float,
-        robots_ttl: float,
-        robots_max_attempts: int,
-        max_host_failures: int = 0,
-        rng: random.Random | None = None,
-    ) -> None:
-        seconds = dict(delay=delay, max_delay=max_delay, backoff_base=backoff_base,
-                       backoff_max=backoff_max, max_retry_after=max_retry_after,
-                       robots_ttl=robots_ttl)  # fmt: skip
-        for name, value in seconds.items():
-            if not 0.0 <= value < float("inf"):
-                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
-        counts = dict(per_host_concurrency=per_host_concurrency,
-                      robots_max_attempts=robots_max_attempts)  # fmt: skip
-        for name, count in counts.items():
-            if count < 1:
-                raise ValueError(f"{name} must be >= 1, got {count!r}")
-        self.delay = float(delay)
-        self.concurrency = per_host_concurrency
-        self.max_delay = max(float(max_delay), self.delay)
-        self.adaptive = adaptive
-        self.backoff_base = float(backoff_base)
-        self.backoff_max = float(backoff_max)
-        self.max_retry_after = float(max_retry_after)
-        self.robots_ttl = float(robots_ttl)
-        self.robots_max_attempts = robots_max_attempts
-        if max_host_failures < 0:
-            raise ValueError(f"max_host_failures must be >= 0, got {max_host_failures!r}")
-        self.max_host_failures = max_host_failures
+    def __init__(self, settings: Politeness, rng: random.Random | None = None) -> None:
+        self.delay = float(settings.delay)
+        self.concurrency = settings.per_host_concurrency
+        self.max_delay = max(float(settings.max_delay), self.delay)
+        self.adaptive = settings.adaptive
+        self.backoff_base = float(settings.backoff_base)
+        self.backoff_max = float(settings.backoff_max)
+        self.max_retry_after = float(settings.max_retry_after)
+        self.robots_ttl = float(settings.robots_ttl)
+        self.robots_max_attempts = settings.robots_attempts
+        self.max_host_failures = settings.max_host_failures
         self.rng = rng if rng is not None else random.Random()
         self.backoffs = 0  # times a host was pushed back (429/503, failures, robots 5xx)
 
@@ -366,6 +340,6 @@ class Politeness:
 
     def __repr__(self) -> str:
         return (
-            f"Politeness(delay={self.delay}, max_delay={self.max_delay}, "
+            f"PolitenessRules(delay={self.delay}, max_delay={self.max_delay}, "
             f"adaptive={self.adaptive}, concurrency={self.concurrency}, backoffs={self.backoffs})"
         )

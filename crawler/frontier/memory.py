@@ -6,7 +6,7 @@ ties: breadth-first without scoring) and a *ready time*, when its next request m
 with work and a free slot are filed in the :class:`crawler.frontier.schedule.Schedule`;
 saturated ones, or held until their robots.txt is known, are filed again by ``done()`` or
 ``set_robots()``. Politeness rules (delay, adaptive delay, backoff, robots.txt lifetime, the
-``host_rule`` overrides) are :class:`crawler.frontier.hosts.Politeness`, applied to
+``host_rule`` overrides) are :class:`crawler.frontier.hosts.PolitenessRules`, applied to
 :class:`crawler.frontier.hosts.Host` states.
 
 Handing out (``get()``, the waiting getters and the timer) is the base class,
@@ -35,10 +35,11 @@ from crawler.fetch.steering import HostRule
 from crawler.frontier.base import FrontierStats
 from crawler.frontier.entries import Entry, EntryKind, Outcome, Packer
 from crawler.frontier.handout import Handout
-from crawler.frontier.hosts import Host, Politeness, host_key, robots_url
+from crawler.frontier.hosts import Host, PolitenessRules, host_key, robots_url
 from crawler.frontier.queues import HostQueue, marks
 from crawler.frontier.refusals import UNREACHABLE, refusal, sweep
 from crawler.frontier.robots import RobotsPolicy
+from crawler.frontier.settings import Politeness, QueueLimits
 
 __all__ = ["Frontier"]
 
@@ -55,38 +56,18 @@ class Frontier(Handout):
 
     def __init__(
         self,
+        politeness: Politeness = Politeness(),
+        limits: QueueLimits = QueueLimits(),
         *,
-        delay: float = 0.0,
-        per_host_concurrency: int = 1,
-        max_delay: float = 60.0,
-        adaptive: bool = False,
-        max_queued: int = 1_000_000,
-        max_queued_per_host: int = 100_000,
-        backoff_base: float = 1.0,
-        backoff_max: float = 300.0,
-        max_retry_after: float = 600.0,
-        respect_robots: bool = True,
-        robots_ttl: float = 86400.0,
-        robots_max_attempts: int = 6,
-        max_host_failures: int = 10,
         clock: Callable[[], float] | None = None,
         rng: random.Random | None = None,
         host_rule: Callable[[str], HostRule | None] | None = None,
     ) -> None:
-        self._rules = Politeness(  # validates its arguments (ValueError)
-            delay=delay, per_host_concurrency=per_host_concurrency, max_delay=max_delay,
-            adaptive=adaptive, backoff_base=backoff_base, backoff_max=backoff_max,
-            max_retry_after=max_retry_after, robots_ttl=robots_ttl,
-            robots_max_attempts=robots_max_attempts, max_host_failures=max_host_failures, rng=rng,
-        )  # fmt: skip
-        counts = dict(max_queued=max_queued, max_queued_per_host=max_queued_per_host)
-        for name, count in counts.items():
-            if count < 1:
-                raise ValueError(f"{name} must be >= 1, got {count!r}")
-        self._max_queued = max_queued
-        self._max_queued_per_host = max_queued_per_host
+        self._rules = PolitenessRules(politeness, rng)
+        self._max_queued = limits.max_queued
+        self._max_queued_per_host = limits.max_queued_per_host
         super().__init__(clock)
-        self._respect_robots = respect_robots
+        self._respect_robots = politeness.respect_robots
         self._host_rule = host_rule
         self._hosts: dict[str, Host] = {}
         self._flying: dict[int, tuple[Entry, Host]] = {}

@@ -18,7 +18,7 @@ Status rules (RFC 9309 section 2.3.1):
   disallow everything *for now*; the policy is ``temporary`` and the frontier fetches it again
   after a backoff. A connection the host *refused* (nothing listens on the port) makes a
   ``refused`` temporary policy: an answer, not a silence, which the frontier gives up on sooner
-  and whose pages fail as connection errors (``crawler.frontier.hosts.Politeness.robots``).
+  and whose pages fail as connection errors (``crawler.frontier.hosts.PolitenessRules.robots``).
 
 Group selection (RFC 9309 2.2.1): a group is ours when the product token of one of its
 User-agent lines equals ours (``sieve-crawler`` for ``"sieve-crawler/0.1 (+https://x)"``),

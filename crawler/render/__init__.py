@@ -9,6 +9,7 @@
 | `origin` | The same-origin policy for those answers: `refusal` (CORS, `[[hosts]]` credentials) |
 | `settle` | When a rendered page is done: its load event, then its network quiet |
 | `dom` | The rendered DOM read as the crawl reads markup: `merged` |
+| `settings` | What a `Renderer` is told of its browser (``[render]``): `BrowserSettings` |
 | `auto` | ``[render] mode = "auto"``: render a page only when its static HTML looks script-driven |
 
 Playwright is imported only when a browser starts (the ``render`` extra). docs/render.md tells it

@@ -1,6 +1,6 @@
 """The crawl's browser: `Renderer`, one Chromium and a few tabs, started when first needed.
 
-    renderer = Renderer(fetcher.fetch, user_agent=ua)   # RenderUnavailable: nothing to run
+    renderer = Renderer(Subresources(fetcher.fetch), PageOptions(user_agent=ua))
     rendered = await renderer.render(url, response)     # the response the crawl fetched
     await renderer.close()
 
@@ -34,14 +34,8 @@ from crawler.render.browser import (
     translate,
 )
 from crawler.render.network import Subresources, answer_of
-from crawler.render.page import (
-    DEFAULT_SKIP_TYPES,
-    PageOptions,
-    Rendered,
-    Tab,
-    open_context,
-    render_page,
-)
+from crawler.render.page import PageOptions, Rendered, Tab, open_context, render_page
+from crawler.render.settings import MEMORY_CHECK_SECONDS, BrowserSettings
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, Playwright
@@ -49,9 +43,6 @@ if TYPE_CHECKING:
 __all__ = ["MEMORY_CHECK_SECONDS", "Renderer"]
 
 log = logging.getLogger(__name__)
-
-MEMORY_CHECK_SECONDS = 1.0
-"""How often the browsers' memory is read (a /proc walk, in a thread), whatever their pages do."""
 
 
 class _Generation:
@@ -81,46 +72,28 @@ class Renderer:
 
     def __init__(
         self,
-        fetch: Callable[[str], Awaitable[Response]],
+        network: Subresources,
+        options: PageOptions,
+        browser: BrowserSettings = BrowserSettings(),
         *,
-        user_agent: str,
-        browser: str = "",
-        tabs: int = 4,
-        settle: float = 0.5,
-        timeout: float = 20.0,
-        skip_types: tuple[str, ...] = DEFAULT_SKIP_TYPES,
-        memory_cap: int = 1536 * 1024 * 1024,
-        max_html: int = 10 * 1024 * 1024,
-        per_host: Callable[[str], int] = lambda host: 1,
-        max_redirects: int = 5,
-        cache_bytes: int = 32 * 1024 * 1024,
-        recorder: Callable[[Response], None] | None = None,
         clock: Callable[[], float] | None = None,
-        credentialed: Callable[[str], bool] = lambda url: False,
-        memory_interval: float | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        """`fetch`: the crawler's fetcher's GET; `browser`: Chromium's path ("" = the standard
-        one); `memory_cap`: bytes of PSS past which the browser is replaced (0 = never), read
-        every `memory_interval` seconds (MEMORY_CHECK_SECONDS) by `sleep`'s clock; `clock`:
-        the settle's (the loop's by default); `credentialed(url)`: whether `fetch` sends a
-        ``[[hosts]]`` rule's credentials there (`crawler.render.network.credentials_of`).
-        `RenderUnavailable` if playwright or Chromium is missing. The other arguments: see
-        `PageOptions` and `Subresources`."""
-        self.path = find_browser(browser)
-        self.options = PageOptions(user_agent=user_agent, settle=settle, timeout=timeout,
-                                   skip_types=frozenset(skip_types), max_html=max_html)  # fmt: skip
-        self.network = Subresources(fetch, per_host=per_host, cache_bytes=cache_bytes,
-                                    max_redirects=max_redirects, recorder=recorder,
-                                    credentialed=credentialed)  # fmt: skip
-        self.memory_cap = memory_cap
+        """`network`: the pages' requests, answered by the crawler's fetcher; `options`: how
+        each page is rendered; `browser`: which Chromium, how many tabs, its memory cap (read
+        by `sleep`'s clock); `clock`: the settle's (the loop's by default). `RenderUnavailable`
+        if playwright or Chromium is missing."""
+        self.path = find_browser(browser.path)
+        self.options = options
+        self.network = network
+        self.memory_cap = browser.memory_cap
         self._clock = clock
-        self._tabs = asyncio.Semaphore(tabs)
+        self._tabs = asyncio.Semaphore(browser.tabs)
         self._lock = asyncio.Lock()
         self._playwright: Playwright | None = None
         self._current: _Generation | None = None
         self._old: set[_Generation] = set()
-        self.memory_interval = MEMORY_CHECK_SECONDS if memory_interval is None else memory_interval
+        self.memory_interval = browser.memory_interval
         self._sleep = sleep
         self._watcher: asyncio.Task[None] | None = None
         self.pages = self.failures = self.timeouts = self.launches = 0

@@ -5,7 +5,7 @@
 | `bloom` | `BloomStage`, `Sieve` (the scalable Bloom filter), `hash_pair`, `fingerprint` |
 | `batch` | the vectorized (numpy) insert of one page's links |
 | `format` | the versioned, checksummed file format; atomic save; `SieveFormatError` |
-| `dedup` | `Dedup`: the Sieve in front of the optional exact confirmation tier |
+| `tiers` | `SeenTiers`: the Sieve in front of the optional exact confirmation tier |
 | `kinds` | the family: `make_filter`, `filter_from_bytes`, `FILTER_KINDS`, one module per kind |
 
 `Sieve` is the in-memory backend; a shared one (issue: scale-out through Redis) sits beside it with
@@ -15,7 +15,6 @@ the same hashing (`hash_pair`, `SEED`), so both set the same bits for the same k
 from __future__ import annotations
 
 from crawler.sieve.bloom import BloomStage, Sieve, StageStats, fingerprint, hash_pair
-from crawler.sieve.dedup import Dedup
 from crawler.sieve.format import SEED, SieveFormatError
 from crawler.sieve.kinds import (
     FILTER_KINDS,
@@ -25,13 +24,14 @@ from crawler.sieve.kinds import (
     make_filter,
     save_filter,
 )
+from crawler.sieve.tiers import SeenTiers
 
 __all__ = [
     "FILTER_KINDS",
     "SEED",
     "BloomStage",
-    "Dedup",
     "SeenFilter",
+    "SeenTiers",
     "Sieve",
     "SieveFormatError",
     "StageStats",

@@ -1,6 +1,6 @@
 """`SeenStore`: the exact tier behind the Sieve, the 64-bit fingerprints of every key taken in.
 
-`crawler.sieve.Dedup` consults it only when the Bloom filter says "seen". It is a set in memory
+`crawler.sieve.SeenTiers` consults it only when the Bloom filter says "seen". It is a set in memory
 without a crawl state, the state database's ``seen`` table with one (`CrawlState.seen`). A write
 that fails there (a full disk) is a `StateError`, which ends the crawl.
 """
@@ -44,7 +44,7 @@ class SeenStore:
                 raise StateError(f"cannot write the crawl state's seen table: {exc}") from exc
 
     def discard(self, fp: int) -> None:
-        """Forget a fingerprint (`crawler.sieve.Dedup.forget`)."""
+        """Forget a fingerprint (`crawler.sieve.SeenTiers.forget`)."""
         if self._mem is not None:
             self._mem.discard(fp)
             return

@@ -1,4 +1,4 @@
-"""The per-link path on its own: Dedup's answers, and how one page's links are counted."""
+"""The per-link path on its own: SeenTiers's answers, and how one page's links are counted."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from crawler.config.load import Config
 from crawler.engine.components import make_frontier, make_scope, make_urls
 from crawler.frontier.entries import Entry
 from crawler.output.results import CrawlStats
-from crawler.sieve import Dedup, Sieve
+from crawler.sieve import SeenTiers, Sieve
 from crawler.sieve.seen import SeenStore
 
 
@@ -20,7 +20,7 @@ from crawler.sieve.seen import SeenStore
 def test_dedup_answers_like_adding_keys_one_by_one(exact: bool, recent: int) -> None:
     rng = random.Random(7)
     universe = [f"http://s.test/p{i}" for i in range(300)]
-    dedup = Dedup(Sieve(capacity=10_000, error_rate=1e-6), SeenStore() if exact else None,
+    dedup = SeenTiers(Sieve(capacity=10_000, error_rate=1e-6), SeenStore() if exact else None,
                   recent=recent)  # fmt: skip
     taken: set[str] = set()
     for _ in range(60):  # pages of distinct keys, repeating across pages as navigation does
@@ -37,7 +37,7 @@ def admission(max_pages: int = 0) -> tuple[Admission, CrawlStats]:
     scope.add_host("s.test")
     stats = CrawlStats()
     adm = Admission(urls=make_urls(config), scope=scope,
-                    dedup=Dedup(Sieve(capacity=1000, error_rate=1e-6)),
+                    dedup=SeenTiers(Sieve(capacity=1000, error_rate=1e-6)),
                     frontier=make_frontier(config), stats=stats, max_pages=max_pages)  # fmt: skip
     return adm, stats
 
@@ -56,7 +56,7 @@ async def test_links_differing_only_by_fragment_are_one_link_counted_as_repeats(
 
 @pytest.mark.parametrize("exact", [False, True], ids=["bloom", "exact-tier"])
 def test_a_key_twice_in_one_batch_is_new_once(exact: bool) -> None:
-    dedup = Dedup(Sieve(capacity=1000, error_rate=1e-6), SeenStore() if exact else None)
+    dedup = SeenTiers(Sieve(capacity=1000, error_rate=1e-6), SeenStore() if exact else None)
     assert dedup.add_many(["http://s.test/a", "http://s.test/a", "http://s.test/b"]) == [
         True, False, True,
     ]  # fmt: skip
@@ -65,7 +65,7 @@ def test_a_key_twice_in_one_batch_is_new_once(exact: bool) -> None:
 
 def test_the_exact_tier_rescues_every_false_positive_of_a_saturated_sieve() -> None:
     sieve = Sieve(capacity=10, error_rate=0.5)
-    dedup = Dedup(sieve, SeenStore(), recent=1)
+    dedup = SeenTiers(sieve, SeenStore(), recent=1)
     keys = [f"http://s.test/{i}" for i in range(2000)]
     for start in range(0, len(keys), 50):
         assert dedup.add_many(keys[start : start + 50]) == [True] * 50

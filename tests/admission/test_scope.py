@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawler.admission.scope import Scope
+from crawler.admission.scope import Scope, UrlTraps
 from crawler.urls.host import split_host
 
 
@@ -90,7 +90,7 @@ def test_path_traps(path: str, reason: str | None) -> None:
 
 
 def test_query_params_limit() -> None:
-    scope = Scope(hosts=["a.test"], max_query_params=3)
+    scope = Scope(hosts=["a.test"], traps=UrlTraps(max_query_params=3))
     assert scope.check("http://a.test/?a=1&b=2&c=3", 1) is None
     assert scope.check("http://a.test/?a=1&b=2&c=3&d=4", 1) == "query_params"
     assert scope.check("http://a.test/a&b&c&d?x", 1) is None  # "&" in the path is not a pair
@@ -99,17 +99,18 @@ def test_query_params_limit() -> None:
 def test_limits_can_be_switched_off() -> None:
     scope = Scope(
         hosts=["a.test"],
-        max_url_length=0,
-        max_path_depth=0,
-        max_segment_repeats=0,
-        max_query_params=0,
+        traps=UrlTraps(
+            max_url_length=0, max_path_depth=0, max_segment_repeats=0, max_query_params=0
+        ),
     )
     key = "http://a.test" + "/a" * 3000 + "?" + "&".join(["p=1"] * 100)
     assert scope.check(key, 1) is None
 
 
 def test_check_order_puts_cheap_and_strong_reasons_first() -> None:
-    scope = Scope(hosts=["a.test"], max_depth=2, max_url_length=30, max_pages_per_host=1)
+    scope = Scope(
+        hosts=["a.test"], max_depth=2, max_pages_per_host=1, traps=UrlTraps(max_url_length=30)
+    )
     long_trap = "/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a"
     assert scope.check("http://b.test" + long_trap, 9) == "domain"
     assert scope.check("http://a.test" + long_trap, 9) == "depth"
@@ -132,16 +133,23 @@ def test_key_without_path_and_ipv6_host() -> None:
 )  # fmt: skip
 def test_bad_limits_are_rejected(kwargs: dict[str, object]) -> None:
     name = next(iter(kwargs))
+    traps = {} if name == "max_depth" else {"traps": UrlTraps(**kwargs)}  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=name):
-        Scope(hosts=["a.test"], **kwargs)  # type: ignore[arg-type]
+        Scope(hosts=["a.test"], **(kwargs if name == "max_depth" else traps))  # type: ignore[arg-type]
 
 
 def test_every_reason_is_listed() -> None:
     from crawler.admission.scope import REASONS
 
-    scope = Scope(hosts=["a.test"], max_depth=1, skip_extensions=["png"], exclude=["ex"],
-                  include=["^http://a.test/(?!no)"], max_pages_per_host=1, max_url_length=200,
-                  max_query_params=2)  # fmt: skip
+    scope = Scope(
+        hosts=["a.test"],
+        max_depth=1,
+        skip_extensions=["png"],
+        exclude=["ex"],
+        include=["^http://a.test/(?!no)"],
+        max_pages_per_host=1,
+        traps=UrlTraps(max_url_length=200, max_query_params=2),
+    )
     keys = {
         "domain": ("http://b.test/", 1),
         "depth": ("http://a.test/", 2),

@@ -27,6 +27,8 @@ from crawler.engine.crawler import Crawler
 from crawler.errors import ConfigError, SharedStateError
 from crawler.frontier.entries import Entry
 from crawler.frontier.redis.frontier import RedisFrontier
+from crawler.frontier.redis.settings import Sharing
+from crawler.frontier.settings import QueueLimits
 from crawler.output.results import CrawlResult
 from crawler.sieve.redis import RedisSieve
 from crawler.state.crawlstate import CrawlState
@@ -232,7 +234,13 @@ async def test_the_exact_tier_in_redis_rescues_every_false_positive(
 ) -> None:
     client = Redis.from_url(redis_url)
     sieve = RedisSieve(client, "x:", capacity=10, error_rate=0.5)  # saturates at once
-    frontier = RedisFrontier(client, "x:", sieve, exact=exact, max_queued_per_host=10**6)
+    frontier = RedisFrontier(
+        client,
+        "x:",
+        sieve,
+        limits=QueueLimits(max_queued_per_host=10**6),
+        sharing=Sharing(exact=exact),
+    )
     await frontier.open()
     urls = [f"http://s.test/{i}" for i in range(2000)]
     flags: list[bool] = []

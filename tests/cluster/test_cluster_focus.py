@@ -25,7 +25,7 @@ from crawler.focus.scoring import Link
 from crawler.focus.shared_budget import SharedBudget
 from crawler.frontier.entries import Entry
 from crawler.output.results import CrawlResult, CrawlStats
-from crawler.sieve import Dedup
+from crawler.sieve import SeenTiers
 from crawler.testing.fixture import FixtureSite
 from tests.support.server import serve, site_config
 
@@ -182,7 +182,7 @@ async def nodes(redis_url: str) -> AsyncIterator[Nodes]:
         scope = make_scope(config)
         scope.add_host("s.test")
         admission = SharedAdmission(urls=make_urls(config), scope=scope,
-                                    dedup=Dedup(make_sieve(config)), stats=CrawlStats(),
+                                    dedup=SeenTiers(make_sieve(config)), stats=CrawlStats(),
                                     shared=node)  # fmt: skip
         return node, admission
 

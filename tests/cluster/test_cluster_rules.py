@@ -18,6 +18,7 @@ from crawler.focus.scoring import Link
 from crawler.frontier.entries import Entry, Outcome
 from crawler.frontier.redis.frontier import HOST_LIMIT, RedisFrontier
 from crawler.frontier.robots import policy_from_response
+from crawler.frontier.settings import Politeness
 from crawler.output.results import CrawlResult
 from crawler.sieve.redis import RedisSieve
 from tests.support.redis_frontier import Clock
@@ -80,9 +81,15 @@ async def test_a_robots_refusal_gives_back_the_delay_it_took(redis_url: str) -> 
     client = Redis.from_url(redis_url)
     try:
         clock = Clock()
-        f = RedisFrontier(client, "c:", RedisSieve(client, "c:", capacity=1000, error_rate=1e-3),
-                          delay=1.0, per_host_concurrency=2, adaptive=True, respect_robots=True,
-                          clock=clock)  # fmt: skip
+        f = RedisFrontier(
+            client,
+            "c:",
+            RedisSieve(client, "c:", capacity=1000, error_rate=1e-3),
+            politeness=Politeness(
+                delay=1.0, per_host_concurrency=2, adaptive=True, respect_robots=True
+            ),
+            clock=clock,
+        )
         await f.open()
         body = b"User-agent: *\nDisallow: /private\n"
         await f.set_robots(H, policy_from_response(200, body, "sieve"), body)

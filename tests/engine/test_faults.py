@@ -24,9 +24,10 @@ from crawler.errors import ConnectError
 from crawler.fetch.bodies import Decoder
 from crawler.frontier import Frontier
 from crawler.frontier.entries import Entry, Outcome
-from crawler.frontier.hosts import Host, Politeness
+from crawler.frontier.hosts import Host, PolitenessRules
 from crawler.frontier.queues import HostQueue
 from crawler.frontier.robots import DEFAULT_MAX_BYTES, RobotsPolicy, policy_from_response
+from crawler.frontier.settings import Politeness
 from crawler.output.jsonl import JsonlWriter, open_output
 from crawler.output.results import CrawlResult
 from crawler.output.warc import WarcOutput
@@ -252,13 +253,13 @@ async def test_robots_txt_faults(
 ) -> None:
     assert set(ROBOTS_EXPECTED) == set(ROBOTS)
     waits: dict[str, list[float | None]] = {}
-    apply = Politeness.robots
+    apply = PolitenessRules.robots
 
-    def spy(rules: Politeness, host: Host, policy: RobotsPolicy, now: float) -> bool:
+    def spy(rules: PolitenessRules, host: Host, policy: RobotsPolicy, now: float) -> bool:
         waits.setdefault(host.key, []).append(policy.retry_after)
         return apply(rules, host, policy, now)
 
-    monkeypatch.setattr(Politeness, "robots", spy)
+    monkeypatch.setattr(PolitenessRules, "robots", spy)
     seeds = [server.url("/", robots_host(name)) for name in ROBOTS]
     warc = WarcOutput(tmp_path / "robots.warc.gz")
     try:
@@ -273,7 +274,7 @@ async def test_robots_txt_faults(
         error = results[server.url("/", robots_host(name))].error or ""
         assert error.startswith(f"robots: robots.txt unreachable ({reason}"), error
         assert server.requests[(robots_host(name), "/robots.txt")] == ATTEMPTS
-    # a 503's Retry-After goes with its policy (Politeness.robots waits for it, capped)
+    # a 503's Retry-After goes with its policy (PolitenessRules.robots waits for it, capped)
     assert waits[f"http://{robots_host('retry-after')}:{server.port}"] == [120.0] * ATTEMPTS
     assert waits[f"http://{robots_host('s999')}:{server.port}"] == [None] * ATTEMPTS
 
@@ -313,11 +314,22 @@ async def test_connection_faults_lose_no_url(mode: str, address: str) -> None:
 # -- what a server asks of our politeness --------------------------------------------------------
 
 
-def _politeness() -> Politeness:
-    return Politeness(delay=0.0, per_host_concurrency=1, max_delay=30.0, adaptive=False,
-                      backoff_base=1.0, backoff_max=60.0, max_retry_after=600.0,
-                      robots_ttl=86400.0, robots_max_attempts=3,
-                      rng=random.Random(3))  # fmt: skip
+def _politeness() -> PolitenessRules:
+    return PolitenessRules(
+        Politeness(
+            delay=0.0,
+            per_host_concurrency=1,
+            max_delay=30.0,
+            adaptive=False,
+            backoff_base=1.0,
+            backoff_max=60.0,
+            max_retry_after=600.0,
+            robots_ttl=86400.0,
+            robots_attempts=3,
+            max_host_failures=0,
+        ),
+        rng=random.Random(3),
+    )
 
 
 @pytest.mark.parametrize(
@@ -419,8 +431,9 @@ def test_jsonl_output_writes_a_lone_surrogate_as_its_json_escape(tmp_path: Path)
 def test_a_host_that_went_down_does_not_hold_the_crawl_for_hours() -> None:
     # robots.txt was fetched, then the host stopped answering: every URL fails to connect
     # (blame HOST, retried), each attempt after the host's backoff (capped at 300 s)
-    frontier = Frontier(respect_robots=False, backoff_base=1.0, backoff_max=300.0,
-                        rng=random.Random(2))  # fmt: skip
+    frontier = Frontier(
+        Politeness(respect_robots=False, backoff_base=1.0, backoff_max=300.0), rng=random.Random(2)
+    )
     for i in range(100):
         frontier.put(Entry(url=f"http://down.test/{i}", key=f"http://down.test/{i}"))
 

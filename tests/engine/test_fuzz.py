@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawler.admission.scope import REASONS, Scope
+from crawler.admission.scope import REASONS, Scope, UrlTraps
 from crawler.config.load import Config, config_from_mapping
 from crawler.config.sections import HostConfig
 from crawler.errors import ConfigError
@@ -77,8 +77,15 @@ def test_links_through_resolve_and_scope_never_raise(
     raw = body.encode(encoding, errors="replace")
     page = extract(raw, BASE, content_type=f"text/html; charset={encoding}")
     norm = UrlNormalizer(memo_size=16)
-    scope = Scope(hosts=["a.test"], max_url_length=url_length, max_path_depth=path_depth,
-                  max_segment_repeats=repeats, max_query_params=params)  # fmt: skip
+    scope = Scope(
+        hosts=["a.test"],
+        traps=UrlTraps(
+            max_url_length=url_length,
+            max_path_depth=path_depth,
+            max_segment_repeats=repeats,
+            max_query_params=params,
+        ),
+    )
     for href in page.links:
         resolved = norm.resolve(href, page.base)
         if resolved is None:
@@ -115,8 +122,15 @@ def test_trap_guards_match_a_reference(
     key = UrlNormalizer(memo_size=0).canonicalize(href, BASE)
     if key is None or not key.startswith("http://a.test"):
         return
-    scope = Scope(hosts=["a.test"], max_url_length=url_length, max_path_depth=path_depth,
-                  max_segment_repeats=repeats, max_query_params=params)  # fmt: skip
+    scope = Scope(
+        hosts=["a.test"],
+        traps=UrlTraps(
+            max_url_length=url_length,
+            max_path_depth=path_depth,
+            max_segment_repeats=repeats,
+            max_query_params=params,
+        ),
+    )
     assert scope.check(key, 1) == _reference(key, scope), key
 
 

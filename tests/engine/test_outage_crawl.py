@@ -27,6 +27,7 @@ from crawler.errors import ConnectionReset, NetworkUnavailable, ProxyError, Prox
 from crawler.fetch.fetcher import Fetcher
 from crawler.fetch.outage import Outage
 from crawler.fetch.resolver import OverrideResolver
+from crawler.fetch.settings import Transport
 from crawler.output.results import CrawlResult
 from crawler.state.crawlstate import CrawlState
 
@@ -317,7 +318,7 @@ async def test_a_proxy_hanging_up_before_answering_connect_is_the_proxys_failure
     monkeypatch.delenv("NO_PROXY", raising=False)
     server = await asyncio.start_server(how, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    async with server, Fetcher(user_agent="t/1", proxy=f"http://127.0.0.1:{port}") as f:
+    async with server, Fetcher(Transport(user_agent="t/1", proxy=f"http://127.0.0.1:{port}")) as f:
         with pytest.raises(ProxyError, match=f"the proxy 127.0.0.1:{port} .* before answering"):
             await f.fetch("https://a.test/")  # CONNECT: nothing went to the target yet
         # a plain-HTTP request went out: its reset may be the target's, as before

@@ -134,11 +134,11 @@ def test_an_unknown_kind_is_refused_naming_the_known_ones() -> None:
 def test_forgetting_a_key_never_taken_in_removes_nothing_with_the_exact_tier(kind: str) -> None:
     """A filter cannot tell a key it holds from a false positive: the exact tier can. With it,
     forgetting a key never taken in leaves the filter alone (no other key can go)."""
-    from crawler.sieve import Dedup, make_filter
+    from crawler.sieve import SeenTiers, make_filter
     from crawler.sieve.seen import SeenStore
 
     # a tiny, crowded filter: many of the never-added keys below are its false positives
-    dedup = Dedup(make_filter(kind, capacity=64, error_rate=0.2), SeenStore())
+    dedup = SeenTiers(make_filter(kind, capacity=64, error_rate=0.2), SeenStore())
     added = [f"http://a.test/{i}" for i in range(64)]
     assert all(dedup.add_many(added))
     strangers = [f"http://b.test/{i}" for i in range(2_000)]

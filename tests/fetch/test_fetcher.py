@@ -26,6 +26,7 @@ from crawler.errors import (
 )
 from crawler.fetch.fetcher import Fetcher
 from crawler.fetch.resolver import OverrideResolver
+from crawler.fetch.settings import FetchLimits, Timeouts, Transport
 from crawler.fetch.translate import translate_error
 from tests.support.server import serve
 
@@ -71,7 +72,9 @@ async def server() -> AsyncIterator[int]:
 def fetcher(**kw: object) -> Fetcher:
     args: dict[str, object] = {"user_agent": UA, "resolve": {"virtual.test": "127.0.0.1"}}
     args.update(kw)
-    return Fetcher(**args)  # type: ignore[arg-type]
+    settings = [cls(**{k: args.pop(k) for k in cls.__dataclass_fields__.keys() & set(args)})
+                for cls in (Transport, Timeouts, FetchLimits)]  # fmt: skip
+    return Fetcher(*settings, **args)  # type: ignore[arg-type]
 
 
 async def test_resolver_override_and_user_agent(server: int) -> None:

@@ -20,6 +20,7 @@ from crawler.errors import BlockedAddress, ConnectError
 from crawler.fetch.fetcher import Fetcher
 from crawler.fetch.guard import AddressGuard, GuardedResolver, classify, parse_network
 from crawler.fetch.resolver import OverrideResolver
+from crawler.fetch.settings import Timeouts, Transport
 from crawler.fetch.translate import translate_error
 from tests.support.server import serve
 
@@ -336,7 +337,11 @@ async def forbidden() -> AsyncIterator[Forbidden]:
 def make_fetcher(guard: AddressGuard | None, port: int = 0) -> Fetcher:
     overrides = {"seed.test": "127.0.0.1", "also-local.test": "127.0.0.1",
                  "evil.test": "127.0.0.2"}  # fmt: skip
-    return Fetcher(user_agent=UA, resolve=overrides, guard=guard, total_timeout=5.0)
+    return Fetcher(
+        Transport(user_agent=UA, resolve=overrides),
+        timeouts=Timeouts(total_timeout=5.0),
+        guard=guard,
+    )
 
 
 async def test_seed_host_fetched_forbidden_host_refused_without_connecting(
@@ -411,9 +416,9 @@ async def test_control_the_forbidden_listener_is_reachable_when_allowed(
 
 async def test_override_resolver_is_wrapped_not_replaced() -> None:
     guard = AddressGuard()
-    fetcher = Fetcher(user_agent=UA, resolve={"a.test": "127.0.0.1"}, guard=guard)
+    fetcher = Fetcher(Transport(user_agent=UA, resolve={"a.test": "127.0.0.1"}), guard=guard)
     assert "GuardedResolver" in repr(fetcher) and "OverrideResolver" in repr(fetcher)
-    plain = Fetcher(user_agent=UA, resolver=OverrideResolver({}))
+    plain = Fetcher(Transport(user_agent=UA), resolver=OverrideResolver({}))
     assert plain.guard is None and "GuardedResolver" not in repr(plain)
 
 

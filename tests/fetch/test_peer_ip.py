@@ -15,6 +15,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawler.config.load import Config
 from crawler.engine.crawler import Crawler
 from crawler.fetch.fetcher import Fetcher
+from crawler.fetch.settings import Transport
 from crawler.output.warc import WarcOutput
 from tests.support.server import serve
 
@@ -41,7 +42,7 @@ async def port() -> AsyncIterator[int]:
 
 
 async def test_every_response_has_the_ip_over_connection_close(port: int) -> None:
-    async with Fetcher(user_agent="t", resolve={HOST: "127.0.0.1"}) as f:
+    async with Fetcher(Transport(user_agent="t", resolve={HOST: "127.0.0.1"})) as f:
         responses = await asyncio.gather(
             *(f.fetch(f"http://{HOST}:{port}/{n}") for n in range(PAGES))
         )

@@ -10,6 +10,7 @@ from aiohttp import web
 
 from crawler.fetch.cookies import is_public_suffix
 from crawler.fetch.fetcher import Fetcher
+from crawler.fetch.settings import Transport
 from tests.support.server import serve
 
 HOSTS = {
@@ -49,7 +50,7 @@ def cookies(host: str) -> list[set[str]]:
 
 
 async def test_no_cookie_for_a_public_suffix(port: int) -> None:
-    async with Fetcher(user_agent="t/1", resolve=HOSTS, cookies=True) as f:
+    async with Fetcher(Transport(user_agent="t/1", cookies=True, resolve=HOSTS)) as f:
         await f.fetch(f"http://a.test:{port}/suffix")
         await f.fetch(f"http://a.example.co.uk:{port}/suffix")
         for host in ("b.test", "x.a.test", "a.test", "b.other.co.uk", "test"):
@@ -67,7 +68,7 @@ def test_public_suffixes() -> None:
 
 
 async def test_a_hostile_server_cannot_grow_the_jar_without_end(port: int) -> None:
-    async with Fetcher(user_agent="t/1", resolve=HOSTS, cookies=True) as f:
+    async with Fetcher(Transport(user_agent="t/1", cookies=True, resolve=HOSTS)) as f:
         for n in range(40):  # 4,000 distinct cookies for one host
             await f.fetch(f"http://a.test:{port}/many?n={n}")
         await f.fetch(f"http://a.test:{port}/check")
@@ -79,7 +80,7 @@ async def test_a_public_suffix_host_naming_itself_keeps_a_host_only_cookie(port:
     """RFC 6265 5.3 step 5: a Domain attribute that is a public suffix *and* the request's host
     makes a host-only cookie (the attribute is dropped), it is not refused: ``localhost``,
     ``test``, an intranet's one-label host keep their ``Domain=`` cookies for themselves."""
-    async with Fetcher(user_agent="t/1", resolve=HOSTS, cookies=True) as f:
+    async with Fetcher(Transport(user_agent="t/1", cookies=True, resolve=HOSTS)) as f:
         await f.fetch(f"http://test:{port}/self")
         await f.fetch(f"http://test:{port}/check")
         await f.fetch(f"http://a.test:{port}/check")

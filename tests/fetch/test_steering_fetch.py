@@ -13,6 +13,7 @@ from crawler.config.sections import HostConfig
 from crawler.errors import BlockedAddress, ConnectError
 from crawler.fetch.fetcher import Fetcher
 from crawler.fetch.guard import AddressGuard
+from crawler.fetch.settings import FetchLimits, Timeouts, Transport
 from crawler.fetch.steering import REDACTED, HostRules
 from tests.support.server import serve
 
@@ -52,7 +53,9 @@ async def origin() -> AsyncIterator[tuple[int, Seen]]:
 def fetcher(**kw: object) -> Fetcher:
     args: dict[str, object] = {"user_agent": "t/1", "resolve": HOSTS}
     args.update(kw)
-    return Fetcher(**args)  # type: ignore[arg-type]
+    settings = [cls(**{k: args.pop(k) for k in cls.__dataclass_fields__.keys() & set(args)})
+                for cls in (Transport, Timeouts, FetchLimits)]  # fmt: skip
+    return Fetcher(*settings, **args)  # type: ignore[arg-type]
 
 
 def basic(user: str, password: str) -> str:

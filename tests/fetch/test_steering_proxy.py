@@ -18,6 +18,7 @@ from crawler.config.sections import HostConfig
 from crawler.errors import BlockedAddress, ConnectError, FetchError, ProxyError
 from crawler.fetch.fetcher import Fetcher
 from crawler.fetch.guard import AddressGuard
+from crawler.fetch.settings import Transport
 from crawler.fetch.steering import REDACTED, HostRules
 
 PASSWORD = "proxy-pw-7"
@@ -112,7 +113,7 @@ async def test_https_through_connect_with_credentials_inside_the_tunnel(
     ca.cert_pem.write_to_path(ca_file)
     rules = HostRules([HostConfig(match="secure.test", auth=("alice", "pw"))])
     url = f"http://pu:{PASSWORD}@127.0.0.1:{proxy.port}"
-    async with Fetcher(user_agent="t/1", proxy=url, rules=rules, ca_file=ca_file) as f:
+    async with Fetcher(Transport(user_agent="t/1", proxy=url, ca_file=ca_file), rules=rules) as f:
         response = await f.fetch(f"https://secure.test:{port}/")
     assert response.body == b"secret page"
     ((line, headers),) = proxy.seen
@@ -129,7 +130,9 @@ async def test_a_proxy_refusing_connect_is_a_clear_error_without_its_password(
     proxy: Proxy, status: int
 ) -> None:
     proxy.refuse = status
-    async with Fetcher(user_agent="t/1", proxy=f"http://pu:{PASSWORD}@127.0.0.1:{proxy.port}") as f:
+    async with Fetcher(
+        Transport(user_agent="t/1", proxy=f"http://pu:{PASSWORD}@127.0.0.1:{proxy.port}")
+    ) as f:
         with pytest.raises(FetchError) as caught:
             await f.fetch("https://far.test/")
     if status == 407:  # the proxy's own failure: the crawl ends with it (crawler.fetch.outage)
@@ -146,7 +149,7 @@ async def test_a_proxy_refusing_connect_is_a_clear_error_without_its_password(
 
 
 async def test_a_proxy_that_is_down_is_named_in_the_error() -> None:
-    async with Fetcher(user_agent="t/1", proxy=f"http://pu:{PASSWORD}@127.0.0.1:1") as f:
+    async with Fetcher(Transport(user_agent="t/1", proxy=f"http://pu:{PASSWORD}@127.0.0.1:1")) as f:
         for url in ("http://a.test/", "https://a.test/"):
             with pytest.raises(ConnectError) as caught:
                 await f.fetch(url)
@@ -157,7 +160,7 @@ async def test_a_proxy_that_is_down_is_named_in_the_error() -> None:
 
 async def test_the_ssrf_guard_checks_ip_literal_targets_before_the_proxy(proxy: Proxy) -> None:
     url = f"http://127.0.0.1:{proxy.port}"
-    async with Fetcher(user_agent="t/1", proxy=url, guard=AddressGuard()) as f:
+    async with Fetcher(Transport(user_agent="t/1", proxy=url), guard=AddressGuard()) as f:
         for target in ("http://10.0.0.1/", "https://169.254.169.254/", "http://[::1]:8080/"):
             with pytest.raises(BlockedAddress):
                 await f.fetch(target)
@@ -168,7 +171,9 @@ async def test_a_proxy_password_beyond_latin1_is_sent_as_utf8(proxy: Proxy) -> N
     # aiohttp encodes a proxy URL's credentials in Latin-1: a "€" failed every URL with a
     # UnicodeEncodeError whose text (the result's error) told the character and its position
     proxy.refuse = 407
-    async with Fetcher(user_agent="t/1", proxy=f"http://pu:p€ss@127.0.0.1:{proxy.port}") as f:
+    async with Fetcher(
+        Transport(user_agent="t/1", proxy=f"http://pu:p€ss@127.0.0.1:{proxy.port}")
+    ) as f:
         with pytest.raises(ConnectError) as caught:
             await f.fetch("https://far.test/")
     assert "position" not in str(caught.value) and "€" not in str(caught.value)

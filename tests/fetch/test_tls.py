@@ -19,6 +19,7 @@ from crawler.config.load import config_from_mapping
 from crawler.config.sections import HostConfig
 from crawler.errors import CertificateError, ConfigError, ConnectError
 from crawler.fetch.fetcher import Fetcher
+from crawler.fetch.settings import FetchLimits, Timeouts, Transport
 from crawler.fetch.steering import HostRules
 
 HOSTS = {"secure.test": "127.0.0.1", "other.test": "127.0.0.1"}
@@ -61,7 +62,9 @@ async def port(ca: trustme.CA) -> AsyncIterator[int]:
 def fetcher(**kw: object) -> Fetcher:
     args: dict[str, object] = {"user_agent": "t/1", "resolve": HOSTS}
     args.update(kw)
-    return Fetcher(**args)  # type: ignore[arg-type]
+    settings = [cls(**{k: args.pop(k) for k in cls.__dataclass_fields__.keys() & set(args)})
+                for cls in (Transport, Timeouts, FetchLimits)]  # fmt: skip
+    return Fetcher(*settings, **args)  # type: ignore[arg-type]
 
 
 async def test_an_unknown_ca_is_a_clear_connect_error(port: int) -> None:

@@ -20,8 +20,9 @@ from crawler.focus.relevance.evidence import EvidenceTable
 from crawler.focus.scoring import Link, PageText, Rescorer
 from crawler.frontier import Frontier
 from crawler.frontier.entries import Entry
+from crawler.frontier.settings import Politeness
 from crawler.output.results import CrawlStats
-from crawler.sieve import Dedup, Sieve
+from crawler.sieve import SeenTiers, Sieve
 from crawler.state.crawlstate import CrawlState
 from tests.support.frontier_sim import simulate
 from tests.support.priority import drain, page
@@ -46,7 +47,7 @@ def change(frontier: Frontier, target: str, priority: float) -> bool:
 
 def test_lowering_places_the_entry_after_equal_or_higher_and_counts_no_raise() -> None:
     async def main() -> tuple[list[Entry], int]:
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         for i, p in enumerate([0.9, 0.5, 0.2, 0.5]):
             assert frontier.put(page(url(i), p))
         assert not frontier.reprioritize(url(0), url(0), 0.1)  # without lower: never lowered
@@ -67,7 +68,7 @@ def test_lowering_places_the_entry_after_equal_or_higher_and_counts_no_raise() -
 
 def test_a_host_whose_best_url_was_lowered_yields_to_a_better_host() -> None:
     async def main() -> list[str]:
-        frontier = Frontier(respect_robots=False, per_host_concurrency=1)
+        frontier = Frontier(Politeness(per_host_concurrency=1, respect_robots=False))
         assert frontier.put(page(url(0), 0.9))
         assert frontier.put(page(url(1), 0.1))
         assert frontier.put(page(url(0, B), 0.5))
@@ -83,7 +84,7 @@ def test_random_changes_match_a_reference_model() -> None:
     rng = random.Random(16)
 
     async def main() -> None:
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         model: dict[str, tuple[float, int]] = {}
         fresh = 0
         for clock in range(3000):
@@ -180,7 +181,7 @@ def _admission(state: CrawlState | None = None) -> tuple[Admission, Frontier]:
     scope.add_host("s.test")
     frontier = make_frontier(config)
     adm = Admission(urls=make_urls(config), scope=scope,
-                    dedup=Dedup(Sieve(capacity=1000, error_rate=1e-6)), frontier=frontier,
+                    dedup=SeenTiers(Sieve(capacity=1000, error_rate=1e-6)), frontier=frontier,
                     stats=CrawlStats(), state=state)  # fmt: skip
     return adm, frontier
 

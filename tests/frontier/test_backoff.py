@@ -1,4 +1,4 @@
-"""Backoff follows its cause (crawler.errors classifies, crawler.frontier.hosts.Politeness applies):
+"""Backoff follows its cause (crawler.errors classifies, hosts.PolitenessRules applies):
 host failures back the host off at once, a URL's own failures never, suspect ones after a streak."""
 
 from __future__ import annotations
@@ -25,15 +25,27 @@ from crawler.errors import (
     failure_class,
 )
 from crawler.frontier.entries import Outcome
-from crawler.frontier.hosts import SUSPECT_STREAK, Host, Politeness
+from crawler.frontier.hosts import SUSPECT_STREAK, Host, PolitenessRules
 from crawler.frontier.queues import HostQueue
+from crawler.frontier.settings import Politeness
 
 
-def rules() -> Politeness:
-    return Politeness(delay=0.0, per_host_concurrency=1, max_delay=30.0, adaptive=False,
-                      backoff_base=1.0, backoff_max=300.0, max_retry_after=600.0,
-                      robots_ttl=86400.0, robots_max_attempts=3,
-                      rng=random.Random(5))  # fmt: skip
+def rules() -> PolitenessRules:
+    return PolitenessRules(
+        Politeness(
+            delay=0.0,
+            per_host_concurrency=1,
+            max_delay=30.0,
+            adaptive=False,
+            backoff_base=1.0,
+            backoff_max=300.0,
+            max_retry_after=600.0,
+            robots_ttl=86400.0,
+            robots_attempts=3,
+            max_host_failures=0,
+        ),
+        rng=random.Random(5),
+    )
 
 
 def failure(exc: FetchError, attempt: int = 0) -> Outcome:

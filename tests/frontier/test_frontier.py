@@ -21,6 +21,7 @@ from crawler.frontier import (
     parse_retry_after,
 )
 from crawler.frontier.robots import ALLOW_ALL, policy_from_response
+from crawler.frontier.settings import Politeness, QueueLimits
 from tests.support.frontier_sim import (
     crawl,
     fill,
@@ -82,7 +83,7 @@ def test_parse_retry_after() -> None:
 
 
 def test_delay_between_starts_on_each_host() -> None:
-    frontier = Frontier(delay=2.0, respect_robots=False)
+    frontier = Frontier(Politeness(delay=2.0, respect_robots=False))
     fill(frontier, hosts=3, per_host=5)
     log = simulate(lambda: crawl(frontier, workers=8, fetch=0.5))
     by_host = starts_by_host(log)
@@ -96,7 +97,7 @@ def test_delay_between_starts_on_each_host() -> None:
 
 
 def test_per_host_concurrency_is_held() -> None:
-    frontier = Frontier(per_host_concurrency=3, respect_robots=False)
+    frontier = Frontier(Politeness(per_host_concurrency=3, respect_robots=False))
     fill(frontier, hosts=1, per_host=10)
     log = simulate(lambda: crawl(frontier, workers=10, fetch=1.0))
     events = sorted([(s, 1) for s, _, _ in log] + [(e, -1) for _, e, _ in log])
@@ -110,7 +111,7 @@ def test_per_host_concurrency_is_held() -> None:
 
 def test_many_workers_random_latency_never_violate_delay() -> None:
     rng = random.Random(42)
-    frontier = Frontier(delay=1.0, per_host_concurrency=2, respect_robots=False)
+    frontier = Frontier(Politeness(delay=1.0, per_host_concurrency=2, respect_robots=False))
     fill(frontier, hosts=40, per_host=8)
     latency = {
         f"http://h{h}.test/p{i}": rng.uniform(0.01, 3.0) for h in range(40) for i in range(8)
@@ -123,7 +124,7 @@ def test_many_workers_random_latency_never_violate_delay() -> None:
 
 def test_waiting_host_never_blocks_a_ready_one() -> None:
     # One worker, a slow host (Crawl-delay 50) queued first: the other host's pages must not wait.
-    frontier = Frontier(respect_robots=False)
+    frontier = Frontier(Politeness(respect_robots=False))
     slow = policy_from_response(200, b"User-agent: *\nCrawl-delay: 50\n", "bot")
     frontier.set_robots("http://slow.test", slow)
     for i in range(3):
@@ -137,7 +138,7 @@ def test_waiting_host_never_blocks_a_ready_one() -> None:
 
 
 def test_backed_off_host_never_blocks_and_retry_after_is_honoured() -> None:
-    frontier = Frontier(respect_robots=False, max_retry_after=600.0)
+    frontier = Frontier(Politeness(respect_robots=False, max_retry_after=600.0))
     frontier.put(page("http://busy.test/a"))
     for i in range(5):
         frontier.put(page(f"http://ok.test/{i}"))
@@ -159,7 +160,7 @@ def test_backed_off_host_never_blocks_and_retry_after_is_honoured() -> None:
 
 
 def test_retry_after_is_capped_and_http_dates_work() -> None:
-    frontier = Frontier(respect_robots=False, max_retry_after=30.0)
+    frontier = Frontier(Politeness(respect_robots=False, max_retry_after=30.0))
     frontier.put(page("http://a.test/"))
 
     def respond(entry: Entry, start: float) -> tuple[Outcome | None, bool]:
@@ -172,8 +173,9 @@ def test_retry_after_is_capped_and_http_dates_work() -> None:
 
 
 def test_exponential_backoff_with_jitter_and_reset() -> None:
-    frontier = Frontier(respect_robots=False, backoff_base=2.0, backoff_max=20.0,
-                        rng=random.Random(3))  # fmt: skip
+    frontier = Frontier(
+        Politeness(respect_robots=False, backoff_base=2.0, backoff_max=20.0), rng=random.Random(3)
+    )
     frontier.put(page("http://a.test/"))
     script = [Outcome(failed=True)] * 5 + [Outcome(status=200), Outcome(status=503)]
     script.append(Outcome(status=200))
@@ -192,7 +194,7 @@ def test_exponential_backoff_with_jitter_and_reset() -> None:
 
 
 def test_adaptive_delay_follows_latency_never_below_configured() -> None:
-    frontier = Frontier(delay=0.5, adaptive=True, max_delay=10.0, respect_robots=False)
+    frontier = Frontier(Politeness(delay=0.5, max_delay=10.0, adaptive=True, respect_robots=False))
     fill(frontier, hosts=1, per_host=12)
 
     def respond(entry: Entry, start: float) -> tuple[Outcome | None, bool]:
@@ -212,7 +214,7 @@ def test_adaptive_delay_follows_latency_never_below_configured() -> None:
 
 
 def test_termination_waits_for_in_flight_work_that_adds_urls() -> None:
-    frontier = Frontier(delay=1.0, respect_robots=False)
+    frontier = Frontier(Politeness(delay=1.0, respect_robots=False))
     frontier.put(page("http://a.test/0"))
 
     def respond(entry: Entry, start: float) -> tuple[Outcome | None, bool]:
@@ -229,7 +231,7 @@ def test_termination_waits_for_in_flight_work_that_adds_urls() -> None:
 
 def test_get_on_empty_frontier_returns_none_and_close_releases_waiters() -> None:
     async def main() -> list[Entry | None]:
-        frontier = Frontier(delay=100.0, respect_robots=False)
+        frontier = Frontier(Politeness(delay=100.0, respect_robots=False))
         assert await frontier.get() is None  # nothing queued, nothing in flight
         frontier.put(page("http://a.test/1"))
         frontier.put(page("http://a.test/2"))
@@ -248,7 +250,7 @@ def test_get_on_empty_frontier_returns_none_and_close_releases_waiters() -> None
 
 def test_cancelled_getter_does_not_lose_its_entry() -> None:
     async def main() -> list[str]:
-        frontier = Frontier(delay=5.0, respect_robots=False)
+        frontier = Frontier(Politeness(delay=5.0, respect_robots=False))
         frontier.put(page("http://a.test/1"))
         frontier.put(page("http://a.test/2"))
         first = await frontier.get()
@@ -269,7 +271,9 @@ def test_cancelled_getter_does_not_lose_its_entry() -> None:
 
 def test_bounds_are_counted_and_retries_ignore_them() -> None:
     async def main() -> None:
-        frontier = Frontier(max_queued=5, max_queued_per_host=3, respect_robots=False)
+        frontier = Frontier(
+            Politeness(respect_robots=False), QueueLimits(max_queued=5, max_queued_per_host=3)
+        )
         accepted = [frontier.put(page(f"http://a.test/{i}")) for i in range(4)]
         accepted += [frontier.put(page(f"http://b.test/{i}")) for i in range(4)]
         assert accepted == [True, True, True, False, True, True, False, False]
@@ -291,12 +295,12 @@ def test_bounds_are_counted_and_retries_ignore_them() -> None:
 
 def test_constructor_validation_and_repr() -> None:
     with pytest.raises(ValueError, match="delay"):
-        Frontier(delay=-1.0)
+        Frontier(Politeness(delay=-1.0))
     with pytest.raises(ValueError, match="per_host_concurrency"):
-        Frontier(per_host_concurrency=0)
+        Frontier(Politeness(per_host_concurrency=0))
     with pytest.raises(ValueError, match="PAGE"):
         Frontier().put(Entry(url="http://a/", key="http://a/", kind=EntryKind.ROBOTS))
-    frontier = Frontier(respect_robots=False)
+    frontier = Frontier(Politeness(respect_robots=False))
     frontier.put(page("http://a.test/"))
     assert "queued=1" in repr(frontier)
     assert "in_flight=0" in repr(frontier)
@@ -306,7 +310,7 @@ def test_constructor_validation_and_repr() -> None:
 
 
 def test_robots_fetched_first_counts_for_delay_and_refuses_disallowed() -> None:
-    frontier = Frontier(delay=1.0, max_delay=30.0)
+    frontier = Frontier(Politeness(delay=1.0, max_delay=30.0))
     for path in ("/a", "/private/x", "/b", "/private/y"):
         frontier.put(page(f"http://a.test{path}"))
     text = "User-agent: sieve-crawler\nDisallow: /private\nCrawl-delay: 3\n"
@@ -323,7 +327,7 @@ def test_robots_fetched_first_counts_for_delay_and_refuses_disallowed() -> None:
 
 
 def test_crawl_delay_capped_by_max_delay() -> None:
-    frontier = Frontier(max_delay=10.0)
+    frontier = Frontier(Politeness(max_delay=10.0))
     fill(frontier, hosts=1, per_host=2)
     log = simulate(
         lambda: crawl(frontier, fetch=0.0, robots=robots_body("User-agent: *\nCrawl-delay: 3600"))
@@ -332,7 +336,7 @@ def test_crawl_delay_capped_by_max_delay() -> None:
 
 
 def test_unreachable_robots_retried_then_pages_refused() -> None:
-    frontier = Frontier(robots_max_attempts=3, backoff_base=4.0, rng=random.Random(1))
+    frontier = Frontier(Politeness(robots_attempts=3, backoff_base=4.0), rng=random.Random(1))
     fill(frontier, hosts=1, per_host=3)
     frontier.put(page("http://other.test/"))
     unreachable = lambda entry: policy_from_response(503, None, "bot")  # noqa: E731
@@ -351,7 +355,8 @@ def test_a_robots_txt_down_for_a_few_seconds_loses_no_page_by_default() -> None:
     # times over 15-31 s, so a host that answers by the 6th try keeps its pages
     p = Config().politeness
     frontier = Frontier(
-        robots_max_attempts=p.robots_attempts, backoff_base=p.backoff_base, rng=random.Random(3)
+        Politeness(robots_attempts=p.robots_attempts, backoff_base=p.backoff_base),
+        rng=random.Random(3),
     )
     fill(frontier, hosts=1, per_host=3)
     answers = iter([policy_from_response(503, None, "bot")] * 5 + [ALLOW_ALL])
@@ -365,7 +370,7 @@ def test_a_robots_txt_down_for_a_few_seconds_loses_no_page_by_default() -> None:
 
 def test_robots_held_pages_and_done_without_set_robots() -> None:
     async def main() -> None:
-        frontier = Frontier(robots_max_attempts=2, backoff_base=1.0, rng=random.Random(0))
+        frontier = Frontier(Politeness(robots_attempts=2, backoff_base=1.0), rng=random.Random(0))
         frontier.put(page("http://a.test/1"))
         robots = await frontier.get()
         assert robots is not None
@@ -387,7 +392,7 @@ def test_robots_held_pages_and_done_without_set_robots() -> None:
 
 
 def test_robots_refetched_after_ttl_keeping_cached_policy_on_failure() -> None:
-    frontier = Frontier(robots_ttl=10.0)
+    frontier = Frontier(Politeness(robots_ttl=10.0))
     for i in range(4):
         frontier.put(page(f"http://a.test/{i}"))
     policies = iter(
@@ -453,7 +458,7 @@ def test_get_and_pending_rebuild_equal_entries() -> None:
     entries = varied_entries()
 
     async def main() -> list[Entry]:
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         for entry in entries:
             assert frontier.put(entry)
         pending = list(frontier.pending())

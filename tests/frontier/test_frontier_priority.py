@@ -14,6 +14,7 @@ from crawler.frontier.entries import Packer
 from crawler.frontier.hosts import Host
 from crawler.frontier.queues import HostQueue
 from crawler.frontier.schedule import Schedule
+from crawler.frontier.settings import Politeness
 from tests.support.frontier_sim import crawl, min_gap, simulate, starts_by_host
 from tests.support.priority import drain, page
 
@@ -27,7 +28,7 @@ def test_priority_order_within_a_host_ties_first_in_first_out() -> None:
     expected = [e for _, e in sorted(enumerate(entries), key=lambda t: (-t[1].priority, t[0]))]
 
     async def main() -> tuple[list[Entry], list[Entry]]:
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         for entry in entries:
             assert frontier.put(entry)
         return list(frontier.pending()), await drain(frontier)
@@ -41,7 +42,7 @@ def test_priority_order_within_a_host_ties_first_in_first_out() -> None:
 def test_order_holds_while_urls_arrive_during_the_crawl() -> None:
     # each fetched page links to two new URLs of random priority on the same host (some ties)
     rng = random.Random(11)
-    frontier = Frontier(delay=1.0, respect_robots=False)
+    frontier = Frontier(Politeness(delay=1.0, respect_robots=False))
     events: list[tuple[str, Entry]] = []
     counter = iter(range(1, 10_000))
 
@@ -74,7 +75,7 @@ def test_order_holds_while_urls_arrive_during_the_crawl() -> None:
 
 def test_equal_priorities_everywhere_give_the_breadth_first_order_of_old() -> None:
     def run(priority: float) -> list[tuple[float, str]]:
-        frontier = Frontier(delay=1.0, respect_robots=False)
+        frontier = Frontier(Politeness(delay=1.0, respect_robots=False))
         for i in range(4):
             for h in range(5):
                 frontier.put(page(f"http://h{h}.test/p{i}", priority))
@@ -91,7 +92,7 @@ def test_equal_priorities_everywhere_give_the_breadth_first_order_of_old() -> No
 
 def test_among_ready_hosts_the_best_priority_goes_first() -> None:
     async def main() -> list[str]:
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         for host, best in (("h0", 1.0), ("h1", 5.0), ("h2", 3.0)):
             frontier.put(page(f"http://{host}.test/low", 0.0))
             frontier.put(page(f"http://{host}.test/best", best))
@@ -104,7 +105,7 @@ def test_among_ready_hosts_the_best_priority_goes_first() -> None:
 
 def test_a_better_url_for_a_host_already_waiting_as_ready_is_seen() -> None:
     async def main() -> list[str]:
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         frontier.put(page("http://a.test/1", 1.0))
         frontier.put(page("http://b.test/5", 5.0))
         frontier.put(page("http://c.test/2", 2.0))
@@ -120,7 +121,7 @@ def test_a_better_url_for_a_host_already_waiting_as_ready_is_seen() -> None:
 
 
 def test_a_higher_priority_never_makes_a_waiting_host_go_early() -> None:
-    frontier = Frontier(delay=10.0, respect_robots=False)
+    frontier = Frontier(Politeness(delay=10.0, respect_robots=False))
     frontier.put(page("http://slow.test/a", 1.0))
     for i in range(5):
         frontier.put(page(f"http://fast.test/{i}", 0.0))
@@ -163,7 +164,7 @@ def test_falling_best_priority_is_filed_again() -> None:
 
 def test_retry_goes_before_equal_and_lower_priorities_after_higher_ones() -> None:
     async def main() -> list[tuple[str, int]]:
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         for name, priority in (("a", 3.0), ("b", 3.0), ("c", 1.0)):
             frontier.put(page(f"http://h.test/{name}", priority))
         a = await frontier.get()
@@ -181,7 +182,7 @@ def test_retry_goes_before_equal_and_lower_priorities_after_higher_ones() -> Non
 
 def test_retry_in_an_unscored_host_queue_goes_to_the_very_head() -> None:
     async def main() -> list[str]:
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         for name in "abc":
             frontier.put(page(f"http://h.test/{name}"))
         first = await frontier.get()
@@ -212,7 +213,7 @@ def test_politeness_unchanged_under_scoring() -> None:
     latency = {
         f"http://h{h}.test/p{i}": rng.uniform(0.01, 3.0) for h in range(30) for i in range(8)
     }
-    frontier = Frontier(delay=1.0, per_host_concurrency=2, respect_robots=False)
+    frontier = Frontier(Politeness(delay=1.0, per_host_concurrency=2, respect_robots=False))
     scored_fill(frontier, hosts=30, per_host=8, seed=1)
     log = simulate(lambda: crawl(frontier, workers=12, fetch=lambda e: latency[e.url]))
     assert len(log) == 240
@@ -225,7 +226,7 @@ def test_politeness_unchanged_under_scoring() -> None:
 def test_scoring_changes_which_url_never_when_a_host_is_hit() -> None:
     # workers enough for every host: each host is hit the moment it may be, scored or not
     def run(scored: bool) -> tuple[dict[str, list[float]], list[str]]:
-        frontier = Frontier(delay=1.5, respect_robots=False)
+        frontier = Frontier(Politeness(delay=1.5, respect_robots=False))
         if scored:
             scored_fill(frontier, hosts=6, per_host=5, seed=3)
         else:
@@ -242,7 +243,7 @@ def test_scoring_changes_which_url_never_when_a_host_is_hit() -> None:
 
 
 def test_backoff_holds_a_host_whatever_its_priority() -> None:
-    frontier = Frontier(respect_robots=False, max_retry_after=600.0)
+    frontier = Frontier(Politeness(respect_robots=False, max_retry_after=600.0))
     frontier.put(page("http://busy.test/a", 50.0))
     frontier.put(page("http://busy.test/b", 40.0))
     for i in range(5):
@@ -262,7 +263,7 @@ def test_backoff_holds_a_host_whatever_its_priority() -> None:
 def test_robots_first_and_refusals_under_scoring() -> None:
     from tests.support.frontier_sim import robots_body
 
-    frontier = Frontier(delay=1.0)
+    frontier = Frontier(Politeness(delay=1.0))
     for path, priority in (("/a", 1.0), ("/private/x", 9.0), ("/b", 5.0)):
         frontier.put(page(f"http://a.test{path}", priority))
     text = "User-agent: *\nDisallow: /private\n"
@@ -318,7 +319,7 @@ def test_packed_priority_round_trips_through_the_frontier() -> None:
                for i, p in enumerate((0.0, -1.5, 1e300, float("inf"), 0.25))]  # fmt: skip
 
     async def main() -> list[Entry]:
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         for entry in entries:
             frontier.put(entry)
         return await drain(frontier)
@@ -330,7 +331,7 @@ def test_packed_priority_round_trips_through_the_frontier() -> None:
 
 def test_cancelled_getter_returns_a_scored_entry_to_its_place() -> None:
     async def main() -> list[str]:
-        frontier = Frontier(delay=5.0, respect_robots=False)
+        frontier = Frontier(Politeness(delay=5.0, respect_robots=False))
         frontier.put(page("http://a.test/1", 1.0))
         frontier.put(page("http://a.test/3", 3.0))
         frontier.put(page("http://a.test/2", 2.0))
@@ -350,7 +351,7 @@ def test_cancelled_getter_returns_a_scored_entry_to_its_place() -> None:
 def test_a_host_pushed_back_while_waiting_as_ready_waits() -> None:
     async def main() -> list[tuple[float, str]]:
         loop = asyncio.get_running_loop()
-        frontier = Frontier(per_host_concurrency=2, respect_robots=False)
+        frontier = Frontier(Politeness(per_host_concurrency=2, respect_robots=False))
         frontier.put(page("http://a.test/9", 9.0))
         frontier.put(page("http://a.test/1", 1.0))
         frontier.put(page("http://b.test/5", 5.0))

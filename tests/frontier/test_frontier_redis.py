@@ -14,6 +14,7 @@ from redis.asyncio import Redis
 from crawler.fetch.steering import HostRule
 from crawler.frontier.entries import Entry, EntryKind, Outcome
 from crawler.frontier.redis.frontier import RedisFrontier
+from crawler.frontier.redis.settings import Sharing
 from crawler.frontier.robots import policy_from_response
 from crawler.sieve.redis import RedisSieve, SharedStateError
 from crawler.testing.redis_server import RedisServer
@@ -374,7 +375,9 @@ async def test_admission_follows_sieve_growth_opened_by_the_other_instance(
 
 async def test_leases_expire_by_redis_time_without_a_clock(clients: list[Redis]) -> None:
     sieve = RedisSieve(clients[0], PREFIX, capacity=1000, error_rate=1e-3)
-    f = RedisFrontier(clients[0], PREFIX, sieve, lease_ttl=90.0)  # production: Redis TIME
+    f = RedisFrontier(
+        clients[0], PREFIX, sieve, sharing=Sharing(lease_ttl=90.0)
+    )  # production: Redis TIME
     await f.open()
     await f.put_many([page("http://a.test/1")])
     secs, micros = await clients[0].time()

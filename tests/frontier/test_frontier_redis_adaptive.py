@@ -1,6 +1,6 @@
 """The adaptive delay (``[politeness] adaptive``) in the Redis frontier: two instances (two
 "processes") report latencies of one host, and the shared delay moves exactly as the in-memory
-rules (`crawler.frontier.hosts.Politeness.response`) move a host's; a robots.txt Crawl-delay is its
+rules (`hosts.PolitenessRules.response`) move a host's; a robots.txt Crawl-delay is its
 floor. Simulated clock, real redis-server."""
 
 from __future__ import annotations
@@ -13,20 +13,32 @@ import pytest
 from redis.asyncio import Redis
 
 from crawler.frontier.entries import Entry, Outcome
-from crawler.frontier.hosts import Host, Politeness
+from crawler.frontier.hosts import Host, PolitenessRules
 from crawler.frontier.queues import HostQueue
 from crawler.frontier.redis.frontier import RedisFrontier
 from crawler.frontier.robots import policy_from_response
+from crawler.frontier.settings import Politeness
 from tests.support.redis_frontier import PREFIX, Clock, frontier
 
 HOST = "http://slow.test"
 
 
-def memory_rules(delay: float, concurrency: int) -> Politeness:
-    return Politeness(delay=delay, per_host_concurrency=concurrency, max_delay=10.0,
-                      adaptive=True, backoff_base=1.0, backoff_max=300.0, max_retry_after=600.0,
-                      robots_ttl=86400.0, robots_max_attempts=3,
-                      rng=random.Random(1))  # fmt: skip
+def memory_rules(delay: float, concurrency: int) -> PolitenessRules:
+    return PolitenessRules(
+        Politeness(
+            delay=delay,
+            per_host_concurrency=concurrency,
+            max_delay=10.0,
+            adaptive=True,
+            backoff_base=1.0,
+            backoff_max=300.0,
+            max_retry_after=600.0,
+            robots_ttl=86400.0,
+            robots_attempts=3,
+            max_host_failures=0,
+        ),
+        rng=random.Random(1),
+    )
 
 
 async def next_start(

@@ -20,8 +20,9 @@ from crawler.focus.scoring import Link
 from crawler.frontier import Entry, EntryKind, Frontier, Outcome
 from crawler.frontier.queues import HostQueue
 from crawler.frontier.robots import RobotsPolicy
+from crawler.frontier.settings import Politeness, QueueLimits
 from crawler.output.results import CrawlStats
-from crawler.sieve import Dedup, Sieve
+from crawler.sieve import SeenTiers, Sieve
 from crawler.state.crawlstate import CrawlState
 from tests.support.frontier_sim import simulate
 from tests.support.priority import drain, page
@@ -40,7 +41,7 @@ def raise_(frontier: Frontier, target: str, priority: float) -> bool:
 
 def test_a_raised_entry_goes_after_the_queued_ones_of_equal_or_higher_priority() -> None:
     async def main() -> tuple[list[Entry], list[Entry], int]:
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         for i, p in enumerate([0.5, 0.2, 0.9, 0.2, 0.5]):
             assert frontier.put(page(url(i), p))
         assert raise_(frontier, url(3), 0.5)  # ties with 0 and 4: after them
@@ -57,7 +58,7 @@ def test_a_raised_entry_goes_after_the_queued_ones_of_equal_or_higher_priority()
 
 def test_never_lowered_and_a_no_op_for_entries_not_queued() -> None:
     async def main() -> list[Entry]:
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         for i, p in enumerate([0.3, 0.6, 0.1]):
             frontier.put(page(url(i), p))
         assert not raise_(frontier, url(1), 0.6)  # equal: not higher
@@ -80,7 +81,7 @@ def test_never_lowered_and_a_no_op_for_entries_not_queued() -> None:
 
 def test_set_priority_returns_what_it_had_and_sets_either_way() -> None:
     async def main() -> tuple[list[Entry], int]:
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         for i, p in enumerate([0.3, 0.6, 0.1]):
             frontier.put(page(url(i), p))
         assert frontier.set_priority(url(1), url(1), 0.05) == 0.6  # lowered
@@ -102,7 +103,7 @@ def test_set_priority_returns_what_it_had_and_sets_either_way() -> None:
 
 
 def test_a_crawl_without_priorities_tracks_nothing_until_asked() -> None:
-    frontier = Frontier(respect_robots=False)
+    frontier = Frontier(Politeness(respect_robots=False))
     for i in range(5):
         frontier.put(page(url(i)))
     queue = next(iter(frontier._hosts.values())).queue
@@ -120,7 +121,7 @@ def test_random_raises_match_a_reference_model_and_stale_items_never_surface() -
     rng = random.Random(15)
 
     async def main() -> None:
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         model: dict[str, tuple[float, int]] = {}  # url -> (priority, order of last put/raise)
         fresh = 0
         for clock in range(3000):
@@ -172,7 +173,7 @@ def test_stale_items_are_compacted_away() -> None:
 
 
 def test_the_per_host_bound_counts_a_raised_entry_once() -> None:
-    frontier = Frontier(respect_robots=False, max_queued_per_host=3)
+    frontier = Frontier(Politeness(respect_robots=False), QueueLimits(max_queued_per_host=3))
     for i in range(3):
         assert frontier.put(page(url(i), 0.1))
     for step in range(10):
@@ -185,7 +186,7 @@ def test_the_per_host_bound_counts_a_raised_entry_once() -> None:
 
 
 def test_a_url_put_twice_is_one_entry_with_the_better_priority() -> None:
-    frontier = Frontier(respect_robots=False)
+    frontier = Frontier(Politeness(respect_robots=False))
     frontier.put(page(url(0), 0.1))
     frontier.put(page(url(1), 0.5))
     frontier.put(page(url(0), 0.9))  # e.g. a resumed journal: still one entry
@@ -218,7 +219,7 @@ def test_the_robots_sweep_refuses_a_raised_entry_once() -> None:
 
 def test_a_retry_keeps_the_raised_priority_and_the_stale_item_stays_gone() -> None:
     async def main() -> list[Entry]:
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         frontier.put(page(url(0), 0.1))
         frontier.put(page(url(1), 0.5))
         assert raise_(frontier, url(0), 0.9)
@@ -233,7 +234,7 @@ def test_a_retry_keeps_the_raised_priority_and_the_stale_item_stays_gone() -> No
 
 
 def test_url_and_key_differing_are_found_by_the_key() -> None:
-    frontier = Frontier(respect_robots=False)
+    frontier = Frontier(Politeness(respect_robots=False))
     frontier.put(Entry(url=url("x?b=1&a=2"), key=url("x?a=2&b=1"), priority=0.1))
     frontier.put(page(url(1), 0.5))
     assert frontier.queued_priority(url("x?a=2&b=1"), url("x?a=2&b=1")) == 0.1
@@ -244,7 +245,7 @@ def test_url_and_key_differing_are_found_by_the_key() -> None:
 
 def test_put_many_hands_waiting_getters_the_best_of_the_batch() -> None:
     async def main(batched: bool) -> list[str]:
-        frontier = Frontier(respect_robots=False, per_host_concurrency=4)
+        frontier = Frontier(Politeness(per_host_concurrency=4, respect_robots=False))
         frontier.put(page(url("seed")))
         seed = await frontier.get()  # in flight: the getters below wait for more
         getters = [asyncio.ensure_future(frontier.get()) for _ in range(3)]
@@ -277,7 +278,7 @@ def test_the_state_journal_keeps_a_raised_priority_across_a_resume(tmp_path: Pat
     pending = {e.url: e.priority for e in resumed.pending()}
     resumed.abandon()
     assert pending == {url(0): 0.9, url(2): 0.7}
-    frontier = Frontier(respect_robots=False)
+    frontier = Frontier(Politeness(respect_robots=False))
     for entry in CrawlState.open(tmp_path / "s", settings).pending():
         frontier.put(entry)
     assert [e.url for e in simulate(lambda: drain(frontier))] == [url(0), url(2)]
@@ -292,7 +293,7 @@ def _admission(state: CrawlState | None = None) -> tuple[Admission, Frontier]:
     scope.add_host("s.test")
     frontier = make_frontier(config)
     adm = Admission(urls=make_urls(config), scope=scope,
-                    dedup=Dedup(Sieve(capacity=1000, error_rate=1e-6)), frontier=frontier,
+                    dedup=SeenTiers(Sieve(capacity=1000, error_rate=1e-6)), frontier=frontier,
                     stats=CrawlStats(), state=state)  # fmt: skip
     return adm, frontier
 

@@ -8,6 +8,7 @@ from crawler.config.load import Config
 from crawler.engine.components import make_frontier
 from crawler.frontier import EntryKind, Frontier, HostRule
 from crawler.frontier.entries import Entry, Outcome
+from crawler.frontier.settings import Politeness
 from tests.support.frontier_sim import crawl, fill, min_gap, robots_body, simulate, starts_by_host
 
 
@@ -18,7 +19,7 @@ def test_rule_delay_replaces_the_global_delay_for_its_host_only() -> None:
         asked.append(key)
         return {"http://h0.test:80": HostRule(delay=3.0)}.get(key)
 
-    frontier = Frontier(delay=1.0, respect_robots=False, host_rule=host_rule)
+    frontier = Frontier(Politeness(delay=1.0, respect_robots=False), host_rule=host_rule)
     fill(frontier, hosts=2, per_host=4)
     starts = starts_by_host(simulate(lambda: crawl(frontier, workers=4, fetch=0.1)))
     assert starts["http://h0.test:80"] == [0.0, 3.0, 6.0, 9.0]
@@ -28,7 +29,7 @@ def test_rule_delay_replaces_the_global_delay_for_its_host_only() -> None:
 
 def test_rule_may_lower_the_global_delay() -> None:
     host_rule = {"http://h0.test:80": HostRule(delay=0.5)}.get
-    frontier = Frontier(delay=2.0, respect_robots=False, host_rule=host_rule)
+    frontier = Frontier(Politeness(delay=2.0, respect_robots=False), host_rule=host_rule)
     fill(frontier, hosts=2, per_host=3)
     starts = starts_by_host(simulate(lambda: crawl(frontier, workers=4, fetch=0.1)))
     assert starts["http://h0.test:80"] == [0.0, 0.5, 1.0]
@@ -37,7 +38,7 @@ def test_rule_may_lower_the_global_delay() -> None:
 
 def test_rule_concurrency_replaces_the_global_one() -> None:
     host_rule = {"http://h0.test:80": HostRule(per_host_concurrency=3)}.get
-    frontier = Frontier(respect_robots=False, host_rule=host_rule)
+    frontier = Frontier(Politeness(respect_robots=False), host_rule=host_rule)
     fill(frontier, hosts=2, per_host=6)
     log = simulate(lambda: crawl(frontier, workers=8, fetch=1.0))
 
@@ -57,7 +58,9 @@ def test_rule_concurrency_replaces_the_global_one() -> None:
 def test_crawl_delay_raises_a_rule_delay_never_lowers_it(
     rule_delay: float, crawl_delay: float | None, gap: float
 ) -> None:
-    frontier = Frontier(delay=2.0, max_delay=10.0, host_rule=lambda key: HostRule(rule_delay))
+    frontier = Frontier(
+        Politeness(delay=2.0, max_delay=10.0), host_rule=lambda key: HostRule(rule_delay)
+    )
     fill(frontier, hosts=1, per_host=3)
     text = "User-agent: *\n" + (f"Crawl-delay: {crawl_delay:g}\n" if crawl_delay else "")
     log = simulate(lambda: crawl(frontier, fetch=0.0, robots=robots_body(text)))
@@ -98,7 +101,9 @@ def test_host_rule_rejects_bad_values(kwargs: dict[str, float]) -> None:
 
 def test_a_429_retry_after_holds_a_host_whose_rule_has_no_delay() -> None:
     # the rule's delay 0 is a floor on the spacing, not a licence to ignore a 429's Retry-After
-    frontier = Frontier(delay=2.0, respect_robots=False, host_rule=lambda key: HostRule(0.0))
+    frontier = Frontier(
+        Politeness(delay=2.0, respect_robots=False), host_rule=lambda key: HostRule(0.0)
+    )
     fill(frontier, hosts=1, per_host=3)
 
     def respond(entry: Entry, start: float) -> tuple[Outcome, bool]:
@@ -118,7 +123,8 @@ def test_adaptive_delay_uses_the_rules_concurrency() -> None:
         return HostRule(delay=0.0, per_host_concurrency=4) if "h0" in key else None
 
     frontier = Frontier(
-        delay=0.0, adaptive=True, max_delay=60.0, respect_robots=False, host_rule=host_rule
+        Politeness(delay=0.0, max_delay=60.0, adaptive=True, respect_robots=False),
+        host_rule=host_rule,
     )
     fill(frontier, hosts=2, per_host=2)
 

@@ -11,13 +11,21 @@ from crawler.engine.crawler import Crawler
 from crawler.errors import ConnectError, ProtocolError
 from crawler.frontier import Frontier
 from crawler.frontier.entries import Entry, EntryKind, Outcome
+from crawler.frontier.settings import Politeness
 from tests.support.down_site import down_site, pages
 from tests.support.frontier_sim import crawl, simulate
 
 
 def frontier(max_host_failures: int) -> Frontier:
-    return Frontier(respect_robots=False, backoff_base=1.0, backoff_max=300.0,
-                    max_host_failures=max_host_failures, rng=random.Random(3))  # fmt: skip
+    return Frontier(
+        Politeness(
+            respect_robots=False,
+            backoff_base=1.0,
+            backoff_max=300.0,
+            max_host_failures=max_host_failures,
+        ),
+        rng=random.Random(3),
+    )
 
 
 def down_then(entry: Entry, start: float) -> tuple[Outcome | None, bool]:

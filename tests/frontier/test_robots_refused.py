@@ -28,9 +28,10 @@ from crawler.fetch.fetcher import Fetcher
 from crawler.fetch.translate import translate_error
 from crawler.frontier import Frontier
 from crawler.frontier.entries import Entry, EntryKind
-from crawler.frontier.hosts import Host, Politeness
+from crawler.frontier.hosts import Host, PolitenessRules
 from crawler.frontier.queues import HostQueue
 from crawler.frontier.robots import REFUSED_ATTEMPTS, RobotsPolicy, policy_from_response
+from crawler.frontier.settings import Politeness
 from tests.support.frontier_sim import crawl, simulate
 from tests.support.server import serve
 
@@ -49,11 +50,22 @@ def refused(port: int = 9) -> RobotsPolicy:
     return policy_from_response(None, None, "sieve", error=reason, refused=True)
 
 
-def rules(max_host_failures: int = 10) -> Politeness:
-    return Politeness(delay=0.0, per_host_concurrency=1, max_delay=30.0, adaptive=False,
-                      backoff_base=1.0, backoff_max=300.0, max_retry_after=600.0,
-                      robots_ttl=86400.0, robots_max_attempts=6,
-                      max_host_failures=max_host_failures, rng=random.Random(1))  # fmt: skip
+def rules(max_host_failures: int = 10) -> PolitenessRules:
+    return PolitenessRules(
+        Politeness(
+            delay=0.0,
+            per_host_concurrency=1,
+            max_delay=30.0,
+            adaptive=False,
+            backoff_base=1.0,
+            backoff_max=300.0,
+            max_retry_after=600.0,
+            robots_ttl=86400.0,
+            max_host_failures=max_host_failures,
+            robots_attempts=6,
+        ),
+        rng=random.Random(1),
+    )
 
 
 # -- the rule --------------------------------------------------------------------------------
@@ -122,7 +134,7 @@ def test_a_cached_policy_stays_in_force_when_the_refresh_is_refused() -> None:
 
 
 def test_the_frontier_fails_the_pages_as_connection_errors_and_asks_again_later() -> None:
-    f = Frontier(respect_robots=True, backoff_base=1.0, rng=random.Random(2))
+    f = Frontier(Politeness(respect_robots=True, backoff_base=1.0), rng=random.Random(2))
     for i in range(3):
         f.put(Entry(url=f"http://dead.test/{i}", key=f"http://dead.test/{i}"))
     log = simulate(lambda: crawl(f, workers=2, fetch=0.001, robots=lambda e: refused()))
@@ -139,7 +151,11 @@ def test_a_page_found_later_asks_robots_txt_again_once_the_step_ended() -> None:
     """A host restarting for longer than the quick retry is not lost for the whole crawl: its
     pages found while the backoff step lasts fail at once, later ones ask robots.txt again."""
     now = [0.0]
-    f = Frontier(respect_robots=True, backoff_base=1.0, rng=random.Random(2), clock=lambda: now[0])
+    f = Frontier(
+        Politeness(respect_robots=True, backoff_base=1.0),
+        rng=random.Random(2),
+        clock=lambda: now[0],
+    )
 
     def page(name: str) -> Entry:
         return Entry(url=f"http://dead.test/{name}", key=f"http://dead.test/{name}")

@@ -26,6 +26,7 @@ from crawler.frontier import EntryKind, Frontier
 from crawler.frontier.entries import Entry
 from crawler.frontier.hosts import host_key, robots_url
 from crawler.frontier.robots import policy_from_response, product_token
+from crawler.frontier.settings import Politeness
 from crawler.output.results import CrawlResult
 from tests.support.frontier_sim import crawl, fill, robots_body, simulate
 from tests.support.redis_frontier import Clock, claim_one, frontier
@@ -245,7 +246,7 @@ def test_a_disallowed_url_is_fetched_without_the_parameters_its_key_drops(
     ],
 )
 def test_crawl_delay_of_our_group_only_raises_the_delay(text: str, gap: float) -> None:
-    frontier = Frontier(delay=2.0, max_delay=30.0)
+    frontier = Frontier(Politeness(delay=2.0, max_delay=30.0))
     fill(frontier, hosts=1, per_host=3)
     log = simulate(lambda: crawl(frontier, fetch=0.0, robots=robots_body(text)))
     assert [(s, e.kind) for s, _, e in log] == [

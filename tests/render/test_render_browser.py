@@ -14,8 +14,11 @@ import pytest
 
 from crawler.engine.crawler import Crawler
 from crawler.fetch.fetcher import Fetcher
+from crawler.fetch.settings import Transport
 from crawler.render import browser, page, pool
 from crawler.render.browser import PageTimeout, RenderUnavailable, find_browser, launch_args
+from crawler.render.network import Subresources
+from crawler.render.page import PageOptions
 from crawler.testing import scripted
 from crawler.testing.fixture import FixtureSite
 from tests.support.render import WATCHDOG, render_config, requires_browser
@@ -76,9 +79,10 @@ async def test_a_hung_browser_is_killed_and_replaced(
 ) -> None:
     monkeypatch.setattr(page, "CLOSE_TIMEOUT", 1.0)
     url = app_site.url(scripted.APP, "/static")
-    async with Fetcher(user_agent="t/1", resolve=app_site.resolve) as fetcher:
+    async with Fetcher(Transport(user_agent="t/1", resolve=app_site.resolve)) as fetcher:
         response = await fetcher.fetch(url)
-        renderer = pool.Renderer(fetcher.fetch, user_agent="t/1", timeout=2.0)
+        options = PageOptions(user_agent="t/1", timeout=2.0)
+        renderer = pool.Renderer(Subresources(fetcher.fetch), options)
         try:
             await renderer.render(url, response)
             process = renderer.process

@@ -20,9 +20,11 @@ from aiohttp import web
 
 from crawler.config.sections import HostConfig
 from crawler.fetch.fetcher import Fetcher
+from crawler.fetch.settings import Transport
 from crawler.fetch.steering import HostRules
 from crawler.render import pool
-from crawler.render.network import credentials_of
+from crawler.render.network import Subresources, credentials_of
+from crawler.render.page import PageOptions
 from tests.support.render import requires_browser
 from tests.support.server import serve
 
@@ -127,11 +129,12 @@ async def test_a_page_reads_another_origin_only_as_a_browser_would(port: int) ->
     rules = HostRules([HostConfig(match="secret.test", headers={"X-Secret": SECRET},
                                   auth=("user", "pw"))])  # fmt: skip
     names = {name: "127.0.0.1" for name in ("a.test", "b.test", "secret.test")}
-    async with Fetcher(user_agent="t/1", resolve=names, rules=rules) as fetcher:
+    async with Fetcher(Transport(user_agent="t/1", resolve=names), rules=rules) as fetcher:
         url = f"http://a.test:{port}/"
         response = await fetcher.fetch(url)
-        renderer = pool.Renderer(fetcher.fetch, user_agent="t/1", skip_types=(), timeout=20.0,
-                                 credentialed=credentials_of(rules))  # fmt: skip
+        network = Subresources(fetcher.fetch, credentialed=credentials_of(rules))
+        options = PageOptions(user_agent="t/1", skip_types=frozenset(), timeout=20.0)
+        renderer = pool.Renderer(network, options)
         try:
             rendered = await renderer.render(url, response)
         finally:

@@ -18,8 +18,12 @@ import pytest
 from aiohttp import web
 
 from crawler.fetch.fetcher import Fetcher
+from crawler.fetch.settings import Transport
 from crawler.render import pool
 from crawler.render.browser import RenderError, process_tree, pss
+from crawler.render.network import Subresources
+from crawler.render.page import PageOptions
+from crawler.render.settings import BrowserSettings
 from tests.support.render import requires_browser
 from tests.support.server import serve
 
@@ -62,9 +66,10 @@ async def sample(peak: list[int]) -> None:
 
 async def test_a_hostile_tabs_memory_is_stopped_or_the_browser_replaced(base: str) -> None:
     peak = [0]
-    async with Fetcher(user_agent="t/1") as fetcher:
-        renderer = pool.Renderer(fetcher.fetch, user_agent="t/1", tabs=1, settle=0.2,
-                                 timeout=10.0, memory_cap=CAP, memory_interval=0.5)  # fmt: skip
+    async with Fetcher(Transport(user_agent="t/1")) as fetcher:
+        options = PageOptions(user_agent="t/1", settle=0.2, timeout=10.0)
+        browser = BrowserSettings(tabs=1, memory_cap=CAP, memory_interval=0.5)
+        renderer = pool.Renderer(Subresources(fetcher.fetch), options, browser)
         sampler = asyncio.create_task(sample(peak))
         try:
             async with asyncio.timeout(120):

@@ -13,6 +13,7 @@ from crawler.errors import ConfigError
 from crawler.fetch.fetcher import Fetcher
 from crawler.fetch.guard import AddressGuard
 from crawler.fetch.response import Response
+from crawler.fetch.settings import Transport
 from crawler.parse.markup import parse_markup
 from crawler.render.auto import script_driven
 from crawler.render.dom import merged
@@ -74,10 +75,15 @@ async def test_subresources_follow_redirects_cache_and_refuse() -> None:
         return web.Response(text=f"body of {request.path}", headers={"X-Test": "1"})
 
     recorded: list[Response] = []
-    async with serve(handler) as port, Fetcher(
-        user_agent="t/1", resolve={"a.test": "127.0.0.1", "private.test": "127.0.0.2"},
-        guard=AddressGuard(),
-    ) as fetcher:  # fmt: skip
+    async with (
+        serve(handler) as port,
+        Fetcher(
+            Transport(
+                user_agent="t/1", resolve={"a.test": "127.0.0.1", "private.test": "127.0.0.2"}
+            ),
+            guard=AddressGuard(),
+        ) as fetcher,
+    ):
         assert fetcher.guard is not None
         fetcher.guard.allow_host("a.test")
         net = Subresources(fetcher.fetch, max_redirects=3, recorder=recorded.append)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crawler.sieve import Dedup, filter_from_bytes, make_filter
+from crawler.sieve import SeenTiers, filter_from_bytes, make_filter
 from crawler.sieve.seen import SeenStore
 from tests.support.sieve import DELETING, add_in_pages, urls
 
@@ -129,7 +129,7 @@ def test_forgetting_a_rescued_false_positive_removes_its_own_entry(kind: str) ->
     """The crawl's test-and-set: a key the filter wrongly reports seen is confirmed new by the
     exact tier (rescued) and recorded in the filter, so forgetting it later takes its own
     entry, not the entry of the key it collides with."""
-    dedup = Dedup(make_filter(kind, capacity=64, error_rate=0.2), SeenStore())
+    dedup = SeenTiers(make_filter(kind, capacity=64, error_rate=0.2), SeenStore())
     added = [f"http://a.test/{i}" for i in range(64)]
     assert all(dedup.add_many(added))
     impostors = [k for k in (f"http://b.test/{i}" for i in range(2_000)) if k in dedup.sieve]

@@ -14,6 +14,7 @@ import pytest
 
 from crawler.cli.main import repair_jsonl
 from crawler.frontier import Entry, Frontier
+from crawler.frontier.settings import Politeness
 from crawler.sieve import Sieve, fingerprint
 from crawler.sieve.seen import SeenStore
 from crawler.state.crawlstate import CrawlState
@@ -193,14 +194,14 @@ def test_resume_keeps_priorities_and_the_order(tmp_path: Path) -> None:
             return runner.run(main())
 
     async def uninterrupted() -> list[Entry]:
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         for e in entries:
             frontier.put(e)
         return await hand_out(frontier)
 
     async def interrupted() -> list[Entry]:
         state = CrawlState.open(tmp_path / "s", SETTINGS)
-        frontier = Frontier(respect_robots=False)
+        frontier = Frontier(Politeness(respect_robots=False))
         for e in entries:
             frontier.put(e)
             state.admitted(e)
@@ -209,7 +210,7 @@ def test_resume_keeps_priorities_and_the_order(tmp_path: Path) -> None:
             state.completed(e.key)
         state.abandon()  # a crash: the frontier is gone, the journal stays
         again = CrawlState.open(tmp_path / "s", SETTINGS)
-        resumed = Frontier(respect_robots=False)
+        resumed = Frontier(Politeness(respect_robots=False))
         for e in again.pending():
             resumed.put(e)
         again.abandon()

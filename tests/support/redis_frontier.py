@@ -8,6 +8,8 @@ from redis.asyncio import Redis
 
 from crawler.frontier.entries import Entry
 from crawler.frontier.redis.frontier import RedisFrontier
+from crawler.frontier.redis.settings import Sharing
+from crawler.frontier.settings import Politeness, QueueLimits
 from crawler.sieve.redis import RedisSieve
 
 PREFIX = "crawl:t:"
@@ -24,8 +26,15 @@ class Clock:
 
 
 async def frontier(client: Redis, clock: Clock, **kw: Any) -> RedisFrontier:
+    """A RedisFrontier under `PREFIX` with its Sieve; `kw` are settings' fields by name (the
+    politeness, queue limits and sharing objects are made from them) or the frontier's own."""
     sieve = RedisSieve(client, PREFIX, capacity=10_000, error_rate=1e-3)
-    f = RedisFrontier(client, PREFIX, sieve, clock=clock, **kw)
+    kw.setdefault("respect_robots", False)  # (the RedisFrontier's default)
+    if "robots_max_attempts" in kw:
+        kw["robots_attempts"] = kw.pop("robots_max_attempts")
+    settings = [cls(**{k: kw.pop(k) for k in cls.__dataclass_fields__.keys() & set(kw)})
+                for cls in (Politeness, QueueLimits, Sharing)]  # fmt: skip
+    f = RedisFrontier(client, PREFIX, sieve, *settings, clock=clock, **kw)
     await f.open()
     return f
 

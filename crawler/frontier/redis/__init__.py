@@ -8,6 +8,7 @@
 | `lua_queue` | The Lua scripts of the Redis frontier's queues: admission (the Sieve's ... |
 | `members` | How the Redis frontier writes an entry: a queue member, and back |
 | `queues` | The queues of the Redis frontier: what goes in, and what is queued |
+| `settings` | How one process shares the Redis frontier with the others: `Sharing` (its ... |
 | `work` | The shared frontier as the engine's workers see it: `SharedWork` |
 """
 

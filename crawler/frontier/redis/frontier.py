@@ -32,20 +32,20 @@ Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
   3. kept: retries and reclaimed leases come back with class 0, before equal-priority new work.
   4. delay between starts, ``per_host_concurrency`` (or ``host_rule``), backoff (HOST blame,
      SUSPECT streaks, 429/503 Retry-After capped at ``max_retry_after``; the blame is computed
-     here as ``Politeness.response`` does, the counters live in the host hash) are kept across
+     here as ``PolitenessRules.response`` does, the counters live in the host hash) are kept across
      processes, and so is the circuit breaker: the ``max_host_failures``-th HOST failure in a
      row, reported by any process, puts the host down in Redis (``down`` in its hash); its
      queued pages, its retries and pages admitted later are handed out first, at once, as
      REFUSED entries (``refusal()``: ``host_down: ...``), each to one process, leased until
      ``done()`` (the engine's, once the result is out) but holding no slot.
      So is the adaptive delay (``adaptive``): each outcome's latency moves the host's shared
-     delay as ``Politeness.response`` moves a host's in memory (DONE), whichever process fetched.
+     delay as ``PolitenessRules.response`` moves an in-memory host (DONE) (any process fetched).
   5. kept with ``respect_robots`` (off by default here; the engine passes its setting): a host
      whose policy is unknown or expired hands out its ROBOTS entry first (leased like a page;
      reclaimed, it is asked again) and nothing else until ``set_robots()``, which stores the
      answer's status and body in the host hash (``robots()``; each process rebuilds and caches
      the policy with ``policy_from_response``) and applies Crawl-delay, backoff and giving up as
-     ``Politeness.robots`` does. Differs: a disallowed page is found when it is claimed (the
+     ``PolitenessRules.robots`` does. Differs: a disallowed page is found when it is claimed (the
      policy is parsed in Python, not in Lua) and comes back REFUSED then, in its host's queue
      order rather than at once; its slot is given back and the host's next start restored (no
      slot, no delay spent: one extra round trip per claim that found any; not when another
@@ -98,15 +98,16 @@ from crawler.frontier.redis.queues import (
     SEEN,
     RedisQueues,
 )
+from crawler.frontier.redis.settings import Sharing
 from crawler.frontier.refusals import UNREACHABLE
 from crawler.frontier.robots import REFUSED_ATTEMPTS, RobotsPolicy, policy_from_response
+from crawler.frontier.settings import Politeness, QueueLimits
 from crawler.sieve.redis import RedisSieve
 
 __all__ = ["ADMITTED", "FULL", "HOST_FULL", "HOST_LIMIT", "OVER_LIMIT", "SEEN", "RedisFrontier"]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_LEASE_TTL: Final = 60.0 + 30.0  # the fetch's total_timeout + 30 s
 _DONE_HEAD: Final = 10  # the DONE script's arguments before the entries'
 
 
@@ -126,67 +127,38 @@ class RedisFrontier(RedisQueues):
         client: Redis,
         prefix: str,
         sieve: RedisSieve,
+        politeness: Politeness = Politeness(respect_robots=False),
+        limits: QueueLimits = QueueLimits(),
+        sharing: Sharing = Sharing(),
         *,
-        delay: float = 0.0,
-        per_host_concurrency: int = 1,
-        max_delay: float = 60.0,
-        adaptive: bool = False,
-        max_queued: int = 1_000_000,
-        max_queued_per_host: int = 100_000,
-        backoff_base: float = 1.0,
-        backoff_max: float = 300.0,
-        max_retry_after: float = 600.0,
-        lease_ttl: float = DEFAULT_LEASE_TTL,
-        reclaim_interval: float | None = None,
-        poll_interval: float = 0.2,
-        candidates: int = 16,
-        turn: float = 0.0,
-        exact: bool = False,
         clock: Callable[[], float] | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
         rng: random.Random | None = None,
         host_rule: Callable[[str], HostRule | None] | None = None,
-        owner: str | None = None,
-        respect_robots: bool = False,
-        robots_ttl: float = 86400.0,
-        robots_max_attempts: int = 6,
-        max_host_failures: int = 10,
-        user_agent: str = "sieve-crawler",
     ) -> None:
         if sieve.prefix != prefix:
             raise ValueError(f"the sieve's prefix {sieve.prefix!r} is not {prefix!r}")
-        for name, value in dict(delay=delay, lease_ttl=lease_ttl, poll_interval=poll_interval,
-                                backoff_base=backoff_base, backoff_max=backoff_max,
-                                max_retry_after=max_retry_after).items():  # fmt: skip
-            if not 0.0 <= value < float("inf"):
-                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
-        if per_host_concurrency < 1 or candidates < 1:
-            raise ValueError("per_host_concurrency and candidates must be >= 1")
-        if max_host_failures < 0:
-            raise ValueError(f"max_host_failures must be >= 0, got {max_host_failures!r}")
-        super().__init__(client, prefix, sieve, delay=delay,
-                         per_host_concurrency=per_host_concurrency, max_queued=max_queued,
-                         max_queued_per_host=max_queued_per_host, exact=exact,
-                         respect_robots=respect_robots, clock=clock,
-                         host_rule=host_rule)  # fmt: skip
-        self._max_delay = max(float(max_delay), self.delay)
-        self.adaptive = adaptive
-        self.backoff_base, self.backoff_max = float(backoff_base), float(backoff_max)
-        self.max_retry_after = float(max_retry_after)
-        self.lease_ttl = float(lease_ttl)
-        self.reclaim_interval = (
-            min(5.0, self.lease_ttl / 4) if reclaim_interval is None else reclaim_interval
-        )
-        self.poll_interval = poll_interval
-        self._candidates = candidates
-        self.turn = float(turn)
+        super().__init__(client, prefix, sieve, politeness, limits, exact=sharing.exact,
+                         clock=clock, host_rule=host_rule)  # fmt: skip
+        p = politeness
+        self._max_delay = max(float(p.max_delay), self.delay)
+        self.adaptive = p.adaptive
+        self.backoff_base, self.backoff_max = float(p.backoff_base), float(p.backoff_max)
+        self.max_retry_after = float(p.max_retry_after)
+        self.robots_ttl = float(p.robots_ttl)
+        self.robots_max_attempts = p.robots_attempts
+        self.max_host_failures = p.max_host_failures
+        self.lease_ttl = float(sharing.lease_ttl)
+        interval = sharing.reclaim_interval
+        self.reclaim_interval = min(5.0, self.lease_ttl / 4) if interval is None else interval
+        self.poll_interval = sharing.poll_interval
+        self._candidates = sharing.candidates
+        self.turn = float(sharing.turn)
         self._sleep = sleep if sleep is not None else asyncio.sleep
         self._rng = rng if rng is not None else random.Random()
+        owner = sharing.owner
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{random.getrandbits(32):x}"
-        self.robots_ttl = float(robots_ttl)
-        self.robots_max_attempts = robots_max_attempts
-        self.max_host_failures = max_host_failures
-        self.user_agent = user_agent
+        self.user_agent = sharing.user_agent
         self._policies: dict[str, tuple[str, RobotsPolicy]] = {}  # host -> (version, policy)
         self._down: dict[str, str] = {}  # host -> why it is down, as its refusals said
         self._robots_asked: dict[str, str] = {}  # host -> its ROBOTS lease held here
@@ -357,7 +329,7 @@ class RedisFrontier(RedisQueues):
         the status and `body` are stored (``robots()`` gives them back to rebuild the policy),
         the Crawl-delay raises the shared delay, a temporary policy (unreachable) backs the host
         off and, after ``robots_max_attempts`` (``REFUSED_ATTEMPTS`` when the host refused the
-        connection), refuses its pages (``crawler.frontier.hosts.Politeness`` rules; here the
+        connection), refuses its pages (``crawler.frontier.hosts.PolitenessRules`` rules; here the
         refusal stays ``robots: ...`` and is kept ``robots_ttl``). Call it before ``done()`` on the
         ROBOTS entry; it may also preload a host."""
         host = host_key(key)

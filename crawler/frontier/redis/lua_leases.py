@@ -16,7 +16,7 @@ __all__ = ["DONE", "RECLAIM", "REFUSE", "RENEW", "SET_ROBOTS"]
 # then per entry: lease id, retry ('1'; '2': given back unfetched, not counted as a retry;
 # ''), retry tail (key\npayload with retries + 1), blame ('host', 'suspect', 'url', ''),
 # attempt, wait ('' or seconds, Retry-After), jitter, latency ('' or seconds to the response
-# headers), status ('' none). The adaptive delay (``crawler.frontier.hosts.Politeness.response``):
+# headers), status ('' none). The adaptive delay (``hosts.PolitenessRules.response``):
 # the host's ``delay`` moves to the mean of itself and latency / its concurrency, never below
 # its ``floor`` (its delay with robots.txt's Crawl-delay; ``base`` before any) nor above
 # max(max_delay, floor); an error status never lowers it; the host's next start is then no
@@ -168,7 +168,7 @@ return out
 """
 )
 
-# A robots.txt answer (crawler.frontier.hosts.Politeness.robots, shared). ARGV: prefix, now, host,
+# A robots.txt answer (hosts.PolitenessRules.robots, shared). ARGV: prefix, now, host,
 # status ('' none), body, temporary ('1'/''), Crawl-delay ('' none), max_delay, robots_ttl,
 # robots_max_attempts, jitter, backoff_base, backoff_max, delay, concurrency (for a host not
 # seen yet: preloading), the id of the ROBOTS lease this answers ('' none: preloading),

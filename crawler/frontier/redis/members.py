@@ -37,7 +37,7 @@ def entry_of(host: str, member: str, priority: float) -> Entry:
 
 
 def blame_args(outcome: Outcome | None) -> tuple[str, float | None]:
-    """The blame of an outcome as ``Politeness.response`` decides it, and the Retry-After wait
+    """The blame of an outcome as ``PolitenessRules.response`` decides it, and the Retry-After wait
     (None: use the exponential backoff)."""
     if outcome is None:
         return "", None

@@ -24,6 +24,7 @@ from crawler.frontier.entries import Entry
 from crawler.frontier.hosts import host_key
 from crawler.frontier.redis.lua_queue import ADMIT, PEEK, REPRIORITIZE
 from crawler.frontier.redis.members import entry_of, member_tail, text
+from crawler.frontier.settings import Politeness, QueueLimits
 from crawler.sieve.bloom import hash_pair
 from crawler.sieve.redis import RedisSieve, SharedStateError
 from crawler.urls.host import split_host
@@ -47,25 +48,22 @@ class RedisQueues:
         client: Redis,
         prefix: str,
         sieve: RedisSieve,
+        politeness: Politeness,
+        limits: QueueLimits,
         *,
-        delay: float,
-        per_host_concurrency: int,
-        max_queued: int,
-        max_queued_per_host: int,
         exact: bool,
-        respect_robots: bool,
         clock: Callable[[], float] | None,
         host_rule: Callable[[str], HostRule | None] | None,
     ) -> None:
         self._client = client
         self.prefix = prefix
         self.sieve = sieve
-        self.delay = float(delay)
-        self.concurrency = per_host_concurrency
-        self._max_queued = max_queued
-        self._max_queued_per_host = max_queued_per_host
+        self.delay = float(politeness.delay)
+        self.concurrency = politeness.per_host_concurrency
+        self._max_queued = limits.max_queued
+        self._max_queued_per_host = limits.max_queued_per_host
         self.exact = exact
-        self.respect_robots = respect_robots
+        self.respect_robots = politeness.respect_robots
         self._clock = clock
         self._host_rule = host_rule
         self._closed = False

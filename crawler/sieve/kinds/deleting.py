@@ -6,7 +6,7 @@ n times and removed fewer times stays reported, and removing a key that was adde
 another key's entry, even when the key was a false positive of the filter when it was added (it
 was recorded all the same). `add_if_absent` / `add_many_if_absent` are the test-and-set (as
 ``CF.ADDNX``): nothing is recorded for a key the filter reports, so such a key must not be
-removed unless the caller knows it was recorded (the crawl's exact tier does: `Dedup`).
+removed unless the caller knows it was recorded (the crawl's exact tier does: `SeenTiers`).
 
 The answers are the same for both: True when no stage reported the key before the add.
 
@@ -25,7 +25,7 @@ Removing a key that was never recorded is the hazard every filter that deletes h
 the papers): a filter cannot tell such a key's false positive from a key it holds, so it removes
 the entry of the key it collides with, which may then be reported absent. With probability
 <= `false_positive_bound` for a key never added; a caller that may remove such keys must check
-them against an exact record first (`Dedup.forget` does).
+them against an exact record first (`SeenTiers.forget` does).
 """
 
 from __future__ import annotations

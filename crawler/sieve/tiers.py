@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from crawler.sieve.kinds import SeenFilter
     from crawler.sieve.seen import SeenStore
 
-__all__ = ["Dedup", "filter_figures"]
+__all__ = ["SeenTiers", "filter_figures"]
 
 
-class Dedup:
+class SeenTiers:
     __slots__ = ("_seen", "_seen_max", "confirmed", "exact", "rescued", "sieve", "taken")
 
     def __init__(
@@ -128,7 +128,8 @@ class Dedup:
 
     def __repr__(self) -> str:
         tier = "exact" if self.exact is not None else "bloom only"
-        return f"<Dedup {tier} rescued={self.rescued} confirmed={self.confirmed} {self.sieve!r}>"
+        counts = f"rescued={self.rescued} confirmed={self.confirmed}"
+        return f"<SeenTiers {tier} {counts} {self.sieve!r}>"
 
 
 def filter_figures(f: SeenFilter) -> dict[str, Any]:
