@@ -150,6 +150,16 @@ def _check_outputs(
     check_output_paths(files, directories)
 
 
+def out_of_memory(config: Config, args: list[str]) -> None:
+    """Say that the crawl ran out of memory, what takes memory, and, with a crawl state, that
+    nothing is lost and how to resume."""
+    tell("crawl: error: out of memory: lower [crawl] concurrency or max_queued, [sieve] capacity, "
+         "or [render] tabs, or give the crawl more memory")  # fmt: skip
+    if config.state.dir:
+        tell(f"crawl: the URLs not fetched stay pending in {config.state.dir}; resume with: "
+             f"{command_line(without_fresh(args))}")  # fmt: skip
+
+
 def internal_error(exc: Exception, config: Config, args: list[str]) -> None:
     """Say that the crawl ended on a bug of ours: the traceback (for a report), one line, and,
     with a crawl state, that nothing is lost and how to resume."""
@@ -249,6 +259,9 @@ def main(argv: list[str] | None = None, parsed: argparse.Namespace | None = None
     except OSError as exc:
         print(f"crawl: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError:  # not a bug, not a URL's fault: what to lower, and how to go on
+        out_of_memory(config, sys.argv[1:] if argv is None else argv)
+        return 1
     except Exception as exc:  # a bug of ours: the crawl ended at once (never a hang)
         internal_error(exc, config, sys.argv[1:] if argv is None else argv)
         return 1

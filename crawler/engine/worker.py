@@ -6,8 +6,8 @@ fetch the page (`crawler.engine.pages`); `frontier.done()` (`frontier.abandon` f
 entry left unhandled) runs in `finally`. A failure while handling one URL becomes that URL's result
 (``internal: ...``), it never ends the loop, except the errors that end the crawl (a failed
 scorer, an output or crawl state that cannot be written, a lost shared crawl in Redis, a network
-or proxy outage). Those, and whatever is raised outside the handling of one URL (by the
-frontier: ``get()``, ``done()``, a `crawler.frontier.FrontierFailure`; the budget), end the loop
+or proxy outage, memory running out). Those, and whatever is raised outside the handling of one
+URL (by the frontier: ``get()``, ``done()``, a `crawler.frontier.FrontierFailure`; the budget), end the loop
 and are returned: the engine raises the `FATAL` ones as they are, any other as "a crawl worker
 died", at once (a bug never looks like a slow site: issue 34). Cancelled, the loop returns None:
 the entry in flight stays pending in the state.
@@ -35,8 +35,10 @@ __all__ = ["FATAL", "WorkerDone", "run_worker"]
 log = logging.getLogger("crawler.engine.crawler")
 
 # errors that end the crawl, raised by crawl(): a failed scorer, the shared state in Redis, an
-# output or the crawl state that cannot be written (a full disk), a proxy or network outage
-FATAL = (ScoreError, SharedStateError, OutputError, StateError, NetworkUnavailable)
+# output or the crawl state that cannot be written (a full disk), a proxy or network outage, and
+# memory running out (no URL's fault: recorded as one URL's result it would read as a bad page,
+# and the next URLs would only run out again)
+FATAL = (ScoreError, SharedStateError, OutputError, StateError, NetworkUnavailable, MemoryError)
 
 
 class WorkerDone:

@@ -336,3 +336,45 @@ async def test_the_command_says_an_internal_error_exits_1_and_how_to_resume(
     assert resumed.returncode == 0, err.decode()
     urls = [json.loads(line)["url"] for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert {canonicalize(u) for u in urls} == site.expected() | site.refused()
+
+
+_CRAWL_OUT_OF_MEMORY = """
+import sys
+from crawler.engine.pages import PageHandler
+real, calls = PageHandler.fetch_page, [0]
+async def fetch_page(self, entry):
+    calls[0] += 1
+    if calls[0] == 2:
+        raise MemoryError()
+    return await real(self, entry)
+PageHandler.fetch_page = fetch_page
+from crawler.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+async def test_running_out_of_memory_ends_the_crawl_with_what_to_lower_and_how_to_resume(
+    site: FixtureSite, tmp_path: Path
+) -> None:
+    """A MemoryError while handling a page was that page's ``internal: MemoryError`` result (a
+    bad page, to the reader), and one in the first pages read as "no seed could be fetched"."""
+    resolve = ", ".join(f'"{h}" = "127.0.0.1"' for h in site.resolve)
+    (tmp_path / "c.toml").write_text(
+        f"[politeness]\ndelay = 0.0\n[fetch]\nresolve = {{ {resolve} }}\n"
+    )
+    args = [*site.seeds, "--config", str(tmp_path / "c.toml"), "--state", str(tmp_path / "st"),
+            "-o", str(tmp_path / "out.jsonl")]  # fmt: skip
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _CRAWL_OUT_OF_MEMORY, *args,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, err = await asyncio.wait_for(proc.communicate(), WATCHDOG)
+    text = err.decode()
+    assert proc.returncode == 1, text
+    assert "Traceback" not in text and "no seed could be fetched" not in text
+    lines = text.rstrip().splitlines()
+    assert lines[-2].startswith("crawl: error: out of memory: lower [crawl] concurrency")
+    assert lines[-1].startswith(f"crawl: the URLs not fetched stay pending in {tmp_path / 'st'}")
+    written = (tmp_path / "out.jsonl").read_text()
+    assert "MemoryError" not in written  # no URL blamed for it
