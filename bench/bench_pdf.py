@@ -170,9 +170,7 @@ def compare(paths: list[Path], libraries: list[str], pages: int) -> None:
     print(f"\nall pages together, pages/s: {rates}")
     largest = max(paths, key=lambda p: p.stat().st_size)
     n = min(pages, page_count(largest))
-    peaks = ", ".join(
-        f"{lib} {run_library(lib, largest, n)[2] / 1024:.0f} MB" for lib in libraries
-    )
+    peaks = ", ".join(f"{lib} {run_library(lib, largest, n)[2] / 1024:.0f} MB" for lib in libraries)
     print(f"peak RSS reading {largest.name} ({n} pages) in a child: {peaks}")
 
 

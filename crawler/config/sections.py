@@ -20,6 +20,7 @@ __all__ = [
     "FocusConfig",
     "HostConfig",
     "OutputConfig",
+    "ParseConfig",
     "PolitenessConfig",
     "RenderConfig",
     "ScopeConfig",
@@ -214,3 +215,10 @@ class RenderConfig:
     browser: str = ""
     skip_types: tuple[str, ...] = ("image", "font", "media")
     memory_cap: int = 1536  # MiB of the browser's PSS; 0: no cap
+
+
+@dataclass(frozen=True, slots=True)
+class ParseConfig:
+    """What is read besides HTML (crawler.parse.pdf, docs/yields.md)."""
+
+    pdf: bool = False  # read PDFs (and take "pdf" off the skip list)

@@ -138,6 +138,7 @@ def make_scope(config: Config) -> Scope:
         max_path_depth=sc.max_path_depth,
         max_segment_repeats=sc.max_segment_repeats,
         max_query_params=sc.max_query_params,
+        read_pdf=config.parse.pdf,
     )
 
 

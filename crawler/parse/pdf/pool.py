@@ -34,7 +34,7 @@ MEMORY_BYTES = 1 << 30
 TIMEOUT_SECONDS = 30.0
 """Longest a PDF may keep a worker (octave.pdf's 1,158 pages take ~3 s on one core)."""
 WORKERS = max(1, min(2, (os.cpu_count() or 2) - 1))
-"""Worker processes: PDFs are rare next to HTML pages, and each worker holds a core while it reads."""
+"""Worker processes: PDFs are rare next to HTML pages, and a worker holds a core while it reads."""
 _ROOT = str(Path(__file__).resolve().parents[3])  # the folder `crawler` is imported from
 
 

@@ -69,9 +69,7 @@ def read_pdf(data: bytes, *, max_pages: int, max_chars: int, max_links: int) -> 
         doc.close()
 
 
-def _read(
-    doc: object, data: bytes, max_pages: int, max_chars: int, max_links: int
-) -> PdfDocument:
+def _read(doc: object, data: bytes, max_pages: int, max_chars: int, max_links: int) -> PdfDocument:
     import pypdfium2 as pdfium
 
     assert isinstance(doc, pdfium.PdfDocument)

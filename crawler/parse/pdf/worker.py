@@ -5,7 +5,8 @@ answers on stdout until stdin closes. A job is a header (max_pages, max_chars, m
 body's length: four big-endian uint32) and the body; an answer is a uint32 length and a JSON
 object: `PdfDocument`'s fields, or {"error": "kind: message"}. A PDF that makes pdfium use more
 memory fails here (a MemoryError answered as `pdf_memory`, or the process dies: the pool then
-answers for it), and one that keeps it busy too long is ended by the pool (`crawler.parse.pdf.pool`).
+answers for it), and one that keeps it busy too long is ended by the pool
+(`crawler.parse.pdf.pool`).
 """
 
 from __future__ import annotations
