@@ -62,6 +62,8 @@ def read_pdf(data: bytes, *, max_pages: int, max_chars: int, max_links: int) -> 
         code = getattr(exc, "err_code", None)
         if code in (pdfium.raw.FPDF_ERR_PASSWORD, pdfium.raw.FPDF_ERR_SECURITY):
             raise PdfError("pdf_encrypted", "it needs a password") from None
+        if _EOF_MARK not in data[-1024:]:
+            raise PdfError("pdf_truncated", "the file ends early (no %%EOF): unreadable") from None
         raise PdfError("pdf_broken", f"pdfium cannot open it ({exc})") from None
     try:
         return _read(doc, data, max_pages, max_chars, max_links)
