@@ -19,8 +19,8 @@ Then what the crawler's bounded reader costs (`crawler.parse.pdf.PdfPool`: a per
 worker process, the body piped to it, the text piped back) over calling the same read in
 process, for each PDF: the per-PDF overhead of the isolation.
 
-pypdf and pdfminer.six are not dependencies of the crawler: those not installed are left out
-(`pip install pypdf pdfminer.six` to compare them).
+pypdf and pdfminer.six are not dependencies of the crawler (the bench extra installs them):
+those not installed are left out.
 """
 
 from __future__ import annotations
