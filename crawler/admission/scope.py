@@ -131,13 +131,17 @@ class Scope:
         max_depth: int = 0,
         max_pages_per_host: int = 0,
         traps: UrlTraps = UrlTraps(),
+        read_pdf: bool = False,
     ) -> None:
+        """`read_pdf`: PDFs are read (`[parse] pdf`), so "pdf" is never a skipped extension."""
         max_path_depth, max_segment_repeats = traps.max_path_depth, traps.max_segment_repeats
         self._hosts: set[str] = {h.lower() for h in hosts}
         self._domains = tuple(d.lower().strip(".") for d in allowed_domains if d.strip("."))
         self._include = [re.compile(p) for p in include]
         self._exclude = [re.compile(p) for p in exclude]
-        self._skip = frozenset(e.lower().lstrip(".") for e in skip_extensions)
+        self._skip = frozenset(e.lower().lstrip(".") for e in skip_extensions) - (
+            {"pdf"} if read_pdf else set()
+        )
         self.max_depth = _limit("max_depth", max_depth)
         self.max_pages_per_host = _limit("max_pages_per_host", max_pages_per_host)
         self._max_url_length = _limit("max_url_length", traps.max_url_length)

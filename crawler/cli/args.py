@@ -187,6 +187,7 @@ def _add_common(common: argparse._ArgumentGroup) -> None:
         ("--markdown", "give each HTML result its main content as markdown ([output] markdown)"),
         ("--sitemaps", "seed each host with its robots.txt sitemaps ([scope] use_sitemaps)"),
         ("--ignore-robots", "do not fetch or obey robots.txt (only for sites that are yours)"),
+        ("--pdf", "read PDFs: their text, title, pages and links ([parse] pdf)"),
         ("--render", "render HTML pages in a headless Chromium, its every request through the "
                      "crawler's fetcher ([render] enabled)"),
     ):  # fmt: skip
@@ -255,6 +256,7 @@ def _apply_overrides(config: Config, args: argparse.Namespace) -> Config:
         ("output", _given(text=a.text, markdown=a.markdown)),
         ("sieve", _given(kind=a.sieve)),
         ("render", _given(enabled=a.render)),
+        ("parse", _given(pdf=a.pdf)),
     ):  # fmt: skip
         if values:
             config = config.override(section, **values)

@@ -11,6 +11,7 @@ import ipaddress
 import math
 import re
 import warnings
+from importlib.util import find_spec
 from typing import Any
 
 from crawler.config.sections import (
@@ -21,6 +22,7 @@ from crawler.config.sections import (
     FetchConfig,
     FocusConfig,
     HostConfig,
+    ParseConfig,
     RenderConfig,
     ScopeConfig,
     SecurityConfig,
@@ -133,6 +135,9 @@ def check_section(obj: Any, where: str) -> None:
                               "unix://), got one without that scheme")  # fmt: skip
     if isinstance(obj, RenderConfig):
         _check_render(obj, where)
+    if isinstance(obj, ParseConfig) and obj.pdf and find_spec("pypdfium2") is None:
+        raise ConfigError(f"{where} pdf: reading PDFs needs pypdfium2: "
+                          "pip install 'sieve-crawler[pdf]'")  # fmt: skip
     if isinstance(obj, ScopeConfig):
         for key in ("include", "exclude"):
             for pattern in getattr(obj, key):

@@ -29,6 +29,7 @@ from crawler.config.sections import (
     FocusConfig,
     HostConfig,
     OutputConfig,
+    ParseConfig,
     PolitenessConfig,
     RenderConfig,
     ScopeConfig,
@@ -59,6 +60,7 @@ class Config:
     focus: FocusConfig = field(default_factory=FocusConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
+    parse: ParseConfig = field(default_factory=ParseConfig)
 
     def override(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section replaced (used for CLI flags); validated."""

@@ -27,6 +27,7 @@ __all__ = [
     "FocusConfig",
     "HostConfig",
     "OutputConfig",
+    "ParseConfig",
     "PolitenessConfig",
     "RenderConfig",
     "ScopeConfig",
@@ -271,3 +272,10 @@ class RenderConfig:
 
         return BrowserSettings(path=self.browser, tabs=self.tabs,
                                memory_cap=self.memory_cap * 1024 * 1024)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ParseConfig:
+    """What is read besides HTML (crawler.parse.pdf, docs/yields.md)."""
+
+    pdf: bool = False  # read PDFs (and take "pdf" off the skip list)

@@ -113,6 +113,7 @@ def make_scope(config: Config) -> Scope:
         max_depth=c.max_depth,
         max_pages_per_host=0 if config.cluster.redis else sc.max_pages_per_host,
         traps=UrlTraps(**same_names(sc, UrlTraps)),
+        read_pdf=config.parse.pdf,
     )
 
 

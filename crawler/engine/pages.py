@@ -2,11 +2,12 @@
 
 A page is fetched (retried or backed off as `crawler.errors` says), recorded, and read: a 304
 is unchanged, a redirect's target is admitted, a sitemap's URLs are admitted, an HTML page is
-parsed (`crawler.parse.thread`), its links read (`crawler.parse.links`), checked for duplicate
-content (`crawler.content`, when on) and admitted (`crawler.admission.gate`, or
-`crawler.engine.focus` in a focused crawl). A robots.txt entry is fetched and its policy handed to
-the frontier. Each ends in the URL's `CrawlResult` (`failed_result` for a URL that got no response);
-the engine (`crawler.engine.crawler`) emits it.
+parsed (`crawler.parse.thread`; a PDF is read, with `[parse] pdf`), its links read
+(`crawler.parse.links`), checked for duplicate content (`crawler.content`, when on) and
+admitted (`crawler.admission.gate`, or `crawler.engine.focus` in a focused crawl). A
+robots.txt entry is fetched and its policy handed to the frontier. Each ends in the URL's
+`CrawlResult` (`failed_result` for a URL that got no response); the engine
+(`crawler.engine.crawler`) emits it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from crawler.frontier.robots import fetch_robots, policy_from_response, product_
 from crawler.output.results import CrawlResult, CrawlStats
 from crawler.parse.links import read_page
 from crawler.parse.markup import Markup
+from crawler.parse.sniff import is_pdf
 from crawler.parse.thread import Parser
 from crawler.state.crawlstate import CrawlState
 from crawler.urls.canonical import UrlNormalizer
@@ -165,10 +167,16 @@ class PageHandler:
             "content": self.content is not None,
             "main": "markdown" if output.markdown else "text" if output.text else None,
         }
-        markup = await self.parser.parse(response.body, entry.url, response.content_type, **reads)
+        pdf = None  # [parse] pdf: a PDF is read in a worker process (crawler.parse.pdf)
+        if self.config.parse.pdf and is_pdf(response.content_type, response.body):
+            markup, pdf = await self.parser.read_pdf(response.body, **reads)
+        else:
+            markup = await self.parser.parse(response.body, entry.url, response.content_type,
+                                             **reads)  # fmt: skip
         rendered = False  # rendered in a browser: its DOM's links and text, with the static ones
         if (
-            (render := self.rendering)
+            pdf is None
+            and (render := self.rendering)
             and response.status < 300
             and render.wants(entry.url, response.body, markup)
         ):
@@ -204,6 +212,8 @@ class PageHandler:
             text=markup.main_text,
             markdown=markup.markdown,
             text_truncated=markup.main_truncated,
+            pages=None if pdf is None or pdf.doc is None else pdf.doc.pages,
+            error=None if pdf is None else pdf.error,
             **dedup,
         )
 

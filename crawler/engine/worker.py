@@ -1,13 +1,13 @@
 """A crawl worker's loop: entries taken from the frontier, each turned into its result.
 
 `run_worker` is what each of `Crawler`'s worker tasks runs (`crawler.engine.crawler`): claim a slot
-of the fetch budget (a focused crawl's), `frontier.get()`, then fetch robots.txt, emit a refusal, or
-fetch the page (`crawler.engine.pages`); `frontier.done()` (`frontier.abandon` for an
-entry left unhandled) runs in `finally`. A failure while handling one URL becomes that URL's result
-(``internal: ...``), it never ends the loop, except the errors that end the crawl (a failed
-scorer, an output or crawl state that cannot be written, a lost shared crawl in Redis, a network
-or proxy outage, memory running out). Those, and whatever is raised outside the handling of one
-URL (by the frontier: ``get()``, ``done()``, a `crawler.frontier.FrontierFailure`; the budget), end the loop
+of the fetch budget (a focused crawl's), `frontier.get()`, then fetch robots.txt, emit a refusal,
+or fetch the page (`crawler.engine.pages`); `frontier.done()` (`frontier.abandon` for an entry left
+unhandled) runs in `finally`. A failure while handling one URL becomes that URL's result
+(``internal: ...``), it never ends the loop, except the errors that end the crawl (a failed scorer,
+an output or crawl state that cannot be written, a lost shared crawl in Redis, a network or proxy
+outage, memory running out). Those, and whatever is raised outside the handling of one URL (by the
+frontier: ``get()``, ``done()``, a `crawler.frontier.FrontierFailure`; the budget), end the loop
 and are returned: the engine raises the `FATAL` ones as they are, any other as "a crawl worker
 died", at once (a bug never looks like a slow site: issue 34). Cancelled, the loop returns None:
 the entry in flight stays pending in the state.

@@ -19,7 +19,9 @@ class CrawlResult:
     HTML page (`crawler.parse.extract`), are read only when `[output] text` / `markdown` asks
     for them, and written to the JSON Lines only then (null for a page that is not HTML), with
     `text_truncated`: true when they stop before the main content's end (they are bounded by
-    the page's size, `crawler.parse.extract.limit_for`).
+    the page's size, `crawler.parse.extract.limit_for`). A PDF read with `[parse] pdf` has
+    them too (its pages apart: `crawler.parse.pdf.page`), and `pages`, its page count, which
+    the JSON Lines record holds only for a PDF.
     """
 
     url: str
@@ -47,6 +49,7 @@ class CrawlResult:
     text: str | None = field(default=None, repr=False)
     markdown: str | None = field(default=None, repr=False)
     text_truncated: bool = False
+    pages: int | None = None  # a PDF's page count ([parse] pdf), else None
     body: bytes = field(default=b"", repr=False, compare=False)
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
 
@@ -80,6 +83,8 @@ class CrawlResult:
             "relevance": self.relevance,
             "unchanged": self.unchanged,
         }
+        if self.pages is not None:
+            record["pages"] = self.pages
         if text:
             record["text"] = self.text
         if markdown:

@@ -1,9 +1,11 @@
-"""Sniffing a response body: is it HTML, and in which charset.
+"""Sniffing a response body: is it HTML (or a PDF), and in which charset.
 
-`is_html` decides from the Content-Type, checked against binary file signatures, or by sniffing
-the body when the type says nothing reliable (WHATWG MIME sniffing); `decode` turns an HTML body
-into the UTF-8 bytes lexbor reads (BOM > Content-Type charset > <meta charset> > UTF-8, the
-WHATWG encoding sniffing order). Both run on any bytes a server sends and never raise.
+`is_pdf` tells a PDF by its Content-Type, or by its %PDF- header when the type says nothing
+reliable (or says HTML); `is_html` decides from the Content-Type, checked against binary file
+signatures, or by sniffing the body when the type says nothing reliable (WHATWG MIME sniffing);
+`decode` turns an HTML body into the UTF-8 bytes lexbor reads (BOM > Content-Type charset >
+<meta charset> > UTF-8, the WHATWG encoding sniffing order). They run on any bytes a server
+sends and never raise.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ import re
 
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding, read_bom
 
-__all__ = ["decode", "is_html"]
+__all__ = ["decode", "is_html", "is_pdf"]
 
 logger = logging.getLogger(__name__)
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/vnd.wap.xhtml+xml"})
+_PDF_TYPES = frozenset({"application/pdf", "application/x-pdf", "application/acrobat", "text/pdf"})
 # Content-Types that say nothing reliable about the body: sniff it.
 _SNIFF_TYPES = frozenset(
     {
@@ -97,6 +100,18 @@ def is_html(content_type: str | None, body: bytes) -> bool:
         return _HTML_SNIFF_RE.match(_sniff_prefix(body)) is not None
     if mime in _XML_TYPES:
         return _XHTML_RE.match(_sniff_prefix(body)) is not None
+    return False
+
+
+def is_pdf(content_type: str | None, body: bytes) -> bool:
+    """Whether a response is a PDF to read (with `[parse] pdf`): a PDF Content-Type (whatever
+    the body holds: a body that is not a PDF then gets a `not_pdf` error), or a body that
+    starts with the %PDF- header under a type that says nothing reliable or says HTML."""
+    mime = content_type.partition(";")[0].strip().lower() if content_type else ""
+    if mime in _PDF_TYPES:
+        return True
+    if mime in _SNIFF_TYPES or mime in _HTML_TYPES or "/" not in mime:
+        return body[:1024].lstrip(b"\x00\t\n\f\r ").startswith(b"%PDF-")
     return False
 
 

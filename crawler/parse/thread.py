@@ -25,6 +25,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
@@ -45,6 +46,9 @@ __all__ = [
     "CLOSE_WAIT_SECONDS", "PARSE_THREADS", "SPARE_THREADS", "STUCK_SECONDS", "SWITCH_INTERVAL",
     "THREAD_PARSE_BYTES", "Parser", "switch_interval",
 ]  # fmt: skip
+
+if TYPE_CHECKING:
+    from crawler.parse.pdf.pool import PdfPool, PdfRead
 
 Tree = LexborHTMLParser | None
 
@@ -88,7 +92,7 @@ class Parser:
     """
 
     __slots__ = (
-        "_busy_since", "_closed", "_cond", "_done", "_idle", "_jobs", "_loop", "_suspects",
+        "_busy_since", "_closed", "_cond", "_done", "_idle", "_jobs", "_loop", "_pdfs", "_suspects",
         "_wake_pending", "_watch", "_workers", "threads",
     )  # fmt: skip
 
@@ -108,6 +112,27 @@ class Parser:
         self._busy_since: list[float] = []
         self._watch: asyncio.TimerHandle | None = None  # the next stuck-threads check
         self._suspects: set[str] = set()  # hosts whose markup took lexbor seconds
+        self._pdfs: PdfPool | None = None  # PDF worker processes, started by the first PDF
+
+    async def read_pdf(
+        self,
+        body: bytes,
+        *,
+        anchors: bool = False,
+        text: bool = False,
+        content: bool = False,
+        main: Main = None,
+    ) -> tuple[Markup, PdfRead]:
+        """A PDF body read in a bounded worker process (`crawler.parse.pdf`), as a Markup
+        (`text`, `content`, `main` as for `parse`; a PDF's links have no `anchors`) and what
+        the read gave (its error, its page count)."""
+        from crawler.parse.pdf.page import pdf_markup
+        from crawler.parse.pdf.pool import PdfPool
+
+        if self._pdfs is None:
+            self._pdfs = PdfPool()
+        read = await self._pdfs.read(body)
+        return pdf_markup(read.doc, text=text, content=content, main=main), read
 
     async def parse(
         self,
@@ -157,6 +182,8 @@ class Parser:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+        if self._pdfs is not None:
+            await self._pdfs.close()
         if self._watch is not None:
             self._watch.cancel()
             self._watch = None
