@@ -10,18 +10,31 @@ tests/support/, never in another test module. Markers (`pytest -m`, see docs/qui
   real server's timing, a large property run).
 
 `make test-fast` runs the rest: the edit-and-test loop.
+
+Simulated time: an async test marked `simtime` (`@pytest.mark.simtime`, or `pytestmark` for a
+whole module) runs on `crawler.testing.simtime.SimulatedLoop`, and so do the async fixtures it
+uses: the loop's clock jumps to the next timer whenever nothing is runnable, so `asyncio.sleep(30)`
+returns at once with `loop.time()` exactly 30 s later. Use it wherever the crawler's own timing is
+the subject (politeness gaps, backoff, leases, retries, the outage gate): give the component the
+loop's clock (`clock=asyncio.get_running_loop().time`) and assert exact times. No real I/O on it
+(no sockets, subprocesses or threads to wait for): where a real server's timing is the point, use
+real time with a generous watchdog and no tight gap. The mechanism is pytest-asyncio's
+`pytest_asyncio_loop_factories` hook below (one factory per test, so test ids are unchanged).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 
 import pytest
 from hypothesis import settings
+from pytest_asyncio import is_async_test
 
 from crawler.testing.fixture import FixtureSite
 from crawler.testing.redis_server import RedisServer
+from crawler.testing.simtime import SimulatedLoop
 
 # Property tests draw the same examples on every run (a fixed seed): a failure found once is
 # found again, and CI is not a lottery over examples. `HYPOTHESIS_PROFILE=explore` draws anew.
@@ -33,8 +46,25 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fixed"))
 REDIS_FIXTURES = frozenset({"redis_server", "redis_url"})
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "simtime: runs on crawler.testing.simtime.SimulatedLoop (tests/conftest.py)"
+    )
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """The event loop of each async test: simulated time for `simtime`, the usual one else."""
+    if item.get_closest_marker("simtime") is not None:
+        return {"simtime": SimulatedLoop}
+    return {"asyncio": asyncio.new_event_loop}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
+        if item.get_closest_marker("simtime") is not None and not is_async_test(item):
+            raise pytest.UsageError(f"{item.nodeid}: the simtime marker is for async tests")
         module = vars(item.module) if isinstance(item, pytest.Function) else {}
         fixtures = set(getattr(item, "fixturenames", ()))
         if fixtures & REDIS_FIXTURES or "RedisServer" in module:

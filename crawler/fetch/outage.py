@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import random
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final
 
@@ -63,7 +65,8 @@ class Outage:
     """The gate of the module docstring; `clock` (``time.monotonic``, the event loop's clock)
     measures the backoff and the give-up, `rng` draws the jitter."""
 
-    __slots__ = ("_clock", "_rng", "_signals", "_wake", "base", "cap", "cause", "failures",
+    __slots__ = ("_clock", "_line", "_rng", "_signals", "_tickets", "_wake", "base", "cap", "cause",
+                 "failures",
                  "give_up", "kind", "paused_for", "pauses", "probe_at", "probes", "probing",
                  "resumes", "since")  # fmt: skip
 
@@ -86,6 +89,8 @@ class Outage:
         self._clock = clock or time.monotonic
         self._rng = rng or random.Random()
         self._wake = asyncio.Event()  # set (and replaced) when the state changes
+        self._line: deque[int] = deque()  # the waiting fetches' tickets, longest waiting first
+        self._tickets = itertools.count()
         self._signals: dict[str, int] = {}  # network signals since the last answer, by host
         self.since: float | None = None  # when the outage began; None: no outage
         self.kind = ""  # "proxy" or "network"
@@ -158,9 +163,12 @@ class Outage:
         self.resumes += 1
         self._notify()
 
-    def take_probe(self) -> bool:
-        """During an outage: True (and the probe is taken) when a probe may go now."""
+    def take_probe(self, ticket: int | None = None) -> bool:
+        """During an outage: True (and the probe is taken) when a probe may go now; with a
+        `ticket` (a fetch waiting at the gate), only to the fetch that has waited longest."""
         if self.since is None or self.probing or self._clock() < self.probe_at:
+            return False
+        if ticket is not None and self._line and self._line[0] != ticket:
             return False
         self.probing = True
         self.probes += 1
@@ -191,20 +199,37 @@ class Outage:
     # -- the gate (asynchronous) -------------------------------------------------------------
 
     async def admit(self) -> bool:
-        """Wait while the crawl is paused; True when this fetch goes as the probe."""
-        while self.since is not None:
-            self.check()
-            if self.take_probe():
-                return True
-            now = self._clock()
-            until = float("inf") if self.probing else self.probe_at
-            if self.give_up:
-                until = min(until, self.since + self.give_up)
-            wake = self._wake
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), None if until == float("inf") else
-                                       max(0.0, until - now))  # fmt: skip
-        return False
+        """Wait while the crawl is paused; True when this fetch goes as the probe.
+
+        The probe goes to the fetch that has waited longest: a fetch whose probe failed waits
+        again behind the others, so one URL that fails alone (a target the proxy will not reach)
+        cannot take every probe and keep the fetches that would end the outage waiting."""
+        if self.since is None:
+            return False
+        ticket = next(self._tickets)
+        self._line.append(ticket)
+        try:
+            since: float | None = self.since
+            while since is not None:
+                self.check()
+                if self.take_probe(ticket):
+                    return True
+                now = self._clock()
+                first = self._line[0] == ticket
+                until = float("inf") if self.probing or not first else self.probe_at
+                if self.give_up:
+                    until = min(until, since + self.give_up)
+                wake = self._wake
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), None if until == float("inf") else
+                                           max(0.0, until - now))  # fmt: skip
+                since = self.since
+            return False
+        finally:
+            first = self._line[0] == ticket
+            self._line.remove(ticket)
+            if first:  # the next in line times the probe now
+                self._notify()
 
     async def through(
         self, attempt: Callable[[], Awaitable[Response]], host: str, *, proxied: bool

@@ -7,9 +7,7 @@ multi-process tests (real `crawl` processes, kill -9) are in test_cluster_procs.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +33,7 @@ from crawler.state.crawlstate import CrawlState
 from crawler.testing.fixture import FixtureSite
 from crawler.testing.redis_server import RedisServer
 from tests.support.server import serve, site_config
+from tests.support.spacing import assert_spaced
 
 
 def shared(config: Config, url: str, crawl_id: str = "t", **cluster: object) -> Config:
@@ -78,6 +77,9 @@ async def test_two_crawlers_share_one_crawl_without_repeats(
 
 @pytest.mark.slow
 async def test_politeness_holds_across_crawlers(site: FixtureSite, redis_url: str) -> None:
+    """Real time on purpose: three crawlers sharing one Redis, the requests reaching a real
+    server spaced. The exact gaps between instances are asserted on an injected clock by
+    tests/frontier/test_frontier_redis.py::test_delay_held_across_two_instances_taking_turns."""
     delay = 0.2
     config = shared(site_config(site, concurrency=4), redis_url)
     config = config.override("politeness", delay=delay, respect_robots=False)
@@ -93,15 +95,10 @@ async def test_politeness_holds_across_crawlers(site: FixtureSite, redis_url: st
         starts.setdefault(request.host, []).append(request.time)
     assert len(starts) >= 2
     for host, times in starts.items():
-        times.sort()
-        gaps = [b - a for a, b in itertools.pairwise(times)]
-        # kept between claims; the server sees it give or take the loop's time from a claim
-        # to its request (three crawlers and the site share this test's loop): one late
-        # arrival shortens its gap and lengthens the next, so two consecutive gaps are judged
-        # (two crawlers fetching a host at once would still take a delay out of them)
-        assert statistics.median(gaps) >= delay - 0.05, f"{host}: gaps {gaps}"
-        spans = [c - a for a, c in zip(times, times[2:], strict=False)]
-        assert min(spans) >= 2 * delay - 0.05, f"{host}: three starts in {min(spans):.3f} s"
+        # kept between claims; the server sees it give or take the loop's time from a claim to
+        # its request (three crawlers and the site share this test's loop): no tight gap here
+        # (tests/support/spacing.py); without shared politeness the gaps would be ~0
+        assert_spaced(times, delay, host)
 
 
 async def test_max_pages_caps_the_shared_crawl(site: FixtureSite, redis_url: str) -> None:

@@ -1,6 +1,7 @@
 """The crawl-wide connectivity gate (crawler.fetch.outage), on an injected clock: backoff and
 jitter, one probe at a time, the give-up, the reset on an answer, the network-signal rule; then the
-asynchronous gate itself with tiny backoffs (milliseconds)."""
+asynchronous gate itself with its real backoff in simulated time (the `simtime` marker,
+tests/conftest.py): the probes' times and the give-up are asserted exactly."""
 
 from __future__ import annotations
 
@@ -237,34 +238,52 @@ def test_what_translate_flags_as_a_network_signal() -> None:
 # -- the asynchronous gate ----------------------------------------------------------------------
 
 
+def simulated_gate(give_up: float = 300.0) -> Outage:
+    """The gate with its real backoff (1 s doubling up to 30 s), jitter factor 0.5, on the
+    simulated loop's clock: the waits below are exact."""
+    return Outage(give_up, clock=asyncio.get_running_loop().time, rng=FixedRandom(0.0))
+
+
+def now() -> float:
+    return asyncio.get_running_loop().time()
+
+
+@pytest.mark.simtime
 async def test_a_held_fetch_is_made_again_once_the_proxy_answers() -> None:
-    outage = Outage(5.0, base=0.001, cap=0.004)
-    calls: list[str] = []
+    outage = simulated_gate()
+    calls: list[float] = []
 
     async def attempt() -> Response:
-        calls.append("try")
+        calls.append(now())
         if len(calls) < 6:
             raise proxy_down()
         return response()
 
     result = await outage.through(attempt, "a.test", proxied=True)
-    assert result.status == 200 and len(calls) == 6
+    assert result.status == 200
+    # the probes after half of 1, 2, 4 and 8 s (the jitter factor 0.5), then of 16 s
+    assert calls == [0.0, 0.5, 1.5, 3.5, 7.5, 15.5]
     assert not outage.paused and outage.pauses == 1 and outage.resumes == 1
     assert outage.probes == 5
+    assert outage.stats() == {"pauses": 1, "probes": 5, "paused_seconds": 15.5}
 
 
+@pytest.mark.simtime
 async def test_only_one_probe_is_in_flight_while_paused() -> None:
-    outage = Outage(5.0, base=0.002, cap=0.01)
+    outage = simulated_gate()
     up = False
     flying = peak = 0  # attempts begun during the outage (the probes) in flight
+    probes: list[float] = []
 
     async def attempt() -> Response:
         nonlocal flying, peak
         probe = outage.paused
         flying += probe
         peak = max(peak, flying)
+        if probe:
+            probes.append(now())
         try:
-            await asyncio.sleep(0.001)
+            await asyncio.sleep(0.1)  # each fetch takes 100 ms
             if not up:
                 raise proxy_down()
             return response()
@@ -273,17 +292,20 @@ async def test_only_one_probe_is_in_flight_while_paused() -> None:
 
     tasks = [asyncio.create_task(outage.through(attempt, f"h{i}.test", proxied=True))
              for i in range(20)]  # fmt: skip
-    await asyncio.sleep(0.1)
-    assert outage.paused and peak == 1  # all 20 failed at first; then one probe at a time
-    probes = outage.probes
-    assert 3 <= probes < 40
+    await asyncio.sleep(10.0)
+    # all 20 failed at 0.1 s; then one probe at a time, each 100 ms, the backoff doubling
+    assert outage.paused and peak == 1
+    assert probes == pytest.approx([0.6, 1.7, 3.8, 7.9])
     up = True
     results = await asyncio.gather(*tasks)
     assert [r.status for r in results] == [200] * 20 and not outage.paused
+    assert probes == pytest.approx([0.6, 1.7, 3.8, 7.9, 16.0]) and peak == 1
+    assert now() == pytest.approx(16.2)  # the held 19 went together once the probe answered
 
 
+@pytest.mark.simtime
 async def test_waiting_fetches_give_up_together_with_the_fatal_error() -> None:
-    outage = Outage(0.05, base=0.01, cap=0.01)
+    outage = simulated_gate(give_up=60.0)
 
     async def attempt() -> Response:
         raise proxy_down()
@@ -291,10 +313,13 @@ async def test_waiting_fetches_give_up_together_with_the_fatal_error() -> None:
     tasks = [asyncio.create_task(outage.through(attempt, "a.test", proxied=True)) for _ in range(5)]
     done = await asyncio.gather(*tasks, return_exceptions=True)
     assert all(isinstance(e, ProxyUnavailable) for e in done)
+    assert now() == 60.0  # at the give-up, not a probe later
+    assert outage.probes == 7  # at 0.5, 1.5, 3.5, 7.5, 15.5, 31.5 and 47.5 s (the next: 62.5)
 
 
+@pytest.mark.simtime
 async def test_a_cancelled_probe_lets_another_one_go() -> None:
-    outage = Outage(5.0, base=0.001, cap=0.001)
+    outage = simulated_gate()
     outage.signal(proxy_down(), "a.test", proxied=True)
     hang = asyncio.Event()
 
@@ -306,16 +331,19 @@ async def test_a_cancelled_probe_lets_another_one_go() -> None:
         return response()
 
     stuck = asyncio.create_task(outage.through(hanging, "a.test", proxied=True))
-    await asyncio.sleep(0.01)
-    assert probing(outage)
+    await asyncio.sleep(1.0)
+    assert probing(outage) and outage.probes == 1  # it went at 0.5 s and hangs
     stuck.cancel()
     await asyncio.gather(stuck, return_exceptions=True)
     assert not probing(outage)
     answer = await asyncio.wait_for(outage.through(working, "b.test", proxied=True), 1)
-    assert answer.status == 200
+    assert answer.status == 200 and outage.probes == 2
+    assert now() == 1.0  # at once: its probe time had come
 
 
 async def test_a_url_failing_alone_in_several_outages_fails_with_its_error() -> None:
+    """The same rule in real time, with millisecond backoffs (its exact figures in simulated
+    time: the next test)."""
     outage = Outage(5.0, base=0.001, cap=0.001)
 
     async def poison() -> Response:  # a proxy dropping CONNECT to this target only
@@ -336,6 +364,37 @@ async def test_a_url_failing_alone_in_several_outages_fails_with_its_error() -> 
     finally:
         helper.cancel()
     assert outage.pauses >= POISON
+
+
+@pytest.mark.simtime
+async def test_a_poison_url_does_not_keep_the_probe_from_the_others() -> None:
+    """A fetch whose probe failed waited again ahead of the others and took every next probe:
+    no other fetch ended the outage, so the crawl gave up instead of the one URL failing."""
+    outage = simulated_gate()
+
+    async def poison() -> Response:
+        raise ProxyError("the proxy 127.0.0.1:3128 closed the connection before answering")
+
+    async def fine() -> Response:
+        return response()
+
+    async def others() -> None:
+        while True:
+            await outage.through(fine, "b.test", proxied=True)
+            await asyncio.sleep(0.1)
+
+    helper = asyncio.create_task(others())
+    try:
+        with pytest.raises(ProxyError) as raised:
+            await outage.through(poison, "a.test", proxied=True)
+    finally:
+        helper.cancel()
+    assert type(raised.value) is ProxyError  # the URL's own failure, not the crawl's give-up
+    # each outage ended by the others' probe; the third is the URL's own failure. The probes go
+    # in the order the fetches came to the gate: the URL's own (0.5 s), then the others' (1 s
+    # later) at the latest
+    assert outage.pauses == POISON and outage.resumes == POISON - 1
+    assert now() <= (0.5 + 1.0) * (POISON - 1)
 
 
 async def test_a_407_to_a_plain_http_request_through_the_proxy_is_fatal() -> None:
