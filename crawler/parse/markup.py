@@ -13,11 +13,12 @@ sends.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
@@ -28,6 +29,9 @@ from crawler.parse.extract.page import extract
 from crawler.parse.sniff import decode, is_html
 from crawler.parse.tags import tag_ids
 from crawler.urls.syntax import STRIP, cut_fragment
+
+if TYPE_CHECKING:
+    from crawler.parse.yields import Yields
 
 __all__ = [
     "BODY_MAX_CHARS",
@@ -106,6 +110,8 @@ class Markup:
     `markdown`, the main content as plain text and as markdown, and `main_truncated`, whether
     they were cut to stay within their bound (`crawler.parse.extract.limit_for`). The main
     content is chosen by `crawler.parse.extract` (once a page, whichever of these asked for it).
+    Read only when asked (`crawler.parse.yields`): `meta`, the page's metadata; `fields`, what
+    the ``[[extract]]`` rules and the extract hook found, `fields_error` what failed.
     """
 
     is_html: bool
@@ -122,6 +128,9 @@ class Markup:
     main_text: str | None = None
     markdown: str | None = None
     main_truncated: bool = False
+    meta: dict[str, Any] | None = None
+    fields: dict[str, Any] | None = None
+    fields_error: str | None = None
 
 
 NOT_HTML = Markup(is_html=False)
@@ -136,15 +145,20 @@ def parse_markup(
     text: bool = False,
     content: bool = False,
     main: Main = None,
+    yields: Yields | None = None,
 ) -> Markup:
     """Sniff, decode, defuse, parse and read one response body fetched from `url` (its links
-    made absolute in markdown); `anchors`, `text`, `content` and `main` as for `read_tree`."""
+    made absolute in markdown); `anchors`, `text`, `content`, `main`, `yields` as for
+    `read_tree`."""
     prepared = prepare(body, url, content_type)
     if prepared is None:
         return NOT_HTML
     charset, data = prepared
     tree = parse_tree(data, url)
-    return read_tree(tree, charset, anchors=anchors, text=text, content=content, main=main, url=url)
+    return read_tree(
+        tree, charset, anchors=anchors, text=text, content=content, main=main, url=url,
+        yields=yields,
+    )  # fmt: skip
 
 
 def prepare(
@@ -189,14 +203,16 @@ def read_tree(
     content: bool = False,
     main: Main = None,
     url: str = "",
+    yields: Yields | None = None,
 ) -> Markup:
     """The `Markup` record of a parsed tree (an empty HTML one when there is no tree).
 
     `anchors`: also read each link's anchor text, rel and surrounding text; `text`: also read
     the page's headings and main content text (focus); `content`: also read its main content
     text (dedup); `main`: also write the main content as `main_text` (and `markdown`), its
-    links made absolute against `url` and the page's <base href>. The main content is read
-    after everything else: choosing it strips scripts and boilerplate from `tree`."""
+    links made absolute against `url` and the page's <base href>; `yields`: also read the
+    page's metadata and fields (`crawler.parse.yields`). The main content is read after
+    everything else: choosing it strips scripts and boilerplate from `tree`."""
     if tree is None:
         return Markup(
             True, charset, text=("", "") if text else None, content="" if content else None,
@@ -209,6 +225,11 @@ def read_tree(
     head = tree.head or tree
     canonical_href = _canonical_href(head)
     title = _title(tree, head)
+    yielded = None
+    if yields is not None:  # before the main content's extraction strips scripts (JSON-LD)
+        from crawler.parse.yields import read_yields
+
+        yielded = read_yields(tree, yields, url, _base(url, base_href))
     page_text = main_text = markdown = None
     truncated = False
     if text or content or main:
@@ -222,11 +243,16 @@ def read_tree(
             )
         if main:
             main_text, markdown, truncated = found.text, found.markdown, found.truncated
-    return Markup(
+    markup = Markup(
         True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
         title, details if details is not None else {}, page_text,
         found.words[:CONTENT_MAX_CHARS] if content else None, main_text, markdown, truncated,
     )  # fmt: skip
+    if yielded is None:
+        return markup
+    return dataclasses.replace(
+        markup, meta=yielded.meta, fields=yielded.fields, fields_error=yielded.fields_error
+    )
 
 
 def _base(url: str, base_href: str | None) -> str:

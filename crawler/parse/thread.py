@@ -25,6 +25,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
@@ -40,6 +41,9 @@ from crawler.parse.markup import (
     prepare,
     read_tree,
 )  # fmt: skip
+
+if TYPE_CHECKING:
+    from crawler.parse.yields import Yields
 
 __all__ = [
     "CLOSE_WAIT_SECONDS", "PARSE_THREADS", "SPARE_THREADS", "STUCK_SECONDS", "SWITCH_INTERVAL",
@@ -119,14 +123,16 @@ class Parser:
         text: bool = False,
         content: bool = False,
         main: Main = None,
+        yields: Yields | None = None,
     ) -> Markup:
         """`crawler.parse.markup.parse_markup(body, url, content_type, anchors=, text=, content=,
-        main=)`, lexbor in a thread if big (the tree is read on the loop, as without them: the
-        main content's extraction holds the GIL too)."""
+        main=, yields=)`, lexbor in a thread if big (the tree is read on the loop, as without
+        them: the main content's extraction holds the GIL too)."""
         if len(body) <= THREAD_PARSE_BYTES:
             return parse_markup(
-                body, url, content_type, anchors=anchors, text=text, content=content, main=main
-            )
+                body, url, content_type, anchors=anchors, text=text, content=content, main=main,
+                yields=yields,
+            )  # fmt: skip
         strict = bool(self._suspects) and urlsplit(url).netloc in self._suspects
         prepared = prepare(body, url, content_type, strict=strict)
         if prepared is None:
@@ -147,8 +153,9 @@ class Parser:
             self._watch_threads()
         tree = await future
         return read_tree(
-            tree, charset, anchors=anchors, text=text, content=content, main=main, url=url
-        )
+            tree, charset, anchors=anchors, text=text, content=content, main=main, url=url,
+            yields=yields,
+        )  # fmt: skip
 
     async def close(self) -> None:
         """Let the threads finish the jobs queued and exit; waits for them off the loop, for at
