@@ -43,8 +43,10 @@ def test_rules_load() -> None:
 @pytest.mark.parametrize(
     ("rule", "message"),
     [
-        ('name = "price"\ncss = "span:price"',
-         "crawl.toml: [[extract]] #1 ('price') css: 'span:price' is not a CSS selector lexbor"),
+        (
+            'name = "price"\ncss = "span:price"',
+            "crawl.toml: [[extract]] #1 ('price') css: 'span:price' is not a CSS selector lexbor",
+        ),
         ('name = "price"\ncss = "  "', "[[extract]] #1 ('price') css: '  ' is an empty selector"),
         ('name = "price"', "crawl.toml: [[extract]] #1 ('price'): missing key 'css'"),
         ('css = "p"', "crawl.toml: [[extract]] #1: missing key 'name'"),

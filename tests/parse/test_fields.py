@@ -119,8 +119,8 @@ def test_many_matches_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_every_elements_html_is_bounded_by_the_page_budget() -> None:
     nested = "<div>" * 300 + "x" * 5000 + "</div>" * 300  # every <div>'s outer HTML: quadratic
-    m = read(ExtractRule("all", "div", attr="html", all=True), ExtractRule("after", "div", attr="html"),
-             html=f"<body>{nested}</body>")  # fmt: skip
+    rules = ExtractRule("all", "div", attr="html", all=True), ExtractRule("after", "div", "html")
+    m = read(*rules, html=f"<body>{nested}</body>")
     assert m.fields is not None
     kept = m.fields["all"]
     assert 0 < len(kept) < 300
