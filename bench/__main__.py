@@ -14,6 +14,7 @@ import time
 BENCHMARKS = (
     "sieve", "urls", "links", "frontier", "state", "output", "memory", "crawl", "focus", "dedup",
     "recrawl", "cluster", "soak", "family", "text", "render",
+    "meta",
 )  # fmt: skip
 
 

@@ -65,7 +65,8 @@ def test_product_microdata_with_nested_items() -> None:
     assert props["aggregateRating"]["properties"] == {"ratingValue": "3.5", "reviewCount": "11"}
     offer = props["offers"]["properties"]
     assert offer["availability"] == "https://schema.org/InStock"  # a <link>'s href
-    assert offer["price"] == "1,000.00"  # a <span>'s text (its content attribute is RDFa)
+    assert offer["price"] == "1000.00"  # a <span content>: its machine-readable value
+    assert offer["priceCurrency"] == "USD"
     first, second = props["review"]
     assert first["properties"]["author"]["properties"] == {"name": "Ellie"}
     assert first["properties"]["reviewRating"]["properties"]["worstRating"] == "1"

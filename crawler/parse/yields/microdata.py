@@ -6,7 +6,8 @@ a list when it names several; left out when it has none), ``id`` its ``itemid`` 
 none); a property given once is its value, given more often a list of them. A value is read as
 the HTML standard says: a nested item for an ``itemscope``, ``content`` of a <meta>, the absolute
 URL of an <a>/<area>/<link> href or of an <img>/<audio>/<video>/<iframe>/<embed>/<source>/
-<track> src, <object>'s data, <data>/<meter>'s value, <time>'s datetime, else the element's text,
+<track> src, <object>'s data, <data>/<meter>'s value, <time>'s datetime, else a ``content``
+attribute (schema.org's examples put a machine-readable price there), else the element's text,
 whitespace collapsed. ``itemref`` is not followed.
 
 Bounded: MAX_ITEMS top-level items, MAX_PROPERTIES properties a page, items nested MAX_DEPTH
@@ -107,6 +108,8 @@ def _value(node: LexborNode, attrs: dict[str, str | None], base: str) -> str:
         value = attrs.get("value") or ""
     elif tag == "time" and attrs.get("datetime") is not None:
         value = attrs.get("datetime") or ""
+    elif attrs.get("content"):  # not HTML's rule, but schema.org's examples' (and extruct's)
+        value = attrs.get("content") or ""
     else:
         value = " ".join(node.text(deep=True)[: 4 * MAX_VALUE_CHARS].split())
     return value[:MAX_VALUE_CHARS]

@@ -77,7 +77,9 @@ class Yields:
         return bool(self.rules) or self.hook is not None
 
     def at(self, status: int | None, headers: tuple[tuple[str, str], ...]) -> Yields:
-        """These yields for one response (what its hook is told)."""
+        """These yields for one response (what its hook is told; without a hook, these)."""
+        if self.hook is None:
+            return self
         return dataclasses.replace(self, status=status, headers=headers)
 
 
