@@ -81,6 +81,13 @@ _HEADING_TAGS = frozenset(tag_ids(*_HEADINGS))
 # With `text`, the same pass finds the headings too (one more pass would cost more than the
 # longer selector); a heading that is a link is listed once, as a link.
 _TEXT_TREE_CSS = f"{_TREE_CSS}, :is({', '.join(_HEADINGS)}):not([href])"
+# With metadata, the same pass finds its elements (`crawler.parse.yields.meta.META_CSS`): the
+# scripts and the [itemscope] elements the selectors above do not list already (an element is
+# listed once per selector it matches: a link twice would be counted twice).
+_META_CSS = f"{_TREE_CSS}, script[type], [itemscope]:not([href], [src], meta)"
+_TEXT_META_CSS = (
+    f"{_TEXT_TREE_CSS}, script[type], [itemscope]:not([href], [src], meta, {', '.join(_HEADINGS)})"
+)
 # A refresh's content: a time (digits and dots), then ";", "," or whitespace, and the URL,
 # maybe after "url=" and in quotes (the HTML standard's "shared declarative refresh steps").
 _REFRESH = re.compile(
@@ -219,7 +226,11 @@ def read_tree(
             main_text="" if main else None, markdown="" if main == "markdown" else None,
         )  # fmt: skip
     details: dict[str, tuple[str, str, str]] | None = {} if anchors else None
-    hrefs, nofollow, metas, base_href, framed, headings = _read_elements(tree, text, details)
+    # the metadata's elements, found by the same pass (one more pass costs ~15% of a page)
+    found_meta: list[LexborNode] | None = [] if yields is not None and yields.meta else None
+    hrefs, nofollow, metas, base_href, framed, headings = _read_elements(
+        tree, text, details, found_meta
+    )
     if framed:
         _noframes_links(tree, hrefs, nofollow)
     head = tree.head or tree
@@ -229,7 +240,7 @@ def read_tree(
     if yields is not None:  # before the main content's extraction strips scripts (JSON-LD)
         from crawler.parse.yields import read_yields
 
-        yielded = read_yields(tree, yields, url, _base(url, base_href))
+        yielded = read_yields(tree, yields, url, _base(url, base_href), found_meta)
     page_text = main_text = markdown = None
     truncated = False
     if text or content or main:
@@ -273,12 +284,17 @@ _Found = tuple[list[str], list[int], list[tuple[str, str]], str | None, bool, li
 
 
 def _read_elements(
-    tree: LexborHTMLParser, text: bool, details: dict[str, tuple[str, str, str]] | None
+    tree: LexborHTMLParser,
+    text: bool,
+    details: dict[str, tuple[str, str, str]] | None,
+    found_meta: list[LexborNode] | None = None,
 ) -> _Found:
     """The tree's one whole pass (`_TREE_CSS`; with `text`, `_TEXT_TREE_CSS`), in document
     order: links, frames, metas and the first <base href>; with `text`, the headings too; with
-    `details` (`anchors`), each href's anchor details put there. The crawl's per-element loop:
-    what it fills are locals (no attribute lookup per element)."""
+    `details` (`anchors`), each href's anchor details put there; with `found_meta`, the
+    elements the page's metadata is read from (`crawler.parse.yields.meta.META_CSS`) appended
+    to it, but for [itemscope] frames. The crawl's per-element loop: what it fills are locals
+    (no attribute lookup per element)."""
     hrefs: list[str] = []
     nofollow: list[int] = []
     metas: list[tuple[str, str]] = []
@@ -286,10 +302,15 @@ def _read_elements(
     headings: list[str] = []
     base_href: str | None = None
     framed = False
-    for node in tree.css(_TEXT_TREE_CSS if text else _TREE_CSS):
+    css = _TEXT_TREE_CSS if text else _TREE_CSS
+    if found_meta is not None:
+        css = _TEXT_META_CSS if text else _META_CSS
+    for node in tree.css(css):
         tag_id = node.tag_id
         if tag_id in _LINK_TAGS:  # svg:a too, as browsers follow it
             attrs = node.attributes  # one dict: cheaper than two node.attrs lookups
+            if found_meta is not None and "itemscope" in attrs:
+                found_meta.append(node)
             rel = attrs.get("rel")
             if rel and "nofollow" in rel.lower().split():
                 nofollow.append(len(hrefs))
@@ -309,10 +330,16 @@ def _read_elements(
                 framed = framed or tag_id == _FRAME
         elif tag_id == _META:
             _read_meta(node.attributes, metas, hrefs)
+            if found_meta is not None:
+                found_meta.append(node)
         elif tag_id == _BASE and base_href is None:
             base_href = node.attributes.get("href") or ""
         elif text and tag_id in _HEADING_TAGS:  # "[href]" matches <link>, <use>... too
             headings.append(node.text(deep=True, separator=" "))
+            if found_meta is not None and "itemscope" in node.attributes:
+                found_meta.append(node)
+        elif found_meta is not None:  # a script, an [itemscope] (or a <link>: sorted out there)
+            found_meta.append(node)
     return hrefs, nofollow, metas, base_href, framed, headings
 
 

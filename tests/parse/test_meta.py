@@ -208,3 +208,22 @@ def test_meta_is_none_unless_asked_and_for_what_is_not_html() -> None:
     html = (PAGES / "article.html").read_bytes()
     assert parse_markup(html, URL, "text/html").meta is None
     assert parse_markup(b'{"a": 1}', URL, "application/json", yields=META).meta is None
+
+
+@pytest.mark.parametrize("text", [False, True])
+def test_the_crawls_pass_finds_the_metadata_and_its_links_once(text: bool) -> None:
+    html = (
+        "<html><head><meta name=description content=d><link rel=next href=/n itemscope>"
+        + ld('{"@type": "A"}') + "</head><body>"
+        "<a href='/x' itemscope itemtype='T'><span itemprop=name>n</span></a>"
+        "<h2 itemscope itemtype='H'><i itemprop=k>v</i></h2><img src=i.png itemscope>"
+        "<div itemscope itemtype='D'><a itemprop=u href='/y'>y</a></div></body></html>"
+    )  # fmt: skip
+    plain = parse_markup(html.encode(), URL, "text/html", text=text)
+    markup = parse_markup(html.encode(), URL, "text/html", text=text, yields=META)
+    assert markup.hrefs == plain.hrefs == ("/x", "/y") and markup.text == plain.text
+    assert markup.metas == plain.metas
+    meta = markup.meta
+    assert meta is not None and meta["description"] == "d" and meta["jsonld"] == [{"@type": "A"}]
+    assert [item.get("type") for item in meta["microdata"]] == [None, "T", "H", "D"]
+    assert meta["microdata"][3]["properties"] == {"u": "https://example.com/y"}

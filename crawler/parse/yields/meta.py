@@ -26,12 +26,17 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from crawler.parse.tags import tag_ids
 from crawler.parse.yields.jsonld import read_jsonld
 from crawler.parse.yields.microdata import read_microdata
 
-__all__ = ["MAX_META_TAGS", "MAX_VALUE_CHARS", "read_meta"]
+__all__ = ["MAX_META_TAGS", "MAX_VALUE_CHARS", "META_CSS", "read_meta"]
+
+META_CSS = "meta, script[type], [itemscope]"
+"""The elements metadata is read from: one pass over the tree finds them all (the crawl's own
+pass, `crawler.parse.markup`, finds them with its links)."""
 
 MAX_META_TAGS = 10_000
 """<meta> tags read per page (a real page has tens)."""
@@ -49,20 +54,32 @@ _ISO_DATE = re.compile(
     r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?"
 )
 _LD_TYPE = re.compile(r"application/ld\+json\s*(?:;.*)?", re.IGNORECASE)
+_META, _SCRIPT = tag_ids("meta", "script")
 _LD_SEARCH = 200  # JSON-LD objects looked through for a date or an author
 
 
-def read_meta(tree: LexborHTMLParser, base: str) -> dict[str, Any]:
-    """The `meta` object of a parsed page; `base`: what its relative URLs resolve against."""
+def read_meta(
+    tree: LexborHTMLParser, base: str, found: list[LexborNode] | None = None
+) -> dict[str, Any]:
+    """The `meta` object of a parsed page; `base`: what its relative URLs resolve against;
+    `found`: its META_CSS elements in document order (found here when None; other elements
+    among them are passed over)."""
     skipped: Counter[str] = Counter()
-    named, opengraph, language = _meta_tags(tree, skipped)
-    scripts = (
-        node.text(deep=True)
-        for node in tree.css("script[type]")
-        if _LD_TYPE.fullmatch((node.attributes.get("type") or "").strip())
-    )
+    metas: list[LexborNode] = []
+    scripts: list[str] = []
+    scopes: dict[int, LexborNode] = {}  # (an element matching two selectors is listed twice)
+    for node in tree.css(META_CSS) if found is None else found:
+        tag_id = node.tag_id
+        if tag_id == _META:
+            metas.append(node)
+        attrs = node.attributes
+        if "itemscope" in attrs:
+            scopes.setdefault(node.mem_id, node)
+        elif tag_id == _SCRIPT and _LD_TYPE.fullmatch((attrs.get("type") or "").strip()):
+            scripts.append(node.text(deep=True))
+    named, opengraph, language = _meta_tags(metas, skipped)
     jsonld = read_jsonld(scripts, skipped)
-    microdata = read_microdata(tree, base, skipped) if tree.css_first("[itemscope]") else []
+    microdata = read_microdata(list(scopes.values()), base, skipped) if scopes else []
     ld = _ld_objects(jsonld)
     lang = (tree.root.attributes.get("lang") or "").strip() if tree.root is not None else ""
     return {
@@ -81,14 +98,13 @@ def read_meta(tree: LexborHTMLParser, base: str) -> dict[str, Any]:
 
 
 def _meta_tags(
-    tree: LexborHTMLParser, skipped: Counter[str]
+    metas: list[LexborNode], skipped: Counter[str]
 ) -> tuple[dict[str, str], dict[str, str], str]:
     """(<meta name> -> first content, lowercased names; OpenGraph property -> first value;
     the http-equiv content-language)."""
     named: dict[str, str] = {}
     opengraph: dict[str, str] = {}
     language = ""
-    metas = tree.css("meta")
     if len(metas) > MAX_META_TAGS:
         skipped["meta_over"] += len(metas) - MAX_META_TAGS
         metas = metas[:MAX_META_TAGS]

@@ -21,7 +21,7 @@ from collections import Counter
 from typing import Any
 from urllib.parse import urljoin
 
-from selectolax.lexbor import LexborHTMLParser, LexborNode
+from selectolax.lexbor import LexborNode
 
 from crawler.urls.syntax import STRIP
 
@@ -45,11 +45,12 @@ class _Budget:
         self.skipped = skipped
 
 
-def read_microdata(tree: LexborHTMLParser, base: str, skipped: Counter[str]) -> list[Any]:
-    """The top-level microdata items of `tree`, URLs made absolute against `base`."""
+def read_microdata(scopes: list[LexborNode], base: str, skipped: Counter[str]) -> list[Any]:
+    """The top-level microdata items among `scopes` (a page's ``itemscope`` elements, in
+    document order), URLs made absolute against `base`."""
     items: list[Any] = []
     budget = _Budget(skipped)
-    for node in tree.css("[itemscope]"):
+    for node in scopes:
         if "itemprop" in node.attributes:  # a property of another item
             continue
         if len(items) >= MAX_ITEMS:

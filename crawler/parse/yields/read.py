@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawler.parse.yields.fields import Rule, read_fields
 from crawler.parse.yields.meta import read_meta
@@ -92,9 +92,16 @@ class Yielded:
     fields_error: str | None = None
 
 
-def read_yields(tree: LexborHTMLParser, yields: Yields, url: str, base: str) -> Yielded:
-    """Read what `yields` asks of the page at `url` (`base`: its links' base)."""
-    meta = read_meta(tree, base) if yields.meta else None
+def read_yields(
+    tree: LexborHTMLParser,
+    yields: Yields,
+    url: str,
+    base: str,
+    found_meta: list[LexborNode] | None = None,
+) -> Yielded:
+    """Read what `yields` asks of the page at `url` (`base`: its links' base; `found_meta`: the
+    elements of `crawler.parse.yields.meta.META_CSS`, when a pass over the tree found them)."""
+    meta = read_meta(tree, base, found_meta) if yields.meta else None
     if not yields.fields:
         return Yielded(meta)
     fields, problems = read_fields(tree, yields.rules, base)
