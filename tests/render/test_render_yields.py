@@ -43,7 +43,7 @@ def config(render: bool) -> Config:
     rules = (ExtractRule("headings", "h2", all=True), ExtractRule("buy", "a.buy", "href"))
     c = Config(extract=rules).override("fetch", resolve={HOST: "127.0.0.1"})
     c = c.override("politeness", delay=0.0, respect_robots=False)
-    c = c.override("crawl", max_depth=0).override("output", meta=True)
+    c = c.override("output", meta=True)
     return c.override("render", enabled=render, timeout=30.0)
 
 
