@@ -4,6 +4,10 @@ by the Crawler."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from pathlib import Path
+
 import pytest
 
 from crawler.config.load import Config, config_from_mapping, toml_loads
@@ -84,3 +88,16 @@ def test_extract_must_be_an_array_of_tables() -> None:
 def test_the_crawler_checks_rules_built_in_python(rules: tuple[object, ...], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         Crawler(Config(extract=rules))  # type: ignore[arg-type]
+
+
+def test_config_tomls_example_loads_and_names_every_key() -> None:
+    text = (Path(__file__).resolve().parents[2] / "config.toml").read_text()
+    example = text.split("# [[extract]]\n", 1)[1].split("\n\n", 1)[0]
+    rules = "[[extract]]\n" + "\n".join(
+        line[2:] for line in example.splitlines() if re.match(r"# (\w+ = |\[\[extract\]\])", line)
+    )
+    config = load(rules)
+    assert [rule.name for rule in config.extract] == ["price", "next"]
+    described = text.split("# Field rules", 1)[1].split("# [[extract]]", 1)[0]
+    for field in dataclasses.fields(ExtractRule):
+        assert f"`{field.name}" in described, field.name
