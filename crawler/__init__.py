@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the names below, imported when first used (see __getattr__)
     from typing import Any
 
     from crawler.config.load import Config, load_config
+    from crawler.config.sections import ExtractRule
     from crawler.engine.components import settings
     from crawler.engine.crawler import Crawler
     from crawler.errors import (
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # the names below, imported when first used (see __getattr__)
     from crawler.frontier import Entry, EntryKind, Frontier, Outcome
     from crawler.frontier.robots import RobotsPolicy, policy_from_response
     from crawler.output.results import CrawlResult, CrawlStats
+    from crawler.parse.yields import ExtractPage
     from crawler.render.browser import (
         BrowserGone,
         PageFailed,
@@ -81,6 +83,8 @@ _RENDER = "BrowserGone PageFailed PageTimeout RenderError RenderUnavailable"  # 
 _LAZY = {
     **dict.fromkeys(("Config", "load_config"), "crawler.config.load"),
     "Crawler": "crawler.engine.crawler",
+    "ExtractRule": "crawler.config.sections",
+    "ExtractPage": "crawler.parse.yields",
     **dict.fromkeys(_ERRORS.split(), "crawler.errors"),
     **dict.fromkeys(("Entry", "EntryKind", "Frontier", "Outcome"), "crawler.frontier"),
     **dict.fromkeys(("CrawlResult", "CrawlStats"), "crawler.output.results"),
@@ -129,6 +133,8 @@ __all__ = [
     "DecodingError",
     "Entry",
     "EntryKind",
+    "ExtractPage",
+    "ExtractRule",
     "FetchError",
     "FetchTimeout",
     "Frontier",

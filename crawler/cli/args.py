@@ -185,6 +185,8 @@ def _add_common(common: argparse._ArgumentGroup) -> None:
         ("--dedup", "content dedup of HTML pages ([dedup] enabled)"),
         ("--text", "give each HTML result its main content as plain text ([output] text)"),
         ("--markdown", "give each HTML result its main content as markdown ([output] markdown)"),
+        ("--meta", "give each HTML result its metadata: description, language, author, dates, "
+                   "OpenGraph, JSON-LD, microdata ([output] meta)"),
         ("--sitemaps", "seed each host with its robots.txt sitemaps ([scope] use_sitemaps)"),
         ("--ignore-robots", "do not fetch or obey robots.txt (only for sites that are yours)"),
         ("--pdf", "read PDFs: their text, title, pages and links ([parse] pdf)"),
@@ -253,7 +255,7 @@ def _apply_overrides(config: Config, args: argparse.Namespace) -> Config:
         ("scope", _given(allowed_domains=a.allow_domain, include=a.include, exclude=a.exclude,
                          use_sitemaps=a.sitemaps)),
         ("dedup", _given(enabled=a.dedup)),
-        ("output", _given(text=a.text, markdown=a.markdown)),
+        ("output", _given(text=a.text, markdown=a.markdown, meta=a.meta)),
         ("sieve", _given(kind=a.sieve)),
         ("render", _given(enabled=a.render)),
         ("parse", _given(pdf=a.pdf)),

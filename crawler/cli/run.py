@@ -131,7 +131,8 @@ async def run(
     shared = bool(config.cluster.redis)  # a result is written before its lease is released
     writer = JsonlWriter(out, sync=state is not None or shared, on_error=crawler.stop,
                          name=o.path if o.path not in ("", "-") else "stdout",
-                         text=o.text, markdown=o.markdown)  # fmt: skip
+                         text=o.text, markdown=o.markdown, meta=o.meta,
+                         fields=bool(config.extract))  # fmt: skip
 
     def out_of_scope(seed: str, location: str) -> bool:
         resolved = crawler.urls.resolve(location, seed)

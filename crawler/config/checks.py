@@ -19,6 +19,7 @@ from crawler.config.sections import (
     ClusterConfig,
     CrawlConfig,
     DedupConfig,
+    ExtractRule,
     FetchConfig,
     FocusConfig,
     HostConfig,
@@ -35,7 +36,10 @@ from crawler.fetch.steering import HostMatch, check_ca_file, check_headers, chec
 from crawler.frontier.robots import product_token
 from crawler.urls.canonical import UrlNormalizer
 
-__all__ = ["MAX_SECONDS", "MIN_ERROR_RATE", "RATIO_RANGE", "check_section"]
+__all__ = [
+    "MAX_SECONDS", "MIN_ERROR_RATE", "RATIO_RANGE", "check_extract", "check_section",
+    "extract_rule_problem",
+]  # fmt: skip
 
 _CRAWL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -138,6 +142,10 @@ def check_section(obj: Any, where: str) -> None:
     if isinstance(obj, ParseConfig) and obj.pdf and find_spec("pypdfium2") is None:
         raise ConfigError(f"{where} pdf: reading PDFs needs pypdfium2: "
                           "pip install 'sieve-crawler[pdf]'")  # fmt: skip
+    if isinstance(obj, ExtractRule):
+        problem = extract_rule_problem(obj)
+        if problem is not None:
+            raise ConfigError(f"{where} {problem}")
     if isinstance(obj, ScopeConfig):
         for key in ("include", "exclude"):
             for pattern in getattr(obj, key):
@@ -226,3 +234,36 @@ def _check_render(obj: RenderConfig, where: str) -> None:
     if unknown:
         known = ", ".join(sorted(_RESOURCE_TYPES))
         raise ConfigError(f"{where} skip_types: unknown {unknown} (known: {known})")
+
+
+_ATTR = re.compile(r"[^\s\"'>/=\x00-\x1f\x7f]+")  # an HTML attribute's name
+
+
+def extract_rule_problem(rule: ExtractRule) -> str | None:
+    """What is wrong with an ``[[extract]]`` rule ("KEY: why"), or None."""
+    from crawler.parse.yields import selector_problem
+
+    if not rule.name.strip():
+        return "name: must not be blank"
+    problem = selector_problem(rule.css)
+    if problem is not None:
+        return f"css: {rule.css!r} is {problem}"
+    if not _ATTR.fullmatch(rule.attr):
+        return (f"attr: must be 'text', 'html' or an attribute's name (e.g. 'href'), "
+                f"got {rule.attr!r}")  # fmt: skip
+    return None
+
+
+def check_extract(rules: tuple[ExtractRule, ...]) -> None:
+    """Check a config's ``[[extract]]`` rules as loading a file does (a library user may build
+    them in Python): ConfigError names the first bad rule."""
+    names: set[str] = set()
+    for i, rule in enumerate(rules, 1):
+        if not isinstance(rule, ExtractRule):
+            raise ConfigError(f"extract #{i}: must be an ExtractRule, got {type(rule).__name__}")
+        problem = extract_rule_problem(rule)
+        if problem is None and rule.name in names:
+            problem = f"name: {rule.name!r} is the name of an earlier rule"
+        if problem is not None:
+            raise ConfigError(f"[[extract]] #{i} ({rule.name!r}) {problem}")
+        names.add(rule.name)

@@ -25,6 +25,7 @@ from crawler.config.sections import (
     ClusterConfig,
     CrawlConfig,
     DedupConfig,
+    ExtractRule,
     FetchConfig,
     FocusConfig,
     HostConfig,
@@ -61,12 +62,16 @@ class Config:
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
     parse: ParseConfig = field(default_factory=ParseConfig)
+    extract: tuple[ExtractRule, ...] = ()  # [[extract]] rules: each HTML result's fields
 
     def override(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section replaced (used for CLI flags); validated."""
         current = getattr(self, section, None)
         if not dataclasses.is_dataclass(current):  # a typo, or `hosts` (a tuple of rules)
-            known = ", ".join(sorted(f.name for f in dataclasses.fields(self) if f.name != "hosts"))
+            tables = ("hosts", "extract")  # arrays of rules
+            known = ", ".join(
+                sorted(f.name for f in dataclasses.fields(self) if f.name not in tables)
+            )
             raise ConfigError(f"override: unknown section {section!r} (known: {known})")
         checked = _build(type(current), {**_as_table(current), **values}, f"override [{section}]")
         return dataclasses.replace(self, **{section: checked})
@@ -133,6 +138,9 @@ def config_from_mapping(data: Mapping[str, Any], where: str = "<config>") -> Con
         if name == "hosts":
             built[name] = _build_hosts(table, where)
             continue
+        if name == "extract":
+            built[name] = _build_extract(table, where)
+            continue
         if name not in sections:
             if not isinstance(table, Mapping | list):
                 raise ConfigError(_stray_key(name, where))
@@ -161,6 +169,25 @@ def _build_hosts(rules: Any, where: str) -> tuple[HostConfig, ...]:
     return tuple(out)
 
 
+def _build_extract(rules: Any, where: str) -> tuple[ExtractRule, ...]:
+    """The ``[[extract]]`` array of tables, each rule checked like a section (its selector by
+    lexbor), their names distinct."""
+    if not isinstance(rules, list) or not all(isinstance(r, Mapping) for r in rules):
+        raise ConfigError(f"{where}: extract must be an array of tables ([[extract]])")
+    out: list[ExtractRule] = []
+    for i, table in enumerate(rules, 1):
+        name = table.get("name")
+        here = f"{where}: [[extract]] #{i}" + (f" ({name!r})" if isinstance(name, str) else "")
+        for key in ("name", "css"):
+            if key not in table:
+                raise ConfigError(f"{here}: missing key {key!r}")
+        rule = _build(ExtractRule, table, here)
+        if any(other.name == rule.name for other in out):
+            raise ConfigError(f"{here} name: {rule.name!r} is the name of an earlier rule")
+        out.append(rule)
+    return tuple(out)
+
+
 def _stray_key(name: str, where: str) -> str:
     """The error for a key written above every section header (a `key = value` at top level)."""
     homes = [f"[{section}]" for section, hint in _field_types(Config).items()
@@ -169,7 +196,7 @@ def _stray_key(name: str, where: str) -> str:
     if homes:
         return (f"{where}: top-level key {name!r} must be inside a section, "
                 f"e.g. {' or '.join(homes)}")  # fmt: skip
-    sections = [f"[[{f.name}]]" if f.name == "hosts" else f"[{f.name}]"
+    sections = [f"[[{f.name}]]" if f.name in ("hosts", "extract") else f"[{f.name}]"
                 for f in dataclasses.fields(Config)]  # fmt: skip
     return (f"{where}: top-level key {name!r} is not a setting; settings go inside a section "
             f"({', '.join(sections)})")  # fmt: skip

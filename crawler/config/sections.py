@@ -23,6 +23,7 @@ __all__ = [
     "ClusterConfig",
     "CrawlConfig",
     "DedupConfig",
+    "ExtractRule",
     "FetchConfig",
     "FocusConfig",
     "HostConfig",
@@ -220,6 +221,19 @@ class OutputConfig:
     progress_interval: float = 10.0
     text: bool = False  # each HTML result's main content as plain text (crawler.parse.extract)
     markdown: bool = False  # ... and as markdown
+    meta: bool = False  # each HTML result's metadata (crawler.parse.yields.meta)
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractRule:
+    """One ``[[extract]]`` rule: the field `name` of each HTML result, the elements matching the
+    CSS selector `css`, and what is taken of them (`attr`: "text", "html" or an attribute's
+    name); `all`: every match, as a list, else the first (crawler.parse.yields.fields)."""
+
+    name: str
+    css: str
+    attr: str = "text"
+    all: bool = False
 
 
 DEFAULT_NEAR_DISTANCE = 3  # within crawler.content's MAX_DISTANCE (a test checks)

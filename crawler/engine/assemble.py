@@ -31,6 +31,7 @@ from crawler.frontier import Entry, Frontier
 from crawler.frontier.base import WorkSource
 from crawler.output.results import CrawlStats
 from crawler.parse.thread import Parser
+from crawler.parse.yields import ExtractFn
 from crawler.sieve import SeenFilter, SeenTiers
 from crawler.sieve.seen import SeenStore
 from crawler.state.crawlstate import CrawlState
@@ -82,6 +83,7 @@ class Assembly:
     pages: PageHandler | None
     _clock: Callable[[], float] | None
     _recorder: Callable[[Response], None] | None
+    _extract: ExtractFn | None
     _entered: bool
 
     def seed_entries(self, seeds: Iterable[str]) -> list[Entry]:
@@ -122,6 +124,7 @@ class Assembly:
             focus=self.focus,
             content=self.content,
             rendering=self.rendering,
+            extract=self._extract,
         )
         self._scope_seed_hosts(entries, frontier)
         state = self.state

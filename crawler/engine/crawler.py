@@ -31,6 +31,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from crawler.admission.scope import Scope
+from crawler.config.checks import check_extract
 from crawler.config.load import Config
 from crawler.engine.assemble import Assembly, seen_test
 from crawler.engine.components import (
@@ -53,6 +54,7 @@ from crawler.focus.scoring import ScoreFn
 from crawler.frontier.base import WorkSource
 from crawler.output.results import CrawlResult, CrawlStats
 from crawler.parse.thread import Parser, switch_interval
+from crawler.parse.yields import ExtractFn
 from crawler.state.crawlstate import CrawlState
 
 if TYPE_CHECKING:
@@ -76,15 +78,20 @@ class Crawler(Assembly):
         recorder: Callable[[Response], None] | None = None,
         state: CrawlState | None = None,
         score: ScoreFn | None = None,
+        extract: ExtractFn | None = None,
     ) -> None:
         """`clock` drives politeness (default: the event loop's); `recorder` sees every HTTP
         response as received, robots.txt and redirects included (the WARC writer is one);
         `state` makes the crawl crash-safe and resumable (see `crawler.state.crawlstate`); `score`
         gives each new link its priority, or None to skip it (see `crawler.focus.scoring`; it takes
-        the place of the `[focus]` scorer's link priorities, not of its page relevance)."""
+        the place of the `[focus]` scorer's link priorities, not of its page relevance); `extract`
+        reads fields of each HTML page beyond the ``[[extract]]`` rules' (`fn(page) -> dict`,
+        `crawler.parse.yields.ExtractPage`; docs/yields.md)."""
         self.config = config = config or Config()
         self.stats = CrawlStats()
         self.focus = Focus.build(config, score, self.stats)
+        self._extract = extract
+        check_extract(config.extract)
         # Scoring makes max_pages a fetch budget (see crawler.focus.budget), else a cap on
         # admissions.
         max_pages = config.crawl.max_pages

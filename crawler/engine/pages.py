@@ -34,6 +34,7 @@ from crawler.parse.links import read_page
 from crawler.parse.markup import Markup
 from crawler.parse.sniff import is_pdf
 from crawler.parse.thread import Parser
+from crawler.parse.yields import ExtractFn, Yields
 from crawler.state.crawlstate import CrawlState
 from crawler.urls.canonical import UrlNormalizer
 
@@ -59,7 +60,7 @@ class PageHandler:
 
     __slots__ = ("_recorder", "_token", "admission", "config", "content", "fetcher", "focus",
                  "frontier", "parser", "recrawl", "rendering", "state", "stats",
-                 "urls")  # fmt: skip
+                 "urls", "yields")  # fmt: skip
 
     def __init__(
         self,
@@ -77,10 +78,12 @@ class PageHandler:
         focus: Focus | None,
         content: ContentIndex | RedisContentIndex | None,
         rendering: Rendering | None = None,
+        extract: ExtractFn | None = None,
     ) -> None:
         """`recrawl`: pages are fetched with their stored validators; `recorder` sees every
         HTTP response as received (robots.txt and redirects included); `rendering`: which
-        pages are rendered in a browser (`crawler.engine.rendering`), None for none."""
+        pages are rendered in a browser (`crawler.engine.rendering`), None for none;
+        `extract`: the extract hook (`crawler.parse.yields`)."""
         self.config = config
         self.fetcher = fetcher
         self.parser = parser
@@ -94,6 +97,7 @@ class PageHandler:
         self.focus = focus
         self.content = content
         self.rendering = rendering
+        self.yields = Yields.of(config.output.meta, config.extract, extract)
         self._token = product_token(config.crawl.user_agent)
 
     def __repr__(self) -> str:
@@ -166,6 +170,7 @@ class PageHandler:
             "text": focus is not None and focus.text,
             "content": self.content is not None,
             "main": "markdown" if output.markdown else "text" if output.text else None,
+            "yields": self.yields and self.yields.at(response.status, response.headers),
         }
         pdf = None  # [parse] pdf: a PDF is read in a worker process (crawler.parse.pdf)
         if self.config.parse.pdf and is_pdf(response.content_type, response.body):
@@ -214,6 +219,9 @@ class PageHandler:
             text_truncated=markup.main_truncated,
             pages=None if pdf is None or pdf.doc is None else pdf.doc.pages,
             error=None if pdf is None else pdf.error,
+            meta=markup.meta,
+            fields=markup.fields,
+            fields_error=markup.fields_error,
             **dedup,
         )
 

@@ -159,9 +159,12 @@ class JsonlWriter:
         name: str = "the JSON Lines output",
         text: bool = False,
         markdown: bool = False,
+        meta: bool = False,
+        fields: bool = False,
     ) -> None:
         self.name = name
-        self._fields = {"text": text, "markdown": markdown}  # the page text fields written
+        # the page fields written (text, metadata, [[extract]] fields)
+        self._fields = {"text": text, "markdown": markdown, "meta": meta, "fields": fields}
         self._out = out
         self._sync = sync
         self._on_error = on_error

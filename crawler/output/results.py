@@ -21,7 +21,10 @@ class CrawlResult:
     `text_truncated`: true when they stop before the main content's end (they are bounded by
     the page's size, `crawler.parse.extract.limit_for`). A PDF read with `[parse] pdf` has
     them too (its pages apart: `crawler.parse.pdf.page`), and `pages`, its page count, which
-    the JSON Lines record holds only for a PDF.
+    the JSON Lines record holds only for a PDF. `meta`, an HTML page's metadata
+    (`[output] meta`), and `fields` / `fields_error`, what the ``[[extract]]`` rules and the
+    extract hook found and what failed of them (`crawler.parse.yields`), likewise: read and
+    written only when asked.
     """
 
     url: str
@@ -50,6 +53,9 @@ class CrawlResult:
     markdown: str | None = field(default=None, repr=False)
     text_truncated: bool = False
     pages: int | None = None  # a PDF's page count ([parse] pdf), else None
+    meta: dict[str, Any] | None = field(default=None, repr=False)
+    fields: dict[str, Any] | None = field(default=None, repr=False)
+    fields_error: str | None = None
     body: bytes = field(default=b"", repr=False, compare=False)
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
 
@@ -58,9 +64,13 @@ class CrawlResult:
         """True for a response that is not an HTTP error and has no crawler error."""
         return self.error is None and self.status is not None and self.status < 400
 
-    def to_dict(self, *, text: bool = False, markdown: bool = False) -> dict[str, Any]:
-        """The JSON Lines record; `text` / `markdown`: with those fields."""
-        record = {
+    def to_dict(
+        self, *, text: bool = False, markdown: bool = False, meta: bool = False,
+        fields: bool = False,
+    ) -> dict[str, Any]:  # fmt: skip
+        """The JSON Lines record; `text` / `markdown` / `meta` / `fields`: with those fields
+        (`fields`: and `fields_error`)."""
+        record: dict[str, Any] = {
             "url": self.url,
             "status": self.status,
             "depth": self.depth,
@@ -91,10 +101,18 @@ class CrawlResult:
             record["markdown"] = self.markdown
         if text or markdown:
             record["text_truncated"] = self.text_truncated
+        if meta:
+            record["meta"] = self.meta
+        if fields:
+            record["fields"] = self.fields
+            record["fields_error"] = self.fields_error
         return record
 
-    def to_json(self, *, text: bool = False, markdown: bool = False) -> str:
-        record = self.to_dict(text=text, markdown=markdown)
+    def to_json(
+        self, *, text: bool = False, markdown: bool = False, meta: bool = False,
+        fields: bool = False,
+    ) -> str:  # fmt: skip
+        record = self.to_dict(text=text, markdown=markdown, meta=meta, fields=fields)
         return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 

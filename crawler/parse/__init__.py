@@ -11,6 +11,7 @@
 | `thread` | The parse thread: response bodies to `Markup` records, lexbor running on ... |
 | `defuse/` | Making response bytes safe to hand to lexbor: markup that would make it ... |
 | `extract/` | A page's main content as plain text and as markdown |
+| `yields/` | What a page yields beyond links and text: metadata and the fields a config asks for |
 
 What other folders use is exported here, imported when first used.
 """

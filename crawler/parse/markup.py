@@ -13,11 +13,12 @@ sends.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
@@ -28,6 +29,9 @@ from crawler.parse.extract.page import extract
 from crawler.parse.sniff import decode, is_html
 from crawler.parse.tags import tag_ids
 from crawler.urls.syntax import STRIP, cut_fragment
+
+if TYPE_CHECKING:
+    from crawler.parse.yields import Yields
 
 __all__ = [
     "BODY_MAX_CHARS",
@@ -77,6 +81,13 @@ _HEADING_TAGS = frozenset(tag_ids(*_HEADINGS))
 # With `text`, the same pass finds the headings too (one more pass would cost more than the
 # longer selector); a heading that is a link is listed once, as a link.
 _TEXT_TREE_CSS = f"{_TREE_CSS}, :is({', '.join(_HEADINGS)}):not([href])"
+# With metadata, the same pass finds its elements (`crawler.parse.yields.meta.META_CSS`): the
+# scripts and the [itemscope] elements the selectors above do not list already (an element is
+# listed once per selector it matches: a link twice would be counted twice).
+_META_CSS = f"{_TREE_CSS}, script[type], [itemscope]:not([href], [src], meta)"
+_TEXT_META_CSS = (
+    f"{_TEXT_TREE_CSS}, script[type], [itemscope]:not([href], [src], meta, {', '.join(_HEADINGS)})"
+)
 # A refresh's content: a time (digits and dots), then ";", "," or whitespace, and the URL,
 # maybe after "url=" and in quotes (the HTML standard's "shared declarative refresh steps").
 _REFRESH = re.compile(
@@ -106,6 +117,8 @@ class Markup:
     `markdown`, the main content as plain text and as markdown, and `main_truncated`, whether
     they were cut to stay within their bound (`crawler.parse.extract.limit_for`). The main
     content is chosen by `crawler.parse.extract` (once a page, whichever of these asked for it).
+    Read only when asked (`crawler.parse.yields`): `meta`, the page's metadata; `fields`, what
+    the ``[[extract]]`` rules and the extract hook found, `fields_error` what failed.
     """
 
     is_html: bool
@@ -122,6 +135,9 @@ class Markup:
     main_text: str | None = None
     markdown: str | None = None
     main_truncated: bool = False
+    meta: dict[str, Any] | None = None
+    fields: dict[str, Any] | None = None
+    fields_error: str | None = None
 
 
 NOT_HTML = Markup(is_html=False)
@@ -136,15 +152,20 @@ def parse_markup(
     text: bool = False,
     content: bool = False,
     main: Main = None,
+    yields: Yields | None = None,
 ) -> Markup:
     """Sniff, decode, defuse, parse and read one response body fetched from `url` (its links
-    made absolute in markdown); `anchors`, `text`, `content` and `main` as for `read_tree`."""
+    made absolute in markdown); `anchors`, `text`, `content`, `main`, `yields` as for
+    `read_tree`."""
     prepared = prepare(body, url, content_type)
     if prepared is None:
         return NOT_HTML
     charset, data = prepared
     tree = parse_tree(data, url)
-    return read_tree(tree, charset, anchors=anchors, text=text, content=content, main=main, url=url)
+    return read_tree(
+        tree, charset, anchors=anchors, text=text, content=content, main=main, url=url,
+        yields=yields,
+    )  # fmt: skip
 
 
 def prepare(
@@ -189,26 +210,37 @@ def read_tree(
     content: bool = False,
     main: Main = None,
     url: str = "",
+    yields: Yields | None = None,
 ) -> Markup:
     """The `Markup` record of a parsed tree (an empty HTML one when there is no tree).
 
     `anchors`: also read each link's anchor text, rel and surrounding text; `text`: also read
     the page's headings and main content text (focus); `content`: also read its main content
     text (dedup); `main`: also write the main content as `main_text` (and `markdown`), its
-    links made absolute against `url` and the page's <base href>. The main content is read
-    after everything else: choosing it strips scripts and boilerplate from `tree`."""
+    links made absolute against `url` and the page's <base href>; `yields`: also read the
+    page's metadata and fields (`crawler.parse.yields`). The main content is read after
+    everything else: choosing it strips scripts and boilerplate from `tree`."""
     if tree is None:
         return Markup(
             True, charset, text=("", "") if text else None, content="" if content else None,
             main_text="" if main else None, markdown="" if main == "markdown" else None,
         )  # fmt: skip
     details: dict[str, tuple[str, str, str]] | None = {} if anchors else None
-    hrefs, nofollow, metas, base_href, framed, headings = _read_elements(tree, text, details)
+    # the metadata's elements, found by the same pass (one more pass costs ~15% of a page)
+    found_meta: list[LexborNode] | None = [] if yields is not None and yields.meta else None
+    hrefs, nofollow, metas, base_href, framed, headings = _read_elements(
+        tree, text, details, found_meta
+    )
     if framed:
         _noframes_links(tree, hrefs, nofollow)
     head = tree.head or tree
     canonical_href = _canonical_href(head)
     title = _title(tree, head)
+    yielded = None
+    if yields is not None:  # before the main content's extraction strips scripts (JSON-LD)
+        from crawler.parse.yields import read_yields
+
+        yielded = read_yields(tree, yields, url, _base(url, base_href), found_meta)
     page_text = main_text = markdown = None
     truncated = False
     if text or content or main:
@@ -222,11 +254,16 @@ def read_tree(
             )
         if main:
             main_text, markdown, truncated = found.text, found.markdown, found.truncated
-    return Markup(
+    markup = Markup(
         True, charset, tuple(hrefs), tuple(nofollow), tuple(metas), base_href, canonical_href,
         title, details if details is not None else {}, page_text,
         found.words[:CONTENT_MAX_CHARS] if content else None, main_text, markdown, truncated,
     )  # fmt: skip
+    if yielded is None:
+        return markup
+    return dataclasses.replace(
+        markup, meta=yielded.meta, fields=yielded.fields, fields_error=yielded.fields_error
+    )
 
 
 def _base(url: str, base_href: str | None) -> str:
@@ -247,12 +284,17 @@ _Found = tuple[list[str], list[int], list[tuple[str, str]], str | None, bool, li
 
 
 def _read_elements(
-    tree: LexborHTMLParser, text: bool, details: dict[str, tuple[str, str, str]] | None
+    tree: LexborHTMLParser,
+    text: bool,
+    details: dict[str, tuple[str, str, str]] | None,
+    found_meta: list[LexborNode] | None = None,
 ) -> _Found:
     """The tree's one whole pass (`_TREE_CSS`; with `text`, `_TEXT_TREE_CSS`), in document
     order: links, frames, metas and the first <base href>; with `text`, the headings too; with
-    `details` (`anchors`), each href's anchor details put there. The crawl's per-element loop:
-    what it fills are locals (no attribute lookup per element)."""
+    `details` (`anchors`), each href's anchor details put there; with `found_meta`, the
+    elements the page's metadata is read from (`crawler.parse.yields.meta.META_CSS`) appended
+    to it, but for [itemscope] frames. The crawl's per-element loop: what it fills are locals
+    (no attribute lookup per element)."""
     hrefs: list[str] = []
     nofollow: list[int] = []
     metas: list[tuple[str, str]] = []
@@ -260,10 +302,15 @@ def _read_elements(
     headings: list[str] = []
     base_href: str | None = None
     framed = False
-    for node in tree.css(_TEXT_TREE_CSS if text else _TREE_CSS):
+    css = _TEXT_TREE_CSS if text else _TREE_CSS
+    if found_meta is not None:
+        css = _TEXT_META_CSS if text else _META_CSS
+    for node in tree.css(css):
         tag_id = node.tag_id
         if tag_id in _LINK_TAGS:  # svg:a too, as browsers follow it
             attrs = node.attributes  # one dict: cheaper than two node.attrs lookups
+            if found_meta is not None and "itemscope" in attrs:
+                found_meta.append(node)
             rel = attrs.get("rel")
             if rel and "nofollow" in rel.lower().split():
                 nofollow.append(len(hrefs))
@@ -283,10 +330,16 @@ def _read_elements(
                 framed = framed or tag_id == _FRAME
         elif tag_id == _META:
             _read_meta(node.attributes, metas, hrefs)
+            if found_meta is not None:
+                found_meta.append(node)
         elif tag_id == _BASE and base_href is None:
             base_href = node.attributes.get("href") or ""
         elif text and tag_id in _HEADING_TAGS:  # "[href]" matches <link>, <use>... too
             headings.append(node.text(deep=True, separator=" "))
+            if found_meta is not None and "itemscope" in node.attributes:
+                found_meta.append(node)
+        elif found_meta is not None:  # a script, an [itemscope] (or a <link>: sorted out there)
+            found_meta.append(node)
     return hrefs, nofollow, metas, base_href, framed, headings
 
 

@@ -42,6 +42,9 @@ from crawler.parse.markup import (
     read_tree,
 )  # fmt: skip
 
+if TYPE_CHECKING:
+    from crawler.parse.yields import Yields
+
 __all__ = [
     "CLOSE_WAIT_SECONDS", "PARSE_THREADS", "SPARE_THREADS", "STUCK_SECONDS", "SWITCH_INTERVAL",
     "THREAD_PARSE_BYTES", "Parser", "switch_interval",
@@ -144,14 +147,16 @@ class Parser:
         text: bool = False,
         content: bool = False,
         main: Main = None,
+        yields: Yields | None = None,
     ) -> Markup:
         """`crawler.parse.markup.parse_markup(body, url, content_type, anchors=, text=, content=,
-        main=)`, lexbor in a thread if big (the tree is read on the loop, as without them: the
-        main content's extraction holds the GIL too)."""
+        main=, yields=)`, lexbor in a thread if big (the tree is read on the loop, as without
+        them: the main content's extraction holds the GIL too)."""
         if len(body) <= THREAD_PARSE_BYTES:
             return parse_markup(
-                body, url, content_type, anchors=anchors, text=text, content=content, main=main
-            )
+                body, url, content_type, anchors=anchors, text=text, content=content, main=main,
+                yields=yields,
+            )  # fmt: skip
         strict = bool(self._suspects) and urlsplit(url).netloc in self._suspects
         prepared = prepare(body, url, content_type, strict=strict)
         if prepared is None:
@@ -172,8 +177,9 @@ class Parser:
             self._watch_threads()
         tree = await future
         return read_tree(
-            tree, charset, anchors=anchors, text=text, content=content, main=main, url=url
-        )
+            tree, charset, anchors=anchors, text=text, content=content, main=main, url=url,
+            yields=yields,
+        )  # fmt: skip
 
     async def close(self) -> None:
         """Let the threads finish the jobs queued and exit; waits for them off the loop, for at
