@@ -53,6 +53,39 @@ def test_the_modules_come_when_a_crawl_uses_them() -> None:
     ]  # fmt: skip
 
 
+# What a crawl with rendering or page text uses: a default crawl never imports it.
+PAGE_TEXT_AND_RENDER = ("crawler.parse.extract.page", "crawler.render.pool",
+                        "crawler.render.page", "crawler.render.auto")  # fmt: skip
+_PAGE = "b'<html><title>t</title><body><h1>A</h1><p>Some text.</p><a href=b>b</a></body></html>'"
+
+
+def test_a_default_crawl_imports_neither_page_text_nor_rendering() -> None:
+    code = (
+        "from crawler.engine.crawler import Crawler\n"
+        "from crawler.parse.markup import parse_markup\n"
+        f"Crawler()\nm = parse_markup({_PAGE}, 'http://a.test/', 'text/html')\n"
+        "assert m.hrefs == ('b',) and m.title == 't', m"
+    )
+    assert loaded_after(code, PAGE_TEXT_AND_RENDER) == []
+
+
+def test_page_text_and_rendering_are_imported_by_the_crawls_that_use_them() -> None:
+    text = (
+        "from crawler.parse.markup import parse_markup\n"
+        f"m = parse_markup({_PAGE}, 'http://a.test/', 'text/html', main='text')\n"
+        "assert 'Some text.' in m.main_text, m.main_text"
+    )
+    assert loaded_after(text, PAGE_TEXT_AND_RENDER) == ["crawler.parse.extract.page"]
+    render = (  # the browser starts at the first page rendered: building it launches nothing
+        "from crawler import Config, Crawler\n"
+        "c = Crawler(Config().override('render', enabled=True, mode='auto'))\n"
+        "assert c.rendering is not None"
+    )
+    assert set(loaded_after(render, PAGE_TEXT_AND_RENDER)) >= {
+        "crawler.render.pool", "crawler.render.page",
+    }  # fmt: skip
+
+
 def test_every_public_name_resolves_to_its_module_object() -> None:
     from crawler.engine.crawler import Crawler
     from crawler.urls.canonical import canonicalize
