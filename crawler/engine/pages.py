@@ -30,7 +30,7 @@ from crawler.frontier.hosts import parse_retry_after
 from crawler.frontier.robots import fetch_robots, policy_from_response, product_token
 from crawler.output.results import CrawlResult, CrawlStats
 from crawler.parse.links import read_page
-from crawler.parse.markup import Markup
+from crawler.parse.markup import Main, Markup
 from crawler.parse.thread import Parser
 from crawler.state.crawlstate import CrawlState
 from crawler.urls.canonical import UrlNormalizer
@@ -159,20 +159,24 @@ class PageHandler:
     async def _page(self, entry: Entry, response: Response) -> CrawlResult:
         focus = self.focus
         output = self.config.output
-        reads: dict[str, Any] = {  # what is read of the page, static and rendered alike
-            "anchors": focus is not None,
-            "text": focus is not None and focus.text,
-            "content": self.content is not None,
-            "main": "markdown" if output.markdown else "text" if output.text else None,
-        }
-        markup = await self.parser.parse(response.body, entry.url, response.content_type, **reads)
+        # what is read of the page, static and rendered alike (keywords, not a dict a page)
+        anchors = focus is not None
+        text = focus is not None and focus.text
+        content = self.content is not None
+        main: Main = "markdown" if output.markdown else "text" if output.text else None
+        markup = await self.parser.parse(
+            response.body, entry.url, response.content_type,
+            anchors=anchors, text=text, content=content, main=main,
+        )  # fmt: skip
         rendered = False  # rendered in a browser: its DOM's links and text, with the static ones
         if (
             (render := self.rendering)
             and response.status < 300
             and render.wants(entry.url, response.body, markup)
         ):
-            markup, rendered = await render.read(entry.url, response, markup, **reads)
+            markup, rendered = await render.read(
+                entry.url, response, markup, anchors=anchors, text=text, content=content, main=main
+            )
         sc = self.config.scope
         page = read_page(
             markup,
