@@ -31,7 +31,7 @@ from crawler.frontier.hosts import parse_retry_after
 from crawler.frontier.robots import fetch_robots, policy_from_response, product_token
 from crawler.output.results import CrawlResult, CrawlStats
 from crawler.parse.links import read_page
-from crawler.parse.markup import Markup
+from crawler.parse.markup import Main, Markup
 from crawler.parse.sniff import is_pdf
 from crawler.parse.thread import Parser
 from crawler.parse.yields import ExtractFn, Yields
@@ -165,19 +165,22 @@ class PageHandler:
     async def _page(self, entry: Entry, response: Response) -> CrawlResult:
         focus = self.focus
         output = self.config.output
-        reads: dict[str, Any] = {  # what is read of the page, static and rendered alike
-            "anchors": focus is not None,
-            "text": focus is not None and focus.text,
-            "content": self.content is not None,
-            "main": "markdown" if output.markdown else "text" if output.text else None,
-            "yields": self.yields and self.yields.at(response.status, response.headers),
-        }
+        # what is read of the page, static and rendered alike (keywords, not a dict a page)
+        anchors = focus is not None
+        text = focus is not None and focus.text
+        content = self.content is not None
+        main: Main = "markdown" if output.markdown else "text" if output.text else None
+        yields = self.yields and self.yields.at(response.status, response.headers)
         pdf = None  # [parse] pdf: a PDF is read in a worker process (crawler.parse.pdf)
         if self.config.parse.pdf and is_pdf(response.content_type, response.body):
-            markup, pdf = await self.parser.read_pdf(response.body, **reads)
+            markup, pdf = await self.parser.read_pdf(
+                response.body, anchors=anchors, text=text, content=content, main=main
+            )
         else:
-            markup = await self.parser.parse(response.body, entry.url, response.content_type,
-                                             **reads)  # fmt: skip
+            markup = await self.parser.parse(
+                response.body, entry.url, response.content_type,
+                anchors=anchors, text=text, content=content, main=main, yields=yields,
+            )  # fmt: skip
         rendered = False  # rendered in a browser: its DOM's links and text, with the static ones
         if (
             pdf is None
@@ -185,7 +188,16 @@ class PageHandler:
             and response.status < 300
             and render.wants(entry.url, response.body, markup)
         ):
-            markup, rendered = await render.read(entry.url, response, markup, **reads)
+            markup, rendered = await render.read(
+                entry.url,
+                response,
+                markup,
+                anchors=anchors,
+                text=text,
+                content=content,
+                main=main,
+                yields=yields,
+            )
         sc = self.config.scope
         page = read_page(
             markup,

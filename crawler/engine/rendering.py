@@ -7,13 +7,16 @@ static HTML that looks script-driven (`crawler.render.auto`). The browser is giv
 already fetched and the crawl's fetcher for everything else (`crawler.render`); its DOM is parsed
 as any page is and merged with the static markup (`crawler.render.dom.merged`). A page that does
 not render (a timeout, a crash) keeps its static markup: the crawl goes on.
+
+`crawler.render` is imported only by a crawl that may render (`Rendering.build` returns a
+`Rendering`): a crawl without rendering does not pay for importing it at start-up.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from crawler.config.load import Config
@@ -21,11 +24,9 @@ from crawler.fetch.fetcher import Fetcher
 from crawler.fetch.response import Response
 from crawler.parse.markup import Markup
 from crawler.parse.thread import Parser
-from crawler.render.auto import script_driven
-from crawler.render.browser import RenderError
-from crawler.render.dom import merged
-from crawler.render.network import Subresources, credentials_of
-from crawler.render.pool import Renderer
+
+if TYPE_CHECKING:
+    from crawler.render.pool import Renderer
 
 __all__ = ["Rendering"]
 
@@ -63,6 +64,9 @@ class Rendering:
         r = config.render
         if not r.enabled and not any(rule.render for rule in config.hosts):
             return None
+        from crawler.render.network import Subresources, credentials_of  # (the docstring)
+        from crawler.render.pool import Renderer
+
         politeness = config.politeness.per_host_concurrency
 
         def per_host(key: str) -> int:
@@ -92,6 +96,8 @@ class Rendering:
             return False
         if r.mode == "always":
             return True
+        from crawler.render.auto import script_driven  # (see the module's docstring)
+
         self.auto_checked += 1
         why = script_driven(body, markup)
         if why is not None:
@@ -105,6 +111,9 @@ class Rendering:
         """The page's markup rendered and merged with `static`, and True; `static` and False
         when it could not be rendered. `parse`: what `Parser.parse` reads (``anchors``,
         ``text``, ``content``...), as the static HTML was parsed."""
+        from crawler.render.browser import RenderError  # (see the module's docstring)
+        from crawler.render.dom import merged
+
         try:
             rendered = await self.renderer.render(url, response)
         except RenderError as exc:

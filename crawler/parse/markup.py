@@ -25,7 +25,6 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 
 from crawler.parse.anchors import Contexts, collapse, link_details
 from crawler.parse.defuse import DEPTH_LIMIT, MAX_TAGS, defuse
-from crawler.parse.extract.page import extract
 from crawler.parse.sniff import decode, is_html
 from crawler.parse.tags import tag_ids
 from crawler.urls.syntax import STRIP, cut_fragment
@@ -244,6 +243,9 @@ def read_tree(
     page_text = main_text = markdown = None
     truncated = False
     if text or content or main:
+        # imported here: a crawl that reads no page text (the default) does not load it
+        from crawler.parse.extract.page import extract
+
         found = extract(
             tree, _base(url, base_href), markdown=main == "markdown", layout=main is not None
         )

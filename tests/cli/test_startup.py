@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -51,6 +52,61 @@ def test_the_modules_come_when_a_crawl_uses_them() -> None:
     assert loaded_after(code, ("warcio", "numpy", "crawler.testing.fixture")) == [
         "warcio", "numpy", "crawler.testing.fixture",
     ]  # fmt: skip
+
+
+# What a crawl with rendering or page text uses: a default crawl never imports it.
+PAGE_TEXT_AND_RENDER = ("crawler.parse.extract.page", "crawler.render.pool",
+                        "crawler.render.page", "crawler.render.auto")  # fmt: skip
+_PAGE = "b'<html><title>t</title><body><h1>A</h1><p>Some text.</p><a href=b>b</a></body></html>'"
+
+
+def test_a_default_crawl_imports_neither_page_text_nor_rendering() -> None:
+    code = (
+        "from crawler.engine.crawler import Crawler\n"
+        "from crawler.parse.markup import parse_markup\n"
+        f"Crawler()\nm = parse_markup({_PAGE}, 'http://a.test/', 'text/html')\n"
+        "assert m.hrefs == ('b',) and m.title == 't', m"
+    )
+    assert loaded_after(code, PAGE_TEXT_AND_RENDER) == []
+
+
+def test_page_text_and_rendering_are_imported_by_the_crawls_that_use_them() -> None:
+    text = (
+        "from crawler.parse.markup import parse_markup\n"
+        f"m = parse_markup({_PAGE}, 'http://a.test/', 'text/html', main='text')\n"
+        "assert 'Some text.' in m.main_text, m.main_text"
+    )
+    assert loaded_after(text, PAGE_TEXT_AND_RENDER) == ["crawler.parse.extract.page"]
+    render = (  # the browser starts at the first page rendered: building it launches nothing
+        "from crawler import Config, Crawler\n"
+        "c = Crawler(Config().override('render', enabled=True, mode='auto'))\n"
+        "assert c.rendering is not None"
+    )
+    assert set(loaded_after(render, PAGE_TEXT_AND_RENDER)) >= {
+        "crawler.render.pool", "crawler.render.page",
+    }  # fmt: skip
+
+
+def _threads_after_numpy(env: dict[str, str]) -> tuple[str | None, int]:
+    """The crawl command's OPENBLAS_NUM_THREADS and the process's threads once numpy is loaded
+    (`crawl --version` runs the command's entry, then numpy is imported as a crawl does)."""
+    code = (
+        "import os, sys\nsys.argv = ['crawl', '--version']\nfrom crawler.cli import command\n"
+        "try:\n    command.entry()\nexcept SystemExit:\n    pass\nimport numpy\n"
+        "print(os.environ.get('OPENBLAS_NUM_THREADS'), len(os.listdir('/proc/self/task')))"
+    )
+    env = {**{k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}, **env}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    value, threads = out.stdout.split()[-2:]
+    return (None if value == "None" else value), int(threads)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="threads counted in /proc")
+def test_the_crawl_command_starts_no_blas_threads() -> None:
+    assert _threads_after_numpy({}) == ("1", 1)  # numpy's OpenBLAS pool would spin idle
+    assert _threads_after_numpy({"OPENBLAS_NUM_THREADS": "2"})[0] == "2"  # the user's kept
 
 
 def test_every_public_name_resolves_to_its_module_object() -> None:
