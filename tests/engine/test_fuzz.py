@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from crawler.admission.scope import REASONS, Scope, UrlTraps
 from crawler.config.load import Config, config_from_mapping
-from crawler.config.sections import HostConfig
+from crawler.config.sections import ExtractRule, HostConfig
 from crawler.errors import ConfigError
 from crawler.frontier.robots import RobotsPolicy, policy_from_response
 from crawler.parse.links import extract
@@ -207,8 +207,9 @@ def test_robots_bad_arguments_raise_value_error_only(user_agent: str, status: in
 
 
 def _schema() -> dict[str, dict[str, Any]]:
-    def keys(f: dataclasses.Field[Any]) -> dict[str, Any]:  # [[hosts]]: an array of HostConfig
-        return typing.get_type_hints(HostConfig if f.name == "hosts" else f.default_factory)
+    def keys(f: dataclasses.Field[Any]) -> dict[str, Any]:  # arrays of tables: their items' keys
+        arrays = {"hosts": HostConfig, "extract": ExtractRule}
+        return typing.get_type_hints(arrays.get(f.name) or f.default_factory)
 
     return {f.name: keys(f) for f in dataclasses.fields(Config)}
 
@@ -251,8 +252,8 @@ def _tables(draw: st.DrawFn) -> dict[str, Any]:
         for _ in range(draw(st.integers(0, 4))):
             key = draw(st.sampled_from(keys) | st.text(max_size=6))
             table[key] = draw(_VALUES)
-        # [[hosts]] is an array of tables: mostly give it one (a bare table is an error too)
-        data[section] = [table] if section == "hosts" and draw(st.booleans()) else table
+        # [[hosts]], [[extract]]: arrays of tables: mostly give one (a bare table is an error too)
+        data[section] = [table] if section in ("hosts", "extract") and draw(st.booleans()) else table
     return data
 
 
