@@ -253,7 +253,8 @@ def _tables(draw: st.DrawFn) -> dict[str, Any]:
             key = draw(st.sampled_from(keys) | st.text(max_size=6))
             table[key] = draw(_VALUES)
         # [[hosts]], [[extract]]: arrays of tables: mostly give one (a bare table is an error too)
-        data[section] = [table] if section in ("hosts", "extract") and draw(st.booleans()) else table
+        arrays = section in ("hosts", "extract")
+        data[section] = [table] if arrays and draw(st.booleans()) else table
     return data
 
 
