@@ -46,6 +46,10 @@ if _LOADING:
 
 
 def entry() -> NoReturn:
+    if sys.argv[1:2] == ["report"]:  # `crawl report OUT.jsonl -o FILE` (crawler.cli.report)
+        from crawler.cli.report import main as report
+
+        sys.exit(report(sys.argv[2:]))
     try:
         # the arguments first: --help, --version and a usage error end here, before the
         # crawl's modules (the engine, aiohttp, the config's checks) are imported

@@ -21,6 +21,7 @@ from crawler.config.sections import (
     FetchConfig,
     FocusConfig,
     HostConfig,
+    MetricsConfig,
     RenderConfig,
     ScopeConfig,
     SecurityConfig,
@@ -33,7 +34,7 @@ from crawler.fetch.steering import HostMatch, check_ca_file, check_headers, chec
 from crawler.frontier.robots import product_token
 from crawler.urls.canonical import UrlNormalizer
 
-__all__ = ["MAX_SECONDS", "MIN_ERROR_RATE", "RATIO_RANGE", "check_section"]
+__all__ = ["MAX_SECONDS", "MIN_ERROR_RATE", "RATIO_RANGE", "check_section", "listen_address"]
 
 _CRAWL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -133,6 +134,11 @@ def check_section(obj: Any, where: str) -> None:
                               "unix://), got one without that scheme")  # fmt: skip
     if isinstance(obj, RenderConfig):
         _check_render(obj, where)
+    if isinstance(obj, MetricsConfig) and obj.listen:
+        try:
+            listen_address(obj.listen)
+        except ValueError as exc:
+            raise ConfigError(f"{where} listen: {exc}") from None
     if isinstance(obj, ScopeConfig):
         for key in ("include", "exclude"):
             for pattern in getattr(obj, key):
@@ -221,3 +227,20 @@ def _check_render(obj: RenderConfig, where: str) -> None:
     if unknown:
         known = ", ".join(sorted(_RESOURCE_TYPES))
         raise ConfigError(f"{where} skip_types: unknown {unknown} (known: {known})")
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[IPv6]:PORT``, ``:PORT`` or ``PORT`` as (host, port): loopback unless a
+    host is named (port 0: any free port). A ValueError says what is wrong."""
+    host, sep, port = text.strip().rpartition(":")
+    if not sep:
+        host, port = "", text.strip()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"an IPv6 address goes in brackets ([::1]:9100), got {text!r}")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"HOST:PORT with a port in 0..65535 (e.g. 127.0.0.1:9100), got {text!r}")
+    if any(c.isspace() or c in "/?#@" for c in host):
+        raise ValueError(f"not a host name or address: {host!r}")
+    return host or "127.0.0.1", int(port)

@@ -28,6 +28,7 @@ from crawler.config.sections import (
     FetchConfig,
     FocusConfig,
     HostConfig,
+    MetricsConfig,
     OutputConfig,
     PolitenessConfig,
     RenderConfig,
@@ -59,6 +60,7 @@ class Config:
     focus: FocusConfig = field(default_factory=FocusConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     render: RenderConfig = field(default_factory=RenderConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
 
     def override(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section replaced (used for CLI flags); validated."""

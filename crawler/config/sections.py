@@ -19,6 +19,7 @@ __all__ = [
     "FetchConfig",
     "FocusConfig",
     "HostConfig",
+    "MetricsConfig",
     "OutputConfig",
     "PolitenessConfig",
     "RenderConfig",
@@ -176,6 +177,7 @@ class OutputConfig:
     progress_interval: float = 10.0
     text: bool = False  # each HTML result's main content as plain text (crawler.parse.extract)
     markdown: bool = False  # ... and as markdown
+    report: str = ""  # an HTML report of the crawl, written at its end (crawler.observe)
 
 
 DEFAULT_NEAR_DISTANCE = 3  # within crawler.content's MAX_DISTANCE (a test checks)
@@ -200,6 +202,13 @@ class ClusterConfig:
     crawl_id: str = "default"
     lease_ttl: float = 0.0  # 0: crawler.cluster.node.LEASE_TTL (30 s)
     heartbeat: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsConfig:
+    """Prometheus metrics while the crawl runs (crawler.observe, docs/observe.md)."""
+
+    listen: str = ""  # HOST:PORT (or PORT: loopback) to serve /metrics on; "" = don't
 
 
 @dataclass(frozen=True, slots=True)
