@@ -35,7 +35,8 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
 section{background:#fff;border:1px solid #d9e2ec;border-radius:6px;padding:4px 16px 12px}
 table{border-collapse:collapse;width:100%;font-size:13px}
 td,th{text-align:left;padding:3px 6px;border-bottom:1px solid #eef2f6;vertical-align:top}
-td.n,th.n{text-align:right;white-space:nowrap}
+td.n,th.n{text-align:right;white-space:nowrap;width:1%}
+table.kv{width:auto;min-width:50%}
 td.u{word-break:break-all}
 .none{color:#616e7c}svg{max-width:100%;height:auto}
 """
@@ -141,7 +142,7 @@ def _over_time(digest: Digest) -> str:
     minutes = merged and merged[-1][0] > 600
     scale, unit = (60.0, "minutes") if minutes else (1.0, "seconds")
     points = [(t / scale, float(s.pages), float(s.errors)) for t, s in merged]
-    chart = columns(f"Results per {number(width)} s (errors in red)", points,
+    chart = columns(f"Results per {number(width)} s (errors in red)", points, width=980,
                     x_label=f"{unit} since the first result; results per {number(width)} s "
                             "(errors in red)")  # fmt: skip
     return _section("Results over time", chart)
@@ -185,21 +186,23 @@ def _sieve(stats: dict[str, Any] | None) -> str:
     if isinstance(bound, int | float) and isinstance(estimate, int | float) and bound > 0:
         fill = bars("False-positive rate against its bound",
                     [("bound", float(bound)), ("estimated now", float(estimate))])  # fmt: skip
-    return _section("The Sieve", f"<table>{rows}</table>{fill}")
+    return _section("The Sieve", f'<table class="kv">{rows}</table>{fill}')
 
 
 def _focus(digest: Digest, stats: dict[str, Any] | None) -> str:
     if not digest.scored:
         return ""
     merged, width = _merged(digest)
-    points = [(t, s.relevant / s.scored if s.scored else 0.0, 0.0) for t, s in merged]
+    scale, unit = (60.0, "minutes") if merged and merged[-1][0] > 600 else (1.0, "seconds")
+    points = [(t / scale, s.relevant / s.scored if s.scored else 0.0, 0.0) for t, s in merged]
     rate = (stats or {}).get("harvest_rate")
     rate = rate if rate is not None else sum(s.relevant for _, s in merged) / digest.scored
     chart = columns(
         "Harvest rate over time",
         points,
         ceiling=1.0,
-        x_label=f"seconds; relevant share of the pages scored per {number(width)} s",
+        width=980,
+        x_label=f"{unit}; relevant share of the pages scored per {number(width)} s",
     )
     hist = bars("Pages by relevance", [(f"{i / 10:.1f}–{(i + 1) / 10:.1f}", float(n))
                                        for i, n in enumerate(digest.relevance)])  # fmt: skip

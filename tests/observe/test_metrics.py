@@ -24,6 +24,7 @@ from crawler.observe.metrics import error_kinds
 from crawler.output.results import CrawlResult
 from crawler.state.db import FILENAME
 from crawler.testing.fixture import FixtureSite
+from crawler.testing.redis_server import RedisServer
 from tests.support.server import site_config
 
 WATCHDOG = 120.0
@@ -184,3 +185,30 @@ def test_a_bad_metrics_setting_is_a_one_line_error(
     status = main(["http://127.0.0.1:9/", "-q", "-o", str(tmp_path / "o"), "--metrics", "x:y"])
     err = capsys.readouterr().err
     assert status == 2 and err.startswith("crawl: error: --metrics") and "x:y" in err, err
+
+
+async def test_a_shared_crawls_process_serves_its_own_figures_labelled_with_the_crawl_id(
+    site: FixtureSite, redis_server: RedisServer
+) -> None:
+    config = site_config(site).override("cluster", redis=redis_server.url, crawl_id="obs")
+    metrics = CrawlMetrics("obs")
+    server = await MetricsServer.start(metrics, "127.0.0.1:0")
+    results: list[CrawlResult] = []
+    try:
+        async with (
+            asyncio.timeout(WATCHDOG),
+            aiohttp.ClientSession() as session,
+            Crawler(config) as crawler,
+        ):
+            metrics.attach(crawler)
+            async for result in crawler.crawl(site.seeds):
+                results.append(result)
+            last = await scrape(session, server.address)
+    finally:
+        await server.close()
+    assert results and all(dict(labels)["crawl_id"] == "obs" for _, labels in last)
+    assert total(last, "crawl_pages_total", crawl_id="obs") == len(results)
+    assert total(last, "crawl_bytes_total") == sum(r.size for r in results)
+    assert total(last, "crawl_frontier_urls") == 0
+    shared = crawler.seen_figures()  # the shared Sieve's, in Redis
+    assert shared["shared"] and total(last, "crawl_sieve_items") == shared["approx_items"] > 0
