@@ -41,7 +41,7 @@ class MetricsServer:
         server = cls(metrics, runner, f"{host}:{port}")
         app.router.add_get("/metrics", server._serve)
         await runner.setup()
-        site = web.TCPSite(runner, host, port, reuse_address=False)
+        site = web.TCPSite(runner, host, port)  # (a port a server listens on is refused)
         try:
             await site.start()
         except OSError as exc:
