@@ -199,3 +199,18 @@ async def test_the_report_reads_well_in_chromium(tmp_path: Path) -> None:
     assert requests == [html.as_uri()], "the page alone: nothing else requested"
     assert charts >= 10 and drawn > 100, (charts, drawn)
     assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def test_the_report_path_is_checked_with_the_other_outputs_before_the_crawl(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out.jsonl"
+    for extra, message in (
+        (["--report", str(out)], "-o and --report name the same path"),
+        (["--report", "-"], "--report -: the report is a file"),
+        (["--report", str(tmp_path / "state" / "r.html"), "--state", str(tmp_path / "state")],
+         "inside the --state directory"),
+    ):  # fmt: skip
+        status = main(["http://127.0.0.1:9/", "-q", "-o", str(out), *extra])
+        err = capsys.readouterr().err
+        assert status == 2 and message in err and len(err.splitlines()) == 1, err
