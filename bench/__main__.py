@@ -13,7 +13,7 @@ import time
 
 BENCHMARKS = (
     "sieve", "urls", "links", "frontier", "state", "output", "memory", "crawl", "focus", "dedup",
-    "recrawl", "cluster", "soak", "family", "text", "render", "pdf", "meta",
+    "recrawl", "cluster", "soak", "family", "text", "render", "pdf", "meta", "observe",
 )  # fmt: skip
 
 

@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
     {"cluster"},  # one crawl shared by several processes through Redis
     {"admission"},  # what enters the frontier (in memory, or shared)
     {"engine"},  # the crawl: workers, pages, stats
+    {"observe"},  # metrics and the report: they read every component's figures
     {"cli"},  # the `crawl` command
 ]
 LAYER = {folder: i for i, folder_set in enumerate(LAYERS) for folder in folder_set}

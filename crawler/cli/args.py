@@ -95,6 +95,18 @@ def _add_outputs(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--stats", metavar="PATH", help="write the final stats as JSON")
     parser.add_argument("--warc", metavar="PATH", help="archive every exchange to WARC (.warc.gz)")
+    parser.add_argument(
+        "--report",
+        metavar="FILE",
+        help="write an HTML report of the crawl at its end (interrupted too); "
+        "`crawl report OUT.jsonl -o FILE` makes one from an output",
+    )
+    parser.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics while the crawl runs "
+        "(a PORT alone: on loopback)",
+    )
 
 
 def _add_limits(parser: argparse.ArgumentParser) -> None:
@@ -221,6 +233,8 @@ _FLAGS = {
     "[sieve] kind": "--sieve",
     "[output] stats": "--stats",
     "[output] warc": "--warc",
+    "[output] report": "--report",
+    "[metrics] listen": "--metrics",
     "[state] dir": "--state",
     "[focus] keywords": "--focus",
     "[cluster] redis": "--redis",
@@ -268,6 +282,10 @@ def _apply_overrides(config: Config, args: argparse.Namespace) -> Config:
         config = config.override("output", stats=args.stats)
     if args.warc is not None:
         config = config.override("output", warc=args.warc)
+    if args.report is not None:
+        config = config.override("output", report=args.report)
+    if args.metrics is not None:
+        config = config.override("metrics", listen=args.metrics)
     if args.state is not None:
         config = config.override("state", dir=args.state)
     if args.focus is not None:
@@ -292,5 +310,6 @@ def output_paths(config: Config, args: argparse.Namespace) -> tuple[dict[str, st
         name(output, args.output or args.overwrite_output, "[output] path"): o.path,
         name("--warc", args.warc, "[output] warc"): o.warc,
         name("--stats", args.stats, "[output] stats"): o.stats,
+        name("--report", args.report, "[output] report"): o.report,
     }
     return files, {name("--state", args.state, "[state] dir"): config.state.dir}

@@ -51,6 +51,10 @@ def entry() -> NoReturn:
     # imported, and those threads spin a while for work that never comes: the command does no
     # linear algebra (~25 ms of CPU a run on 2 cores). A value set by the user is kept.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if sys.argv[1:2] == ["report"]:  # `crawl report OUT.jsonl -o FILE` (crawler.cli.report)
+        from crawler.cli.report import main as report
+
+        sys.exit(report(sys.argv[2:]))
     try:
         # the arguments first: --help, --version and a usage error end here, before the
         # crawl's modules (the engine, aiohttp, the config's checks) are imported

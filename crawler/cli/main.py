@@ -204,6 +204,10 @@ def main(argv: list[str] | None = None, parsed: argparse.Namespace | None = None
     """The command on `argv` (default: sys.argv), or on the arguments `parsed` from it."""
     if sys.stderr is None:  # started with stderr closed (2>&-): messages go nowhere, not crash
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+    if parsed is None and argv is not None and argv[:1] == ["report"]:  # crawler.cli.report
+        from crawler.cli.report import main as report
+
+        return report(argv[1:])
     parser = build_parser()
     args = parsed if parsed is not None else parser.parse_args(argv)
     setup_logging(args.verbose, args.quiet)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shlex
 import signal
@@ -24,9 +25,11 @@ from typing import IO, TYPE_CHECKING
 from crawler.admission.kept import notes
 from crawler.cli.progress import ProgressReporter
 from crawler.cli.seeds import SeedReport
+from crawler.cli.watching import Watching
 from crawler.config.load import Config
 from crawler.engine.components import settings
 from crawler.engine.crawler import Crawler
+from crawler.errors import OutputError
 from crawler.output.jsonl import JsonlWriter
 from crawler.state.crawlstate import CrawlState
 from crawler.state.db import FILENAME, StateError
@@ -108,13 +111,35 @@ async def run(
     recrawl: bool = False,
     args: Sequence[str] = (),
 ) -> Outcome:
-    """Crawl `seeds`, writing JSON Lines to `out` (and WARC, progress, state, as configured).
+    """Crawl `seeds`, writing JSON Lines to `out` (and WARC, progress, state, metrics, the
+    report, as configured).
 
     The exit status is 0 when the crawl completed, 3 when seeds were tried and not one got an
     HTTP response, 128 + the signal number when SIGINT/SIGTERM stopped it. `args` are the
     command's arguments, for the command that resumes an interrupted crawl. `recrawl` starts a
     new generation of the finished crawl in the state (or resumes the one in progress).
     """
+    # first: an address for --metrics that cannot be bound ends the run before anything else
+    watching = await Watching.open(config, say=functools.partial(say, quiet))
+    try:
+        return await _run(config, seeds, out, watching, keys=keys, quiet=quiet, fresh=fresh,
+                          recrawl=recrawl, args=args)  # fmt: skip
+    finally:
+        await watching.close()
+
+
+async def _run(
+    config: Config,
+    seeds: list[str],
+    out: IO[str],
+    watching: Watching,
+    *,
+    keys: set[str] | None,
+    quiet: bool,
+    fresh: bool,
+    recrawl: bool,
+    args: Sequence[str],
+) -> Outcome:
     o = config.output
     warc: WarcOutput | None = None
     if o.warc:  # before the state: a refused WARC file leaves the state unopened (--fresh too)
@@ -139,9 +164,17 @@ async def run(
         return bool(resolved and crawler.scope and crawler.scope.check(resolved[1], 0) == "domain")
 
     report = SeedReport(out_of_scope)
+    watching.attach(crawler)
+    stopped_by = 0
     try:
         stopped_by = await crawl_with_signals(crawler, seeds, writer, report, out, keys=keys,
                                               quiet=quiet)  # fmt: skip
+    except BaseException:  # the report of the crawl so far; the crawl's error goes on
+        with contextlib.suppress(OutputError):
+            watching.finish(crawler, interrupted=True, say=functools.partial(say, quiet))
+        raise
+    else:
+        watching.finish(crawler, interrupted=bool(stopped_by), say=functools.partial(say, quiet))
     finally:
         if warc is not None:
             warc.close()

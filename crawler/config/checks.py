@@ -23,6 +23,7 @@ from crawler.config.sections import (
     FetchConfig,
     FocusConfig,
     HostConfig,
+    MetricsConfig,
     ParseConfig,
     RenderConfig,
     ScopeConfig,
@@ -38,7 +39,7 @@ from crawler.urls.canonical import UrlNormalizer
 
 __all__ = [
     "MAX_SECONDS", "MIN_ERROR_RATE", "RATIO_RANGE", "check_extract", "check_section",
-    "extract_rule_problem",
+    "extract_rule_problem", "listen_address",
 ]  # fmt: skip
 
 _CRAWL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -146,6 +147,11 @@ def check_section(obj: Any, where: str) -> None:
         problem = extract_rule_problem(obj)
         if problem is not None:
             raise ConfigError(f"{where} {problem}")
+    if isinstance(obj, MetricsConfig) and obj.listen:
+        try:
+            listen_address(obj.listen)
+        except ValueError as exc:
+            raise ConfigError(f"{where} listen: {exc}") from None
     if isinstance(obj, ScopeConfig):
         for key in ("include", "exclude"):
             for pattern in getattr(obj, key):
@@ -267,3 +273,20 @@ def check_extract(rules: tuple[ExtractRule, ...]) -> None:
         if problem is not None:
             raise ConfigError(f"[[extract]] #{i} ({rule.name!r}) {problem}")
         names.add(rule.name)
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[IPv6]:PORT``, ``:PORT`` or ``PORT`` as (host, port): loopback unless a
+    host is named (port 0: any free port). A ValueError says what is wrong."""
+    host, sep, port = text.strip().rpartition(":")
+    if not sep:
+        host, port = "", text.strip()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"an IPv6 address goes in brackets ([::1]:9100), got {text!r}")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"HOST:PORT with a port in 0..65535 (e.g. 127.0.0.1:9100), got {text!r}")
+    if any(c.isspace() or c in "/?#@" for c in host):
+        raise ValueError(f"not a host name or address: {host!r}")
+    return host or "127.0.0.1", int(port)

@@ -29,6 +29,7 @@ from crawler.config.sections import (
     FetchConfig,
     FocusConfig,
     HostConfig,
+    MetricsConfig,
     OutputConfig,
     ParseConfig,
     PolitenessConfig,
@@ -63,6 +64,7 @@ class Config:
     render: RenderConfig = field(default_factory=RenderConfig)
     parse: ParseConfig = field(default_factory=ParseConfig)
     extract: tuple[ExtractRule, ...] = ()  # [[extract]] rules: each HTML result's fields
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
 
     def override(self, section: str, **values: Any) -> Config:
         """A copy with some keys of one section replaced (used for CLI flags); validated."""

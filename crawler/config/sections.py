@@ -27,6 +27,7 @@ __all__ = [
     "FetchConfig",
     "FocusConfig",
     "HostConfig",
+    "MetricsConfig",
     "OutputConfig",
     "ParseConfig",
     "PolitenessConfig",
@@ -222,6 +223,7 @@ class OutputConfig:
     text: bool = False  # each HTML result's main content as plain text (crawler.parse.extract)
     markdown: bool = False  # ... and as markdown
     meta: bool = False  # each HTML result's metadata (crawler.parse.yields.meta)
+    report: str = ""  # an HTML report of the crawl, written at its end (crawler.observe)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +260,13 @@ class ClusterConfig:
     crawl_id: str = "default"
     lease_ttl: float = 0.0  # 0: crawler.cluster.node.LEASE_TTL (30 s)
     heartbeat: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsConfig:
+    """Prometheus metrics while the crawl runs (crawler.observe, docs/observe.md)."""
+
+    listen: str = ""  # HOST:PORT (or PORT: loopback) to serve /metrics on; "" = don't
 
 
 @dataclass(frozen=True, slots=True)

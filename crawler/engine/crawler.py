@@ -135,6 +135,8 @@ class Crawler(Assembly):
         self.rendering = Rendering.build(config, self.fetcher, self.parser, recorder)
         self._entered = False  # `async with Crawler(...)`: the fetcher's session is open
         self._run = CrawlRun[CrawlResult]()  # crawl()'s generator: `async with` ends it first
+        # called with each result as it is counted (crawler.observe's metrics and report)
+        self.watchers: list[Callable[[CrawlResult], None]] = []
 
     async def __aenter__(self) -> Crawler:
         await self.fetcher.__aenter__()
@@ -221,6 +223,8 @@ class Crawler(Assembly):
                     raise RuntimeError(f"a crawl worker died: {why}") from item.error
                 continue
             self.stats.record(item)
+            for watch in self.watchers:
+                watch(item)
             self.stats.elapsed = time.monotonic() - self.stats.started
             yield item
 

@@ -98,6 +98,8 @@ class FrontierStats:
     robots_fetches: int  # ROBOTS entries handed out
     handed_out: int  # PAGE entries handed out
     raised: int  # queued entries whose priority reprioritize() raised
+    backoff_hosts: int = 0  # of the waiting hosts, those backed off right now
+    down_hosts: int = 0  # hosts refused as down (max_host_failures)
 
 
 class WorkSource(Protocol):

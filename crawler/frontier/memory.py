@@ -252,14 +252,16 @@ class Frontier(Handout):
     @property
     def stats(self) -> FrontierStats:
         now = self._now()
-        ready = waiting = deferred_robots = deferred_backoff = 0
+        ready = waiting = deferred_robots = deferred_backoff = backing_off = down = 0
         for host in self._hosts.values():
+            down += host.down is not None
             if not host.queue:
                 continue
             if host.in_heap and host.ready_at <= now:
                 ready += 1
             else:
                 waiting += 1
+                backing_off += host.backoff_until > now
             if self._respect_robots and host.policy is None:
                 deferred_robots += host.queued
             elif host.backoff_until > now:
@@ -272,6 +274,7 @@ class Frontier(Handout):
             deferred_robots=deferred_robots, deferred_backoff=deferred_backoff,
             backoffs=self._rules.backoffs, retries=self._retries,
             robots_fetches=self._robots_fetches, handed_out=self._handed_out, raised=self._raised,
+            backoff_hosts=backing_off, down_hosts=down,
         )  # fmt: skip
 
     def __repr__(self) -> str:
