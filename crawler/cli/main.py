@@ -150,6 +150,37 @@ def _check_outputs(
     check_output_paths(files, directories)
 
 
+def crawl_failed(exc: Exception, config: Config, args: list[str]) -> int:
+    """Say why the crawl ended on `exc`, and the command's exit status: 2 for what the user can
+    mend (a state, a config, an output, Redis, the network), 1 for a failed scorer, memory or a
+    bug of ours (its traceback), 141 when our stdout's reader went away."""
+    if isinstance(exc, StateError | ConfigError | SharedStateError | OutputError |
+                  NetworkUnavailable):  # fmt: skip
+        tell(f"crawl: error: {exc}")
+        if isinstance(exc, NetworkUnavailable) and config.state.dir:  # the proxy or network down
+            tell(f"crawl: the URLs not fetched stay pending in {config.state.dir}: run the same "
+                 "command again to resume")  # fmt: skip
+        if isinstance(exc, OutputError) and config.output.path in ("", "-"):
+            # stdout cannot be written: not again at exit ("Exception ignored ...")
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 2
+    if isinstance(exc, ScoreError):  # the focus scorer failed: the results so far are written
+        tell(f"crawl: error: {exc}")
+        return 1
+    if isinstance(exc, BrokenPipeError):
+        # the reader of our stdout went away (e.g. `crawl ... | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    if isinstance(exc, OSError):
+        tell(f"crawl: error: {exc}")
+        return 2
+    if isinstance(exc, MemoryError):  # not a bug, not a URL's fault: what to lower, how to go on
+        out_of_memory(config, args)
+        return 1
+    internal_error(exc, config, args)  # a bug of ours: the crawl ended at once (never a hang)
+    return 1
+
+
 def out_of_memory(config: Config, args: list[str]) -> None:
     """Say that the crawl ran out of memory, what takes memory, and, with a crawl state, that
     nothing is lost and how to resume."""
@@ -244,31 +275,8 @@ def main(argv: list[str] | None = None, parsed: argparse.Namespace | None = None
                           recrawl=args.recrawl,
                           args=sys.argv[1:] if argv is None else argv)  # fmt: skip
                 outcome = run_loop(job)
-    except (StateError, ConfigError, SharedStateError, OutputError, NetworkUnavailable) as exc:
-        print(f"crawl: error: {exc}", file=sys.stderr)
-        if isinstance(exc, NetworkUnavailable) and config.state.dir:  # the proxy or network down
-            print(f"crawl: the URLs not fetched stay pending in {config.state.dir}: run the same "
-                  "command again to resume", file=sys.stderr)  # fmt: skip
-        if isinstance(exc, OutputError) and config.output.path in ("", "-"):
-            # stdout cannot be written: not again at exit ("Exception ignored ...")
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 2
-    except ScoreError as exc:  # the focus scorer failed: the results so far are written
-        print(f"crawl: error: {exc}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:
-        # the reader of our stdout went away (e.g. `crawl ... | head`): stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
-    except OSError as exc:
-        print(f"crawl: error: {exc}", file=sys.stderr)
-        return 2
-    except MemoryError:  # not a bug, not a URL's fault: what to lower, and how to go on
-        out_of_memory(config, sys.argv[1:] if argv is None else argv)
-        return 1
-    except Exception as exc:  # a bug of ours: the crawl ended at once (never a hang)
-        internal_error(exc, config, sys.argv[1:] if argv is None else argv)
-        return 1
+    except Exception as exc:  # each kind said as what it is (crawl_failed)
+        return crawl_failed(exc, config, sys.argv[1:] if argv is None else argv)
     stats = outcome.crawler.stats_dict()
     if not args.quiet and outcome.summary:
         with contextlib.suppress(OSError):  # stderr full or gone: the results are written

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from crawler.frontier import Entry, Frontier, Outcome
+from crawler.frontier.settings import Politeness
 from tests.support.frontier_sim import page
 
 
@@ -16,7 +17,7 @@ async def handed_out(frontier: Frontier, n: int) -> dict[str, Entry]:
 
 
 async def test_the_frontier_counts_hosts_backed_off_and_down() -> None:
-    frontier = Frontier(respect_robots=False, max_host_failures=2)
+    frontier = Frontier(Politeness(respect_robots=False, max_host_failures=2))
     for host in ("busy", "ok"):
         for i in range(3):
             frontier.put(page(f"http://{host}.test/{i}"))
@@ -26,7 +27,7 @@ async def test_the_frontier_counts_hosts_backed_off_and_down() -> None:
     stats = frontier.stats
     assert (stats.ready_hosts, stats.waiting_hosts, stats.backoff_hosts) == (1, 1, 1)
     assert stats.down_hosts == 0
-    frontier = Frontier(respect_robots=False, max_host_failures=1)
+    frontier = Frontier(Politeness(respect_robots=False, max_host_failures=1))
     for i in range(3):
         frontier.put(page(f"http://gone.test/{i}"))
     entries = await handed_out(frontier, 1)
