@@ -21,7 +21,7 @@ from crawler.config.load import Config
 from crawler.engine.components import cluster_settings, make_frontier, make_scope, make_sieve
 from crawler.engine.components import settings as shared_settings
 from crawler.engine.focus import Focus
-from crawler.engine.pages import PageHandler
+from crawler.engine.pages import PageHandler, PageParts
 from crawler.engine.rendering import Rendering
 from crawler.errors import SeedError
 from crawler.fetch.fetcher import Fetcher
@@ -108,21 +108,10 @@ class Assembly:
         assert self.frontier is not None
         self._restore()
         self._open_admission(frontier)
-        self.pages = PageHandler(
-            self.config,
-            fetcher=self.fetcher,
-            parser=self.parser,
-            urls=self.urls,
-            admission=self.admission,
-            frontier=self.frontier,
-            stats=self.stats,
-            state=self.state,
-            recrawl=self.recrawl,
-            recorder=self._recorder,
-            focus=self.focus,
-            content=self.content,
-            rendering=self.rendering,
-        )
+        parts = PageParts(self.fetcher, self.parser, self.urls, self.admission, self.frontier,
+                          self.stats, self.state, self.focus, self.content)  # fmt: skip
+        self.pages = PageHandler(self.config, parts, recrawl=self.recrawl,
+                                 recorder=self._recorder, rendering=self.rendering)  # fmt: skip
         self._scope_seed_hosts(entries, frontier)
         state = self.state
         if state is not None:  # a resume whose limits admit more: the links they refused
