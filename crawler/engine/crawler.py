@@ -85,10 +85,7 @@ class Crawler(Assembly):
         self.config = config = config or Config()
         self.stats = CrawlStats()
         self.focus = Focus.build(config, score, self.stats)
-        # Scoring makes max_pages a fetch budget (see crawler.focus.budget), else a cap on
-        # admissions.
-        max_pages = config.crawl.max_pages
-        self.budget = FetchBudget(max_pages) if self.focus is not None and max_pages else None
+        self.budget: FetchBudget | None = None  # built with the frontier (`budget_limit`)
         self._clock = clock
         self._recorder = recorder
         self.state = state
