@@ -146,3 +146,39 @@ def test_the_length_check_sees_a_long_method(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text(f"class C:\n    def f(self):\n{body}\n    def g(self):\n"
                                    "        pass\n")  # fmt: skip
     assert [line.split()[1] for line in long_functions(tmp_path / "m.py")] == ["f"]
+
+
+MAX_INIT_PARAMETERS = 10  # a component is built from a few settings objects, not field by field
+
+
+def wide_constructors(path: Path) -> list[str]:
+    """The ``__init__`` methods of `path` over MAX_INIT_PARAMETERS parameters (`self` apart;
+    ``*args`` and ``**kwargs`` count one each)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for node in cls.body:
+            if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+                a = node.args
+                count = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) - 1
+                count += (a.vararg is not None) + (a.kwarg is not None)
+                if count > MAX_INIT_PARAMETERS:
+                    found.append(f"{path}:{node.lineno} {cls.name} ({count} parameters)")
+    return found
+
+
+def test_no_constructor_takes_over_10_parameters() -> None:
+    found = [line for path in modules().values() for line in wide_constructors(path)]
+    assert not found, "pass these the parts they need as one object:\n" + "\n".join(found)
+
+
+def test_the_width_check_sees_a_wide_constructor(tmp_path: Path) -> None:
+    wide = ", ".join(f"a{i}" for i in range(MAX_INIT_PARAMETERS - 1))
+    (tmp_path / "m.py").write_text(
+        f"class Wide:\n    def __init__(self, {wide}, *, b, **more):\n        pass\n"
+        f"class Fits:\n    def __init__(self, {wide}, b):\n        pass\n"
+        "def __init__(a, b, c, d, e, f, g, h, i, j, k, l):\n    pass\n"
+    )
+    assert [line.split()[1] for line in wide_constructors(tmp_path / "m.py")] == ["Wide"]

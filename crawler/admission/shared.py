@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from crawler.admission.gate import NO_DETAILS, Admission
 from crawler.focus.scoring import Link, Rescorer, ScoreFn, score_links
 from crawler.frontier.entries import Entry
-from crawler.frontier.redis.frontier import ADMITTED, HOST_LIMIT, OVER_LIMIT, SEEN
+from crawler.frontier.redis.lua_admit import AdmitFlag
 
 if TYPE_CHECKING:
     from crawler.cluster import ClusterNode
@@ -42,13 +42,13 @@ class SharedAdmission(Admission):
         stats, new = self.stats, 0
         flags = await self.shared.admit(entries, self.max_pages, seeds=seeds)
         for entry, flag in zip(entries, flags, strict=True):
-            if flag == ADMITTED:
+            if flag is AdmitFlag.ADMITTED:
                 new += self.record(entry, True)
-            elif flag == SEEN:
+            elif flag is AdmitFlag.SEEN:
                 stats.duplicates += 1
-            elif flag == OVER_LIMIT:
+            elif flag is AdmitFlag.OVER_LIMIT:
                 stats.over_limit += 1
-            elif flag == HOST_LIMIT:  # [scope] max_pages_per_host, over every process
+            elif flag is AdmitFlag.HOST_LIMIT:  # [scope] max_pages_per_host, over every process
                 stats.scope_refused["host_limit"] += 1
             else:  # a bound of the shared frontier (max_queued, max_queued_per_host)
                 self.record(entry, False)
@@ -127,12 +127,14 @@ class SharedAdmission(Admission):
         new = 0
         flags = await shared.admit(entries) if entries else []
         for entry, flag in zip(entries, flags, strict=True):
-            if flag == ADMITTED:
+            if flag is AdmitFlag.ADMITTED:
                 new += self.record(entry, True)
-            elif flag == SEEN:  # admitted by another process since: a duplicate, maybe queued
+            elif (
+                flag is AdmitFlag.SEEN
+            ):  # admitted by another process since: a duplicate, maybe queued
                 stats.duplicates += 1
                 raised.append((entry.url, entry.key, entry.priority))
-            elif flag == HOST_LIMIT:  # [scope] max_pages_per_host, over every process
+            elif flag is AdmitFlag.HOST_LIMIT:  # [scope] max_pages_per_host, over every process
                 stats.scope_refused["host_limit"] += 1
             else:  # a bound of the shared frontier (max_queued, max_queued_per_host)
                 self.record(entry, False)

@@ -73,7 +73,8 @@ def setup_logging(verbose: int, quiet: bool) -> None:
 
 def run_loop(main: Coroutine[Any, Any, T]) -> T:
     """Run `main` on uvloop when it is installed (`pip install 'sieve-crawler[fast]'`), else on
-    asyncio's own loop. uvloop measured +4% pages/s alone, +12% with the rest of the hot path.
+    asyncio's own loop: a faster loop is a faster crawl (docs/BENCHMARKS.md, "Event loop and GIL
+    settings").
 
     The crawl runs outside the `except ImportError`: an error it raises is not chained to the
     missing uvloop (a traceback would begin with "No module named 'uvloop'")."""

@@ -38,7 +38,8 @@ from crawler.errors import ConfigError, SharedStateError
 from crawler.fetch.steering import HostRule
 from crawler.focus.shared_budget import SharedBudget
 from crawler.frontier.entries import Entry
-from crawler.frontier.redis.frontier import SEEN, RedisFrontier
+from crawler.frontier.redis.frontier import RedisFrontier
+from crawler.frontier.redis.lua_admit import AdmitFlag
 from crawler.frontier.redis.settings import Sharing
 from crawler.frontier.redis.work import SharedWork
 from crawler.sieve.redis import RedisSieve, text
@@ -50,7 +51,7 @@ __all__ = ["ClusterNode", "SentCache", "check_cluster_config", "crawl_prefix", "
 
 log = logging.getLogger(__name__)
 
-FORMAT = "2"  # 2 (2026-11-27): the per-host cap, the adaptive delay and leases' last start
+FORMAT = "2"  # the shared keys' layout (per-host cap, adaptive delay, leases' last start)
 POLL_INTERVAL = 0.1  # seconds between the claims of a process that found nothing to do
 MAX_CONNECTIONS = 64  # to Redis, per process; more calls at once wait for a free connection
 POOL_WAIT = 60.0  # seconds a call waits for one before it fails as a Redis error
@@ -201,23 +202,23 @@ class ClusterNode:
 
     async def admit(
         self, entries: Sequence[Entry], max_admitted: int = 0, *, seeds: bool = False
-    ) -> list[int]:
-        """What the shared frontier says of each entry (`crawler.frontier.redis.frontier`: ADMITTED,
-        SEEN, FULL, HOST_FULL, OVER_LIMIT, HOST_LIMIT: ``[scope] max_pages_per_host`` counted
-        over every process); keys this process sent before are SEEN at once."""
+    ) -> list[AdmitFlag]:
+        """What the shared frontier says of each entry (`AdmitFlag`; HOST_LIMIT: ``[scope]
+        max_pages_per_host`` counted over every process); keys this process sent before are
+        SEEN at once."""
         cache = self.cache
-        flags = [SEEN if e.key in cache else -1 for e in entries]
-        todo = [e for e, f in zip(entries, flags, strict=True) if f < 0]
-        if not todo:
-            return flags
-        per_host = self.config.scope.max_pages_per_host
-        answers = iter(await self.frontier.admit(todo, max_admitted, per_host, seeds=seeds))
-        for i, flag in enumerate(flags):
-            if flag < 0:
-                flags[i] = answer = next(answers)
-                if answer <= 1:  # seen or admitted: the Sieve has it now
-                    cache.add(entries[i].key)
-        return flags
+        flags: list[AdmitFlag | None] = [AdmitFlag.SEEN if e.key in cache else None
+                                         for e in entries]  # fmt: skip
+        todo = [e for e, f in zip(entries, flags, strict=True) if f is None]
+        if todo:
+            per_host = self.config.scope.max_pages_per_host
+            answers = iter(await self.frontier.admit(todo, max_admitted, per_host, seeds=seeds))
+            for i, flag in enumerate(flags):
+                if flag is None:
+                    flags[i] = answer = next(answers)
+                    if answer in (AdmitFlag.SEEN, AdmitFlag.ADMITTED):  # the Sieve has it now
+                        cache.add(entries[i].key)
+        return [flag for flag in flags if flag is not None]
 
     async def budget(self, limit: int) -> SharedBudget:
         """The fetch budget of a focused crawl, `limit` page results over every process."""

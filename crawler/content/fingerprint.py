@@ -33,16 +33,11 @@ the hashing.
 
 `VERSION` numbers the fingerprint function: simhashes and content hashes are kept in the crawl
 state, and a state whose index was computed by another version cannot be compared against
-(`crawler.state.crawlstate` refuses it). Version 1 (before 2026-11-22) normalized with NFKC, hashed
-words from their first, middle and last 8 bytes and shingles with extra mixing rounds. Version 2
-(2026-11-22) hashed a word from its length and first 16 bytes only: API documentation is full
-of long words alike there (javadoc's qualified names: java.util.concurrent.atomic.AtomicInteger,
-...AtomicBoolean), and 479 of openjdk-17-doc's 10,138 pages were flagged near duplicates of
-pages they are not (its short "Uses of Class X: No usage of X" pages). Version 3 (2026-11-23)
-left out every word with a digit, names too; version 4 (2026-11-24) kept the names with a
-digit again. Version 5 (2026-11-28) is version 4's function on another text: the page's main
-content as `crawler.parse.extract` chooses it (before, the page's <main> or its body, less the
-navigation, header, footer and aside elements).
+(`crawler.state.crawlstate` refuses it). It changes whenever the same page would get another
+fingerprint: a change of the text hashed (today the page's main content as
+`crawler.parse.extract` chooses it), of the words kept or of how a word is hashed (whole: a
+word hashed from a prefix makes API documentation's long qualified names, alike there, look
+alike). Each version and why it came: CHANGELOG.md ("Content dedup").
 """
 
 from __future__ import annotations

@@ -42,7 +42,8 @@ from crawler.errors import SharedStateError
 __all__ = ["RedisContentIndex"]
 
 # KEYS: exact, urls, t0..tk; ARGV: url, content hash, simhash high 32 bits, low 32 bits, k,
-# then each table's bucket key. Returns {duplicate_of, near_duplicate_of} ("" for none).
+# then each table's bucket key (both packed by `check_call`). Returns {duplicate_of,
+# near_duplicate_of} ("" for none).
 _CHECK = """
 local url, digest = ARGV[1], ARGV[2]
 local hi, lo, k = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -104,6 +105,17 @@ return {'', url_of(doc)}
 """
 
 
+def check_call(
+    keys: list[str], url: str, fp: Fingerprint, distance: int, layout: list[tuple[int, int]]
+) -> tuple[list[str], list[str | bytes | int]]:
+    """``_CHECK``'s (KEYS, ARGV) for the page fetched from `url`: `keys` as the index holds
+    them, its simhash cut into blocks by `layout` (`block_keys`)."""
+    sim = fp.simhash
+    args: list[str | bytes | int] = [url, fp.content_hash, sim >> 32, sim & 0xFFFF_FFFF, distance]
+    args += [(sim >> shift) & mask for shift, mask in layout]
+    return keys, args
+
+
 class RedisContentIndex:
     """Content dedup for every process of a shared crawl (see the module docstring);
     ``await check(url, fingerprint)`` as `ContentIndex.check` does."""
@@ -129,12 +141,9 @@ class RedisContentIndex:
         SharedStateError if Redis fails."""
         if len(fp.content_hash) != 16:
             raise ValueError("content hashes are 16 bytes")
-        sim = fp.simhash
-        args: list[str | bytes | int] = [url, fp.content_hash, sim >> 32, sim & 0xFFFF_FFFF]
-        args.append(self.distance)
-        args += [(sim >> shift) & mask for shift, mask in self._layout]
+        keys, args = check_call(self._keys, url, fp, self.distance, self._layout)
         try:
-            exact, near = await self._script(keys=self._keys, args=args)
+            exact, near = await self._script(keys=keys, args=args)
         except (RedisError, OSError) as exc:
             raise SharedStateError(f"Redis: {exc}") from exc
         self.checked += 1

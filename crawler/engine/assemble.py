@@ -2,10 +2,11 @@
 
 `seen_test` is the URL-seen test (the Sieve, restored from a resumed state, and the exact tier in
 front of it), built when the `Crawler` is made. `Assembly._prepare` builds the rest, in order:
-the scope, the frontier (in memory, or the shared crawl's through `crawler.cluster`), the state's
-stats, budget and content index, the admission gate, the `PageHandler`; then the seed hosts are
-put in scope, a resumed crawl's pending URLs back in the frontier, and the seeds admitted. The
-run loop is `crawler.engine.crawler.Crawler`'s.
+the scope, the frontier (in memory, or the shared crawl's through `crawler.cluster`) with the
+fetch budget (one process's, or the shared one: built once, the right one), the state's stats,
+budget and content index, the admission gate, the `PageHandler` (over its `PageParts`); then the
+seed hosts are put in scope, a resumed crawl's pending URLs back in the frontier, and the seeds
+admitted. The run loop is `crawler.engine.crawler.Crawler`'s.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from crawler.config.load import Config
 from crawler.engine.components import cluster_settings, make_frontier, make_scope, make_sieve
 from crawler.engine.components import settings as shared_settings
 from crawler.engine.focus import Focus
-from crawler.engine.pages import PageHandler
+from crawler.engine.pages import PageHandler, PageParts
 from crawler.engine.rendering import Rendering
 from crawler.errors import SeedError
 from crawler.fetch.fetcher import Fetcher
@@ -86,6 +87,12 @@ class Assembly:
     _extract: ExtractFn | None
     _entered: bool
 
+    @property
+    def budget_limit(self) -> int:
+        """The fetch budget's page results: scoring makes ``max_pages`` a budget
+        (`crawler.focus.budget`), else it caps admissions (0: no budget)."""
+        return self.config.crawl.max_pages if self.focus is not None else 0
+
     def seed_entries(self, seeds: Iterable[str]) -> list[Entry]:
         """Validate seeds into frontier entries; raises SeedError naming a bad one."""
         entries = []
@@ -110,22 +117,11 @@ class Assembly:
         assert self.frontier is not None
         self._restore()
         self._open_admission(frontier)
-        self.pages = PageHandler(
-            self.config,
-            fetcher=self.fetcher,
-            parser=self.parser,
-            urls=self.urls,
-            admission=self.admission,
-            frontier=self.frontier,
-            stats=self.stats,
-            state=self.state,
-            recrawl=self.recrawl,
-            recorder=self._recorder,
-            focus=self.focus,
-            content=self.content,
-            rendering=self.rendering,
-            extract=self._extract,
-        )
+        parts = PageParts(self.fetcher, self.parser, self.urls, self.admission, self.frontier,
+                          self.stats, self.state, self.focus, self.content)  # fmt: skip
+        self.pages = PageHandler(self.config, parts, recrawl=self.recrawl,
+                                 recorder=self._recorder, rendering=self.rendering,
+                                 extract=self._extract)  # fmt: skip
         self._scope_seed_hosts(entries, frontier)
         state = self.state
         if state is not None:  # a resume whose limits admit more: the links they refused
@@ -139,24 +135,27 @@ class Assembly:
 
     async def _open_frontier(self) -> Frontier | None:
         """The frontier the workers take work from: in memory (returned: the admission gate
-        fills it), or a shared crawl's, with its content index and fetch budget (None)."""
+        fills it), or a shared crawl's, with its content index (None); with the fetch budget
+        (`budget_limit`), one process's or every process's."""
+        limit = self.budget_limit
         if not self.config.cluster.redis:
             frontier = make_frontier(self.config, self._clock, self.fetcher.rules.host_rule)
             self.frontier = frontier
+            self.budget = FetchBudget(limit) if limit else None
             return frontier
         from crawler.cluster import ClusterNode
 
         shared = shared_settings(self.config, scored=self.focus is not None)
         if self.focus is not None:  # max_pages is a budget, free to change: not its presence
-            shared["crawl.fetch_budget"] = self.budget is not None
+            shared["crawl.fetch_budget"] = limit > 0
         shared.update(cluster_settings(self.config))  # one content index, one delay
         self.cluster = node = ClusterNode(self.config, shared, clock=self._clock,
                                           host_rule=self.fetcher.rules.host_rule)  # fmt: skip
         await node.open(self.stats.as_dict)
         if self.config.dedup.enabled:
             self.content = node.content_index(self.config.dedup.near_distance)
-        if self.budget is not None:  # page results of every process
-            self.budget = await node.budget(self.budget.limit)
+        if limit:  # page results of every process
+            self.budget = await node.budget(limit)
         self.frontier = node.work
         return None
 

@@ -92,10 +92,7 @@ class Crawler(Assembly):
         self.focus = Focus.build(config, score, self.stats)
         self._extract = extract
         check_extract(config.extract)
-        # Scoring makes max_pages a fetch budget (see crawler.focus.budget), else a cap on
-        # admissions.
-        max_pages = config.crawl.max_pages
-        self.budget = FetchBudget(max_pages) if self.focus is not None and max_pages else None
+        self.budget: FetchBudget | None = None  # built with the frontier (`budget_limit`)
         self._clock = clock
         self._recorder = recorder
         self.state = state

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from crawler.content.redis import RedisContentIndex
     from crawler.engine.rendering import Rendering
 
-__all__ = ["ROBOTS_MAX_BYTES", "PageHandler", "failed_result"]
+__all__ = ["ROBOTS_MAX_BYTES", "PageHandler", "PageParts", "failed_result"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,24 @@ ROBOTS_MAX_BYTES = 500 * 1024
 
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PageParts:
+    """The crawl's parts a `PageHandler` takes a page through, as the crawl's assembly built
+    them (`crawler.engine.assemble`): fetch, parse, normalize and admit its links, report to
+    the frontier, count, journal (`state`, None without one), score (`focus`, None unless
+    focused) and check its content (`content`, None unless ``[dedup] enabled``)."""
+
+    fetcher: Fetcher
+    parser: Parser
+    urls: UrlNormalizer
+    admission: Admission
+    frontier: WorkSource
+    stats: CrawlStats
+    state: CrawlState | None
+    focus: Focus | None
+    content: ContentIndex | RedisContentIndex | None
 
 
 class PageHandler:
@@ -65,37 +83,30 @@ class PageHandler:
     def __init__(
         self,
         config: Config,
+        parts: PageParts,
         *,
-        fetcher: Fetcher,
-        parser: Parser,
-        urls: UrlNormalizer,
-        admission: Admission,
-        frontier: WorkSource,
-        stats: CrawlStats,
-        state: CrawlState | None,
         recrawl: bool,
         recorder: Callable[[Response], None] | None,
-        focus: Focus | None,
-        content: ContentIndex | RedisContentIndex | None,
         rendering: Rendering | None = None,
         extract: ExtractFn | None = None,
     ) -> None:
-        """`recrawl`: pages are fetched with their stored validators; `recorder` sees every
-        HTTP response as received (robots.txt and redirects included); `rendering`: which
-        pages are rendered in a browser (`crawler.engine.rendering`), None for none;
-        `extract`: the extract hook (`crawler.parse.yields`)."""
+        """`parts`: the crawl's parts a page goes through; `recrawl`: pages are fetched with
+        their stored validators; `recorder` sees every HTTP response as received (robots.txt
+        and redirects included); `rendering`: which pages are rendered in a browser
+        (`crawler.engine.rendering`), None for none; `extract`: the extract hook
+        (`crawler.parse.yields`)."""
         self.config = config
-        self.fetcher = fetcher
-        self.parser = parser
-        self.urls = urls
-        self.admission = admission
-        self.frontier = frontier
-        self.stats = stats
-        self.state = state
+        self.fetcher = parts.fetcher
+        self.parser = parts.parser
+        self.urls = parts.urls
+        self.admission = parts.admission
+        self.frontier = parts.frontier
+        self.stats = parts.stats
+        self.state = parts.state
         self.recrawl = recrawl
         self._recorder = recorder
-        self.focus = focus
-        self.content = content
+        self.focus = parts.focus
+        self.content = parts.content
         self.rendering = rendering
         self.yields = Yields.of(config.output.meta, config.extract, extract)
         self._token = product_token(config.crawl.user_agent)

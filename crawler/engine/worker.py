@@ -9,7 +9,7 @@ an output or crawl state that cannot be written, a lost shared crawl in Redis, a
 outage, memory running out). Those, and whatever is raised outside the handling of one URL (by the
 frontier: ``get()``, ``done()``, a `crawler.frontier.FrontierFailure`; the budget), end the loop
 and are returned: the engine raises the `FATAL` ones as they are, any other as "a crawl worker
-died", at once (a bug never looks like a slow site: issue 34). Cancelled, the loop returns None:
+died", at once (a bug never looks like a slow site). Cancelled, the loop returns None:
 the entry in flight stays pending in the state.
 `WorkerDone` is what a worker leaves on the engine's results queue when it ends.
 """

@@ -14,8 +14,8 @@ schedule's next ready time: no polling. Time: the clock defaults to the running 
 A failure while handing out (an exception of the frontier's own code: a bug, never a slow site)
 *breaks* the frontier: it closes, and every waiting and later ``get()`` raises
 :class:`FrontierFailure` (the original as its ``__cause__``), so the crawl ends at once
-instead of waiting for an entry that will never come (issue 34: a TypeError while unpacking an
-entry, raised inside ``set_robots()``'s hand-out, lost the entry and left every worker waiting
+instead of waiting for an entry that will never come (an error raised inside, say,
+``set_robots()``'s hand-out would otherwise lose the entry and leave every worker waiting
 forever). The call that triggered the hand-out (``put``, ``done``, ``set_robots``, the timer)
 returns normally: the getters carry the failure.
 """

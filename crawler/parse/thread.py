@@ -3,10 +3,9 @@
 Lexbor releases the GIL while it builds a tree, so a crawl parses big bodies in a thread and
 keeps the event loop free for fetches and the per-link path. Only the parse itself runs there:
 sniffing, the nesting guard and reading the tree hold the GIL anyway, and every extra hand-over
-of the GIL between the threads costs more than it saves (measured with bench.patches; the nesting
-guard's numpy passes in the parse thread too, 2026-11-23: python3.11-doc 0.78x / 0.69x,
-sqlite3-doc 0.87x / 1.08x with asyncio / uvloop, medians of 5-7: each numpy call gives the GIL
-up and waits behind the busy loop to get it back).
+of the GIL between the threads costs more than it saves: each numpy call of the nesting guard
+would give the GIL up and wait behind the busy loop to get it back (docs/BENCHMARKS.md, "Before
+and after the nesting guard and collector changes").
 
     parser = Parser()
     markup = await parser.parse(body, url, content_type)
@@ -75,7 +74,7 @@ SWITCH_INTERVAL = 0.00005
 """GIL switch interval (seconds) while a crawl runs, if the process's is longer (CPython's
 default is 5 ms; restored after the crawl). A parse thread needs the GIL back for a moment after
 each page; behind a busy event loop it would wait a whole interval for it, idling its core
-(measured: 5 ms -> 50 us took the crawl from ~300 to ~420 pages/s)."""
+(docs/BENCHMARKS.md, "Event loop and GIL settings")."""
 
 
 class Parser:

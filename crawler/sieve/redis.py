@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from enum import IntEnum
 from typing import Any
 
 from redis.asyncio import Redis
@@ -49,7 +50,8 @@ log = logging.getLogger("crawler.sieve")  # the logger name the docs give for gr
 
 _FORMAT = "1"
 
-# Open stage ARGV[1] (the number of stages the caller saw) unless another process already did.
+# KEYS: the number of stages; ARGV: the number the caller saw. Opens one more stage unless
+# another process already did; answers a `Grown`.
 _GROW = """
 local n = tonumber(redis.call('GET', KEYS[1]) or '1')
 if n == tonumber(ARGV[1]) then
@@ -58,6 +60,18 @@ if n == tonumber(ARGV[1]) then
 end
 return 0
 """
+
+
+class Grown(IntEnum):
+    """What ``_GROW`` says."""
+
+    ALREADY = 0  # another process opened the stage first
+    OPENED = 1
+
+
+def grow_call(stages_key: str, seen: int) -> tuple[list[str], list[int]]:
+    """``_GROW``'s (KEYS, ARGV): open stage `seen` (the stages this process knows)."""
+    return [stages_key], [seen]
 
 
 class _Stage:
@@ -305,7 +319,8 @@ class RedisSieve:
         stage.set_bits = int(shared)
         if stage.set_bits < stage.grow_at:
             return
-        if await self._grow(keys=[self._key("stages")], args=[newest + 1]):
+        keys, args = grow_call(self._key("stages"), newest + 1)
+        if await self._grow(keys=keys, args=args) == Grown.OPENED:
             cap, p = self._stage_params(newest + 1)
             log.warning(
                 "sieve stage %d passed its capacity (estimate %.1f > %d items); "

@@ -21,6 +21,7 @@ from crawler.engine.components import make_scope, make_sieve, make_urls, setting
 from crawler.engine.crawler import Crawler
 from crawler.engine.focus import Focus
 from crawler.errors import ScoreError, SharedStateError
+from crawler.focus.budget import FetchBudget
 from crawler.focus.scoring import Link
 from crawler.focus.shared_budget import SharedBudget
 from crawler.frontier.entries import Entry
@@ -109,6 +110,22 @@ async def test_best_first_and_the_budget_hold_across_processes(origin: str, redi
     assert set(TOPIC) <= set(fetched), "the topic's pages go first, whichever process asks"
     assert len(set(OTHER) & set(fetched)) == spent - 11  # only what ran past the budget
     assert a.budget is not None and a.budget.exhausted and not a.complete
+
+
+async def test_a_shared_crawl_builds_one_fetch_budget_the_shared_one(
+    origin: str, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[FetchBudget] = []
+    init = FetchBudget.__init__
+
+    def counted(self: FetchBudget, limit: int) -> None:
+        built.append(self)
+        init(self, limit)
+
+    monkeypatch.setattr(FetchBudget, "__init__", counted)
+    crawler = Crawler(_config(redis_url, max_pages=3), score=topic_first)
+    await _crawl(crawler, [origin + "/"])
+    assert [type(b) for b in built] == [SharedBudget] and crawler.budget is built[0]
 
 
 async def test_a_second_run_with_a_larger_budget_goes_on(origin: str, redis_url: str) -> None:

@@ -16,7 +16,8 @@ from crawler.engine.crawler import Crawler
 from crawler.errors import SharedStateError
 from crawler.focus.scoring import Link
 from crawler.frontier.entries import Entry, Outcome
-from crawler.frontier.redis.frontier import HOST_LIMIT, RedisFrontier
+from crawler.frontier.redis.frontier import RedisFrontier
+from crawler.frontier.redis.lua_admit import AdmitFlag
 from crawler.frontier.robots import policy_from_response
 from crawler.frontier.settings import Politeness
 from crawler.output.results import CrawlResult
@@ -70,9 +71,9 @@ async def test_the_host_cap_is_the_first_refusal(redis_url: str) -> None:
         f = RedisFrontier(client, "c:", RedisSieve(client, "c:", capacity=1000, error_rate=1e-3))
         await f.open()
         pages = [Entry(url=f"{H}/p{i}", key=f"{H}/p{i}") for i in range(2)]
-        assert await f.admit(pages[:1], 1, 1) == [1]
+        assert await f.admit(pages[:1], 1, 1) == [AdmitFlag.ADMITTED]
         # max_pages and the host's cap both reached: the scope's refusal, as in memory
-        assert await f.admit(pages[1:], 1, 1) == [HOST_LIMIT]
+        assert await f.admit(pages[1:], 1, 1) == [AdmitFlag.HOST_LIMIT]
     finally:
         await client.aclose()
 

@@ -14,10 +14,10 @@ by each feature's lift (rate / g), as naive Bayes would, and is capped at 1. **L
 needs support**: a feature counts only once ``MIN_SUPPORT`` (2) rated pages had it, and one page
 moves its rate by a tenth of the way at most, so one relevant page does not send the crawl after
 every URL sharing a word or a directory with it (on sqlite3-doc one relevant ``c3ref/wal_hook``
-page made every ``c3ref/*hook*`` link a favourite, when a queued link's priority was fixed; the
-crawl now re-scores queued links as it learns, ``expected()``, but a slice at a time, so a
-mistake still costs fetches). Before anything is learned every link expects
-``g`` (the learner then changes no order). Both tables are bounded (oldest forgotten first).
+page would make every ``c3ref/*hook*`` link a favourite; the crawl re-scores queued links as it
+learns, ``expected()``, but a slice at a time, so a mistake still costs fetches). Before
+anything is learned every link expects ``g`` (the learner then changes no order). Both tables
+are bounded (oldest forgotten first).
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
-"""The frontier shared through Redis: its queues, leases and host state, in Lua scripts.
+"""The frontier shared through Redis: its queues, leases and host state, in Lua scripts (each
+script's arguments packed by one `*_args` function beside it, its answers an `IntEnum`).
 
 | module | holds |
 | --- | --- |
 | `frontier` | The frontier in Redis: one crawl's queues, politeness and leases shared by ... |
+| `lua_admit` | The Lua scripts of the Redis frontier's admission (the Sieve's test-and-set ... |
 | `lua_keys` | The Redis frontier's keys, and the Lua every one of its scripts starts with |
 | `lua_leases` | The Lua scripts of the Redis frontier's leases and the host state they ... |
-| `lua_queue` | The Lua scripts of the Redis frontier's queues: admission (the Sieve's ... |
+| `lua_queue` | The Lua scripts of the Redis frontier's queues: the claim of hosts' best ... |
 | `members` | How the Redis frontier writes an entry: a queue member, and back |
 | `queues` | The queues of the Redis frontier: what goes in, and what is queued |
 | `settings` | How one process shares the Redis frontier with the others: `Sharing` (its ... |

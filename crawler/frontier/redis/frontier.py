@@ -3,7 +3,8 @@
 :class:`RedisFrontier` keeps the ordering and politeness rules of
 :class:`crawler.frontier.base.FrontierBackend` across every process pointed at one Redis. Each
 state change is one Lua script (keys and shared Lua in ``crawler.frontier.redis.lua_keys``; the
-queues' scripts in ``redis_lua_queue``, the leases' in ``redis_lua_leases``), so it is atomic
+admission's scripts in ``lua_admit``, the queues' in ``lua_queue``, the leases' in ``lua_leases``,
+each beside the function that packs its arguments and the `IntEnum` of its answers), so it is atomic
 across processes; ``now`` is the injected clock (tests) or Redis ``TIME`` (one clock
 for every process). Politeness is global because a *host* is claimed, not a URL: a claim takes the
 best entry of the best ready host, counts it in flight, moves the host's next start to ``now +
@@ -79,48 +80,51 @@ import random
 import socket
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
-from typing import Any, Final
 
 from redis.asyncio import Redis
 
 from crawler.fetch.steering import HostRule
 from crawler.frontier.entries import Entry, EntryKind, Outcome
-from crawler.frontier.hosts import SUSPECT_STREAK, down_reason, host_key, robots_url
-from crawler.frontier.redis.lua_leases import DONE, RECLAIM, REFUSE, RENEW, SET_ROBOTS
-from crawler.frontier.redis.lua_queue import CLAIM
-from crawler.frontier.redis.members import blame_args, entry_of, latency_args, member_tail, text
-from crawler.frontier.redis.queues import (
-    ADMITTED,
-    FULL,
-    HOST_FULL,
-    HOST_LIMIT,
-    OVER_LIMIT,
-    SEEN,
-    RedisQueues,
+from crawler.frontier.hosts import down_reason, host_key, robots_url
+from crawler.frontier.redis.lua_admit import AdmitFlag
+from crawler.frontier.redis.lua_leases import (
+    DONE,
+    RECLAIM,
+    REFUSE,
+    RENEW,
+    SET_ROBOTS,
+    Completion,
+    DoneAnswer,
+    NewHost,
+    Requeue,
+    RobotsAnswer,
+    done_args,
+    reclaim_args,
+    refuse_args,
+    renew_args,
+    set_robots_args,
 )
+from crawler.frontier.redis.lua_queue import CLAIM, DOWN, Claimed, claim_args, claim_reply
+from crawler.frontier.redis.members import ROBOTS_CLASS, entry_of, member_tail
+from crawler.frontier.redis.queues import RedisQueues
 from crawler.frontier.redis.settings import Sharing
 from crawler.frontier.refusals import UNREACHABLE
 from crawler.frontier.robots import REFUSED_ATTEMPTS, RobotsPolicy, policy_from_response
 from crawler.frontier.settings import Politeness, QueueLimits
 from crawler.sieve.redis import RedisSieve
 
-__all__ = ["ADMITTED", "FULL", "HOST_FULL", "HOST_LIMIT", "OVER_LIMIT", "SEEN", "RedisFrontier"]
+__all__ = ["AdmitFlag", "RedisFrontier"]
 
 logger = logging.getLogger(__name__)
-
-_DONE_HEAD: Final = 10  # the DONE script's arguments before the entries'
 
 
 class RedisFrontier(RedisQueues):
     """A frontier whose state lives in Redis under `prefix`; `sieve` is the crawl's RedisSieve
     (same client and prefix; opened here). ``await open()`` before use."""
 
-    __slots__ = ("_candidates", "_down", "_flying", "_max_delay", "_next_reclaim", "_policies",
-                 "_rng", "_robots_asked", "_sleep", "adaptive", "backoff_base", "backoff_max",
-                 "lease_ttl",
-                 "max_host_failures", "max_retry_after", "owner", "poll_interval",
-                 "reclaim_interval", "robots_max_attempts", "robots_ttl", "turn",
-                 "user_agent")  # fmt: skip
+    __slots__ = ("_candidates", "_down", "_flying", "_next_reclaim", "_policies", "_rng",
+                 "_robots_asked", "_sleep", "lease_ttl", "owner", "politeness", "poll_interval",
+                 "reclaim_interval", "turn", "user_agent")  # fmt: skip
 
     def __init__(
         self,
@@ -140,14 +144,7 @@ class RedisFrontier(RedisQueues):
             raise ValueError(f"the sieve's prefix {sieve.prefix!r} is not {prefix!r}")
         super().__init__(client, prefix, sieve, politeness, limits, exact=sharing.exact,
                          clock=clock, host_rule=host_rule)  # fmt: skip
-        p = politeness
-        self._max_delay = max(float(p.max_delay), self.delay)
-        self.adaptive = p.adaptive
-        self.backoff_base, self.backoff_max = float(p.backoff_base), float(p.backoff_max)
-        self.max_retry_after = float(p.max_retry_after)
-        self.robots_ttl = float(p.robots_ttl)
-        self.robots_max_attempts = p.robots_attempts
-        self.max_host_failures = p.max_host_failures
+        self.politeness = politeness  # the host rules the DONE and SET_ROBOTS scripts apply
         self.lease_ttl = float(sharing.lease_ttl)
         interval = sharing.reclaim_interval
         self.reclaim_interval = min(5.0, self.lease_ttl / 4) if interval is None else interval
@@ -179,36 +176,42 @@ class RedisFrontier(RedisQueues):
         trip for the whole claim). The pages of a host that is down (``max_host_failures``)
         come first, as REFUSED entries. Either refusal stays leased until ``done()`` (no slot,
         no delay), so a process killed before it wrote the result leaves the page to another."""
-        args = [self.prefix, self._now_arg(), count, self.lease_ttl, self.owner,
-                self._candidates, "1" if self.respect_robots else "", repr(self.turn)]  # fmt: skip
-        reply = await self._run("claim", args)
-        first = text(reply[0])
+        args = claim_args(self.prefix, self._now_arg(), count=count, lease_ttl=self.lease_ttl,
+                          owner=self.owner, candidates=self._candidates,
+                          respect_robots=self.respect_robots, turn=self.turn)  # fmt: skip
+        reply = claim_reply(await self._run("claim", args))
         entries = []
         refused: list[str] = []  # leases of pages robots.txt disallows
-        for i in range(3, len(reply), 5):
-            lease, host, score, member, version = (text(x) for x in reply[i : i + 5])
-            if version.startswith("down:"):  # its host is down: why
-                self._down[host] = version[5:]
-                entry = replace(entry_of(host, member, -float(score)), kind=EntryKind.REFUSED)
-            elif member[0] == "2":
-                url = robots_url(host)
-                entry = Entry(url=url, key=url, kind=EntryKind.ROBOTS)
-                self._robots_asked[host] = lease
-            else:
-                entry = entry_of(host, member, -float(score))
-                if version:
-                    policy = await self._policy(host, version)
-                    fetch = policy.fetchable(entry.url, entry.key)
-                    if fetch is None:
-                        entry = replace(entry, kind=EntryKind.REFUSED)
-                        refused.append(lease)
-                    elif fetch != entry.url:  # the page without its session id
-                        entry = replace(entry, url=fetch)
-            self._flying[id(entry)] = (entry, lease)
+        for claimed in reply.claims:
+            entry = await self._claimed(claimed)
+            if entry.kind is EntryKind.REFUSED and not claimed.version.startswith(DOWN):
+                refused.append(claimed.lease)
+            self._flying[id(entry)] = (entry, claimed.lease)
             entries.append(entry)
         if refused:  # their slots and delays back, their leases kept (slot-less) until done()
-            await self._run("refuse", [self.prefix, "", *refused])
-        return entries, (float(first) if first else None), int(reply[1]), int(reply[2])
+            await self._run("refuse", refuse_args(self.prefix, refused))
+        return entries, reply.ready_in, reply.queued, reply.leased
+
+    async def _claimed(self, claimed: Claimed) -> Entry:
+        """The entry of a claim: a down host's page or one its robots.txt disallows REFUSED, a
+        ROBOTS entry, or the page (without its session id, when robots.txt says so)."""
+        lease, host, score, member, version = claimed
+        if version.startswith(DOWN):  # its host is down: why
+            self._down[host] = version.removeprefix(DOWN)
+            return replace(entry_of(host, member, -float(score)), kind=EntryKind.REFUSED)
+        if member.startswith(ROBOTS_CLASS):
+            url = robots_url(host)
+            self._robots_asked[host] = lease
+            return Entry(url=url, key=url, kind=EntryKind.ROBOTS)
+        entry = entry_of(host, member, -float(score))
+        if version:
+            policy = await self._policy(host, version)
+            fetch = policy.fetchable(entry.url, entry.key)
+            if fetch is None:
+                return replace(entry, kind=EntryKind.REFUSED)
+            if fetch != entry.url:  # the page without its session id
+                return replace(entry, url=fetch)
+        return entry
 
     async def _policy(self, host: str, version: str) -> RobotsPolicy:
         """The host's robots.txt policy as stored (`version`: its expiry), cached per host."""
@@ -248,7 +251,7 @@ class RedisFrontier(RedisQueues):
         ROBOTS entry whose ``set_robots()`` never came: its robots.txt counts as unreachable).
         The ``max_host_failures``-th HOST failure in a row puts its host down, for every
         process: its queued pages, a retry among them, are handed out as refusals."""
-        args = self._done_head()
+        completions: list[Completion] = []
         flags: list[bool | None] = []
         urls: list[str] = []
         for entry, outcome, retry in items:
@@ -265,31 +268,34 @@ class RedisFrontier(RedisQueues):
                 if host in self._robots_asked:  # set_robots() was never called: unreachable
                     await self.set_robots(host, UNREACHABLE)
                 outcome, retry = None, False
-            blame, wait = blame_args(outcome)
             tail = member_tail(Entry(url=entry.url, key=entry.key, depth=entry.depth,
                                parent=entry.parent, retries=entry.retries + 1,
                                redirects=entry.redirects, sitemap=entry.sitemap))  # fmt: skip
-            args += (flying[1], "1" if retry else "", tail, blame,
-                     outcome.attempt if outcome is not None else 0,
-                     "" if wait is None else repr(wait),
-                     repr(0.5 + 0.5 * self._rng.random()),
-                     *latency_args(outcome))  # fmt: skip
+            completions.append(
+                Completion(
+                    flying[1],
+                    Requeue.RETRY if retry else Requeue.NO,
+                    tail,
+                    outcome,
+                    0.5 + 0.5 * self._rng.random(),
+                )
+            )
             flags.append(None)
             urls.append(entry.url)
-        answers = await self._run("done", args) if len(args) > _DONE_HEAD else []
+        answers = [DoneAnswer(x) for x in await self._done(completions)]
         for url, answer in zip(urls, answers, strict=True):
-            if answer == 2:
+            if answer is DoneAnswer.HOST_DOWN:
                 logger.warning("%s is down (%s): refusing its pages", host_key(url),
-                               down_reason(self.max_host_failures))  # fmt: skip
+                               down_reason(self.politeness.max_host_failures))  # fmt: skip
         replies = iter(answers)
-        return [bool(next(replies)) if flag is None else flag for flag in flags]
+        return [next(replies) is not DoneAnswer.STALE if flag is None else flag for flag in flags]
 
-    def _done_head(self) -> list[Any]:
-        """The DONE script's arguments before the entries' (``_DONE_HEAD`` of them)."""
-        return [self.prefix, self._now_arg(), repr(self.backoff_base), repr(self.backoff_max),
-                repr(self.max_retry_after), SUSPECT_STREAK, self.max_host_failures,
-                down_reason(self.max_host_failures), "1" if self.adaptive else "",
-                repr(self._max_delay)]  # fmt: skip
+    async def _done(self, completions: list[Completion]) -> list[int]:
+        """One DONE call for `completions` (none: no call); its answer per completion."""
+        if not completions:
+            return []
+        args = done_args(self.prefix, self._now_arg(), self.politeness, completions)
+        return [int(x) for x in await self._run("done", args)]
 
     async def maybe_reclaim(self) -> None:
         """Run ``reclaim()`` when its timer (every ``reclaim_interval`` seconds) is due."""
@@ -305,47 +311,47 @@ class RedisFrontier(RedisQueues):
         leases = [lease for _, lease in self._flying.values()]
         if not leases:
             return 0
-        return int(await self._run("renew", [self.prefix, self._now_arg(), self.lease_ttl,
-                                             *leases]))  # fmt: skip
+        return int(await self._run("renew", renew_args(self.prefix, self._now_arg(),
+                                                       self.lease_ttl, leases)))  # fmt: skip
 
     async def release(self, entries: list[Entry]) -> int:
         """Give back entries claimed here and not fetched (a process stopping): each goes back
         to the head of its host's queue as it was, its slot freed; how many were still leased."""
-        args = self._done_head()
+        completions: list[Completion] = []
         for entry in entries:
             flying = self._flying.pop(id(entry), None)
             if flying is None or entry.kind is EntryKind.ROBOTS:
                 continue  # a ROBOTS entry is simply asked again once its lease expires
-            args += (flying[1], "2", member_tail(entry), "", 0, "", "1", "", "")
-        return sum(await self._run("done", args)) if len(args) > _DONE_HEAD else 0
+            completions.append(Completion(flying[1], Requeue.RELEASE, member_tail(entry), None,
+                                          1.0))  # fmt: skip
+        answers = await self._done(completions)
+        return sum(answer is not DoneAnswer.STALE for answer in map(DoneAnswer, answers))
 
     async def reclaim(self, limit: int = 1000) -> int:
         """Put expired leases' entries back at the head of their hosts; how many."""
-        return int(await self._run("reclaim", [self.prefix, self._now_arg(), limit]))
+        return int(await self._run("reclaim", reclaim_args(self.prefix, self._now_arg(), limit)))
 
     # -- robots.txt -----------------------------------------------------------------------------
     async def set_robots(self, key: str, policy: RobotsPolicy, body: bytes | None = None) -> None:
         """Give a host (its key, or any URL on it) its robots.txt answer, for every process:
         the status and `body` are stored (``robots()`` gives them back to rebuild the policy),
         the Crawl-delay raises the shared delay, a temporary policy (unreachable) backs the host
-        off and, after ``robots_max_attempts`` (``REFUSED_ATTEMPTS`` when the host refused the
+        off and, after ``robots_attempts`` (``REFUSED_ATTEMPTS`` when the host refused the
         connection), refuses its pages (``crawler.frontier.hosts.PolitenessRules`` rules; here the
         refusal stays ``robots: ...`` and is kept ``robots_ttl``). Call it before ``done()`` on the
         ROBOTS entry; it may also preload a host."""
         host = host_key(key)
         lease = self._robots_asked.pop(host, "")  # a late answer changes nothing
-        delay, conc = self._host_settings(host)
-        crawl_delay = "" if policy.crawl_delay is None else repr(policy.crawl_delay)
-        attempts = self.robots_max_attempts
+        attempts = self.politeness.robots_attempts
         if policy.refused:  # an answer: nothing listens there
             attempts = min(attempts, REFUSED_ATTEMPTS)
-        args = [self.prefix, self._now_arg(), host, "" if policy.status is None else policy.status,
-                body or b"", "1" if policy.temporary else "", crawl_delay, repr(self._max_delay),
-                repr(self.robots_ttl), attempts,
-                repr(0.5 + 0.5 * self._rng.random()), repr(self.backoff_base),
-                repr(self.backoff_max), repr(delay), conc, lease,
-                "1" if self.adaptive else ""]  # fmt: skip
-        if await self._run("robots", args) == 1 and policy.temporary:
+        new_host = NewHost(*self._host_settings(host))
+        args = set_robots_args(self.prefix, self._now_arg(), self.politeness, host,
+                               (policy, body or b""), attempts=attempts,
+                               jitter=0.5 + 0.5 * self._rng.random(), new_host=new_host,
+                               lease=lease)  # fmt: skip
+        answer = RobotsAnswer(await self._run("robots", args))
+        if answer is RobotsAnswer.IN_FORCE and policy.temporary:
             logger.warning("robots.txt of %s unreachable %d times: refusing its pages",
                            host, attempts)  # fmt: skip
 

@@ -1,8 +1,11 @@
 """The Redis frontier's keys, and the Lua every one of its scripts starts with.
 
-The scripts (``crawler.frontier.redis.lua_queue``: admission, claim, re-prioritizing;
-``crawler.frontier.redis.lua_leases``: completions, reclaim, renewal, robots.txt refusals and
-answers) are each atomic in Redis.
+The scripts (``crawler.frontier.redis.lua_admit``: admission and its read-only look-up;
+``crawler.frontier.redis.lua_queue``: claim, re-prioritizing; ``crawler.frontier.redis.lua_leases``:
+completions, reclaim, renewal, robots.txt refusals and answers) are each atomic in Redis. Beside
+each script: the one function that packs its arguments (``*_args``: the callers never build an
+ARGV themselves) and an `IntEnum` of its answers (a reply that is a count or a table has a
+``*_reply`` function that reads it instead).
 
 Every script takes the crawl's key prefix as ``ARGV[1]`` and builds its keys from it (plain,
 non-cluster Redis allows keys not declared in KEYS; a sharded layout would put each host's keys
@@ -29,9 +32,17 @@ claim before it (``-``: none), empty for a refusal's lease: it holds no slot), `
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, TypeAlias
 
-__all__ = ["COMMON"]
+__all__ = ["COMMON", "Arg", "flag"]
+
+Arg: TypeAlias = str | bytes | int | float  # one ARGV value (redis-py encodes floats with repr)
+
+
+def flag(on: bool) -> str:
+    """A yes/no argument as every script reads it: '1' or ''."""
+    return "1" if on else ""
+
 
 # Shared helpers, prepended to every script: the clock, and what keeps `ready`, the queues
 # and the leases consistent.

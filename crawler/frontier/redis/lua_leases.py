@@ -1,15 +1,24 @@
 """The Lua scripts of the Redis frontier's leases and the host state they drive: completions
 (``DONE``: backoff, the circuit breaker, retries), the reclaim of expired leases (``RECLAIM``),
-renewal (``RENEW``), robots.txt refusals (``REFUSE``) and answers (``SET_ROBOTS``). Keys and
-shared helpers: ``crawler.frontier.redis.lua_keys``."""
+renewal (``RENEW``), robots.txt refusals (``REFUSE``) and answers (``SET_ROBOTS``), each with
+the one function that packs its arguments and an `IntEnum` of its answers (``RECLAIM`` and
+``RENEW`` answer a count). Keys and shared helpers: ``crawler.frontier.redis.lua_keys``."""
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Sequence
+from enum import Enum, IntEnum
+from typing import Final, NamedTuple
 
-from crawler.frontier.redis.lua_keys import COMMON
+from crawler.frontier.entries import Outcome
+from crawler.frontier.hosts import SUSPECT_STREAK, blame_of, down_reason, parse_retry_after
+from crawler.frontier.redis.lua_keys import COMMON, Arg, flag
+from crawler.frontier.robots import RobotsPolicy
+from crawler.frontier.settings import Politeness
 
-__all__ = ["DONE", "RECLAIM", "REFUSE", "RENEW", "SET_ROBOTS"]
+__all__ = ["DONE", "RECLAIM", "REFUSE", "RENEW", "SET_ROBOTS", "Completion", "DoneAnswer",
+           "NewHost", "RefuseAnswer", "Requeue", "RobotsAnswer", "done_args", "reclaim_args",
+           "refuse_args", "renew_args", "set_robots_args"]  # fmt: skip
 
 # ARGV: prefix, now, backoff_base, backoff_max, max_retry_after, suspect streak,
 # max_host_failures (0: never), the reason a host is down, adaptive delay ('1'/''), max_delay,
@@ -228,3 +237,130 @@ refile(host)
 return forced
 """
 )
+
+
+class DoneAnswer(IntEnum):
+    """What ``DONE`` says of each completion."""
+
+    STALE = 0  # its lease is not current (expired and reclaimed, or done already): no change
+    DONE = 1
+    HOST_DOWN = 2  # done, and its host failure put the host down
+
+
+class Requeue(Enum):
+    """Whether ``DONE`` puts an entry back at the head of its priority."""
+
+    NO = ""
+    RETRY = "1"  # counted as a retry (``stats`` ``retries``)
+    RELEASE = "2"  # given back unfetched (a process stopping): not a retry
+
+
+class Completion(NamedTuple):
+    """One entry for ``DONE``: its lease, whether it goes back (`tail`: its queue member's tail
+    as re-queued, retries counted), the outcome (None: no response to account for) and the
+    backoff's jitter factor."""
+
+    lease: str
+    requeue: Requeue
+    tail: str
+    outcome: Outcome | None
+    jitter: float
+
+
+def done_args(
+    prefix: str, now: str, politeness: Politeness, entries: Sequence[Completion]
+) -> list[Arg]:
+    """DONE's ARGV (its comment above): the host rules of `politeness`, then each entry's."""
+    p = politeness
+    failures = p.max_host_failures
+    args: list[Arg] = [prefix, now, repr(float(p.backoff_base)), repr(float(p.backoff_max)),
+                       repr(float(p.max_retry_after)), SUSPECT_STREAK, failures,
+                       down_reason(failures), flag(p.adaptive),
+                       repr(max(float(p.max_delay), float(p.delay)))]  # fmt: skip
+    for lease, requeue, tail, outcome, jitter in entries:
+        blame, wait = _blame(outcome)
+        latency, status = _latency(outcome)
+        args += (lease, requeue.value, tail, blame, outcome.attempt if outcome is not None else 0,
+                 "" if wait is None else repr(wait), repr(jitter), latency, status)  # fmt: skip
+    return args
+
+
+def _blame(outcome: Outcome | None) -> tuple[str, float | None]:
+    """The blame of an outcome as ``PolitenessRules.response`` decides it, and the Retry-After
+    wait (None: the exponential backoff)."""
+    if outcome is None:
+        return "", None
+    blame = blame_of(outcome)
+    wait = None
+    if outcome.retry_after is not None and outcome.status is not None:
+        wait = parse_retry_after(outcome.retry_after)
+    return ("" if blame is None else blame.value), wait
+
+
+def _latency(outcome: Outcome | None) -> tuple[str, str]:
+    """An outcome's latency and status ('' for none): what the adaptive delay follows."""
+    if outcome is None or outcome.latency is None:
+        return "", ""
+    return repr(outcome.latency), "" if outcome.status is None else str(outcome.status)
+
+
+def reclaim_args(prefix: str, now: str, limit: int) -> list[Arg]:
+    """RECLAIM's ARGV; it answers how many leases it reclaimed."""
+    return [prefix, now, limit]
+
+
+def renew_args(prefix: str, now: str, lease_ttl: float, leases: Sequence[str]) -> list[Arg]:
+    """RENEW's ARGV; it answers how many of `leases` it renewed."""
+    return [prefix, now, lease_ttl, *leases]
+
+
+class RefuseAnswer(IntEnum):
+    """What ``REFUSE`` says of each lease."""
+
+    STALE = 0  # not current: nothing given back
+    REFUSED = 1  # its slot and its host's next start given back, the lease kept slot-less
+
+
+def refuse_args(prefix: str, leases: Sequence[str]) -> list[Arg]:
+    """REFUSE's ARGV: `leases` in claim order."""
+    return [prefix, "", *leases]
+
+
+class RobotsAnswer(IntEnum):
+    """What ``SET_ROBOTS`` says."""
+
+    LATE = -1  # the ROBOTS lease it answers is no longer current: nothing changed
+    PENDING = 0  # an unreachable robots.txt, to be asked again after a backoff
+    IN_FORCE = 1  # a policy came into force: the answer's, or a complete disallow (gave up)
+
+
+class NewHost(NamedTuple):
+    """The delay and concurrency a host not seen yet starts with (its `HostRule`'s)."""
+
+    delay: float
+    concurrency: int
+
+
+def set_robots_args(
+    prefix: str,
+    now: str,
+    politeness: Politeness,
+    host: str,
+    answer: tuple[RobotsPolicy, bytes],
+    *,
+    attempts: int,
+    jitter: float,
+    new_host: NewHost,
+    lease: str,
+) -> list[Arg]:
+    """SET_ROBOTS's ARGV (its comment above): the host's robots.txt `answer` (policy, body),
+    given up on after `attempts` failures, under the rules of `politeness`; `lease` is the
+    ROBOTS lease it answers ('' when preloading)."""
+    p = politeness
+    policy, body = answer
+    crawl_delay = "" if policy.crawl_delay is None else repr(policy.crawl_delay)
+    return [prefix, now, host, "" if policy.status is None else policy.status, body,
+            flag(policy.temporary), crawl_delay, repr(max(float(p.max_delay), float(p.delay))),
+            repr(float(p.robots_ttl)), attempts, repr(jitter), repr(float(p.backoff_base)),
+            repr(float(p.backoff_max)), repr(new_host.delay), new_host.concurrency, lease,
+            flag(p.adaptive)]  # fmt: skip

@@ -1,147 +1,18 @@
-"""The Lua scripts of the Redis frontier's queues: admission (the Sieve's test-and-set and the
-enqueue, ``ADMIT``), the claim of hosts' best entries (``CLAIM``) and re-prioritizing
-(``REPRIORITIZE``). Keys and shared helpers: ``crawler.frontier.redis.lua_keys``."""
+"""The Lua scripts of the Redis frontier's queues: the claim of hosts' best entries (``CLAIM``)
+and re-prioritizing (``REPRIORITIZE``), each with the one function that packs its arguments and
+what reads its answer. Admission: ``crawler.frontier.redis.lua_admit``; keys and shared helpers:
+``crawler.frontier.redis.lua_keys``."""
 
 from __future__ import annotations
 
-from typing import Final
+from enum import IntEnum
+from typing import Any, Final, NamedTuple
 
-from crawler.frontier.redis.lua_keys import COMMON
+from crawler.frontier.redis.lua_keys import COMMON, Arg, flag
+from crawler.frontier.redis.members import text
 
-__all__ = ["ADMIT", "CLAIM", "PEEK", "REPRIORITIZE"]
-
-# The seen test and the enqueue in one atomic call (a crash never leaves a URL seen but not
-# queued). ARGV: prefix, '' (no clock), stages, max_queued, max_queued_per_host, keys, respect
-# robots.txt ('1': a new host starts in robots state 'need'), max admitted (0: no cap; the
-# crawl's ``max_pages``: a key is refused, and stays unseen, once the Sieve's shared count has
-# reached it), exact tier ('1'/''), then (m, k) per stage, then per key: host, tail
-# (key\npayload), score, delay, concurrency, then (start, step) per stage, then its fingerprint's
-# bucket and the fingerprint (the Sieve's h1, signed 64-bit, decimal), and its scope host (the
-# key's host, port left out: `crawler.admission.scope.split_host`; after a '!' for a seed, which
-# counts but is not refused, as in memory); last, the URLs a host may have
-# admitted (``[scope] max_pages_per_host``, 0: no cap; counted per scope host in
-# ``host_admitted``, for every process: a key of a host at the cap is refused before the Sieve's
-# test, as the in-memory scope does, and stays unseen). The exact tier confirms
-# a key the Bloom filter takes as seen against ``exact:{bucket}`` (sets of fingerprints: 65,536
-# buckets by their top 16 bits, kept as Redis intsets of 8 bytes per key up to 512 keys a
-# bucket, ~33M keys); a key not there is a false positive, rescued (counted in ``stats``
-# ``rescued``) and admitted. Returns {-1, stages} when the Sieve grew meanwhile (call again),
-# else {set bits of the newest stage, count, flag per key}: 1 queued, 0 seen, 2 full, 3 host
-# full, 4 over max admitted, 5 over the host's max admitted.
-ADMIT: Final = (
-    COMMON
-    + r"""
-local nst, maxq, maxh, n = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]),
-                           tonumber(ARGV[6])
-local cur = tonumber(redis.call('GET', P .. 'sieve:stages') or '1')
-if cur ~= nst then return {-1, cur} end
-local ms, ks = {}, {}
-for s = 1, nst do
-    ms[s], ks[s] = tonumber(ARGV[8 + 2 * s]), tonumber(ARGV[9 + 2 * s])
-end
-local exact = ARGV[9] == '1'
-local rescued = 0
-local robots_state = (ARGV[7] == '1') and 'need' or ''
-local cap = tonumber(ARGV[8])
-local admitted = (cap > 0) and tonumber(redis.call('GET', P .. 'sieve:count') or '0') or 0
-local over = 0
-local base = 10 + 2 * nst
-local width = 8 + 2 * nst
-local host_cap = tonumber(ARGV[#ARGV])
-local host_admitted = P .. 'host_admitted'
-local queued = tonumber(redis.call('HGET', P .. 'stats', 'queued') or '0')
-local flags = {}
-local new, flips = 0, 0
-local scored = false
-local dropped_full, dropped_host = 0, 0
-for i = 0, n - 1 do
-    local at = base + i * width
-    local host = ARGV[at]
-    local q = P .. 'q:' .. host
-    local flag
-    local shost = ARGV[at + 7 + 2 * nst]
-    local checked = string.sub(shost, 1, 1) ~= '!'  -- '!': a seed, counted but not refused
-    if not checked then shost = string.sub(shost, 2) end
-    if checked and host_cap > 0
-       and tonumber(redis.call('HGET', host_admitted, shost) or '0') >= host_cap then
-        flag = 5
-    elseif cap > 0 and admitted + new >= cap then
-        flag = 4
-        over = over + 1
-    elseif queued >= maxq then
-        flag = 2
-        dropped_full = dropped_full + 1
-    elseif redis.call('ZCARD', q) >= maxh then
-        flag = 3
-        dropped_host = dropped_host + 1
-    else
-        local seen = false
-        for s = 1, nst do
-            local a, b = tonumber(ARGV[at + 3 + 2 * s]), tonumber(ARGV[at + 4 + 2 * s])
-            local m, args = ms[s], {}
-            local op = (s < nst) and 'GET' or 'SET'
-            for j = 0, ks[s] - 1 do
-                args[#args + 1] = op
-                args[#args + 1] = 'u1'
-                args[#args + 1] = (a + j * b) % m
-                if op == 'SET' then args[#args + 1] = 1 end
-            end
-            local sk = P .. 'sieve:' .. (s - 1)
-            if s < nst then
-                local bits = redis.call('BITFIELD_RO', sk, unpack(args))
-                local all = true
-                for _, v in ipairs(bits) do if v == 0 then all = false break end end
-                if all then seen = true break end
-            else
-                local old = redis.call('BITFIELD', sk, unpack(args))
-                local f = 0
-                for _, v in ipairs(old) do if v == 0 then f = f + 1 end end
-                flips = flips + f
-                seen = (f == 0)
-            end
-        end
-        local fp_set = exact and (P .. 'exact:' .. ARGV[at + 5 + 2 * nst])
-        local fp = exact and ARGV[at + 6 + 2 * nst]
-        if seen and exact and redis.call('SISMEMBER', fp_set, fp) == 0 then
-            seen = false  -- a false positive of the Bloom filter, rescued
-            rescued = rescued + 1
-        end
-        if seen then
-            flag = 0
-        else
-            flag = 1
-            if exact then redis.call('SADD', fp_set, fp) end
-            if tonumber(ARGV[at + 2]) ~= 0 then scored = true end
-            local m = '1' .. string.format('%015d', redis.call('INCR', P .. 'seq')) .. ARGV[at + 1]
-            redis.call('ZADD', q, ARGV[at + 2], m)
-            redis.call('HSET', P .. 'qk:' .. host, key_of(m), m)
-            if redis.call('SADD', P .. 'hosts', host) == 1 then
-                redis.call('HSET', P .. 'h:' .. host, 'delay', ARGV[at + 3], 'base', ARGV[at + 3],
-                           'conc', ARGV[at + 4], 'in_flight', 0, 'next', 0, 'backoff_until', 0,
-                           'robots', robots_state)
-            end
-            refile(host)
-            if host_cap > 0 then redis.call('HINCRBY', host_admitted, shost, 1) end
-            queued = queued + 1
-            new = new + 1
-        end
-    end
-    flags[#flags + 1] = flag
-end
-local st = P .. 'stats'
-redis.call('HSET', st, 'queued', queued)
-if scored then redis.call('HSET', st, 'scored', 1) end
-if dropped_full > 0 then redis.call('HINCRBY', st, 'dropped_full', dropped_full) end
-if dropped_host > 0 then redis.call('HINCRBY', st, 'dropped_host_full', dropped_host) end
-if over > 0 then redis.call('HINCRBY', st, 'over_limit', over) end
-if rescued > 0 then redis.call('HINCRBY', st, 'rescued', rescued) end
-local bits = redis.call('INCRBY', P .. 'sieve:bits:' .. (nst - 1), flips)
-local count = redis.call('INCRBY', P .. 'sieve:count', new)
-local out = {bits, count}
-for _, f in ipairs(flags) do out[#out + 1] = f end
-return out
-"""
-)
+__all__ = ["CLAIM", "DOWN", "REPRIORITIZE", "ClaimReply", "Claimed", "Reprioritized",
+           "claim_args", "claim_reply", "reprioritize_args"]  # fmt: skip
 
 # ARGV: prefix, now, count, lease_ttl, owner, candidates (ready hosts compared by their best
 # priority once any entry has one other than 0; else the earliest ready host goes), respect
@@ -306,58 +177,59 @@ return was and raw or 1
 """
 )
 
-# What the shared crawl knows of some keys, changing nothing (a focused crawl scores only the
-# links to new and queued URLs, as the in-memory crawl does). ARGV: prefix, '' (no clock),
-# stages, exact tier ('1'/''), then (m, k) per stage, then per key: host, key, (start, step) per
-# stage, its fingerprint's bucket and the fingerprint (as for ADMIT), its scope host; last, the
-# per-host cap (``max_pages_per_host``, 0: none). Returns {-1, stages} when the Sieve grew
-# meanwhile (call again), else {0, then per key: 2 when its scope host is at the cap (the
-# in-memory scope refuses such a link first), else the score (-priority) it is queued at, or 1
-# (seen: fetched, in flight, refused) or 0 (new)}; a score is a string.
-PEEK: Final = r"""
-local P = ARGV[1]
-local nst = tonumber(ARGV[3])
-local cur = tonumber(redis.call('GET', P .. 'sieve:stages') or '1')
-if cur ~= nst then return {-1, cur} end
-local exact = ARGV[4] == '1'
-local ms, ks = {}, {}
-for s = 1, nst do
-    ms[s], ks[s] = tonumber(ARGV[3 + 2 * s]), tonumber(ARGV[4 + 2 * s])
-end
-local base = 5 + 2 * nst
-local width = 5 + 2 * nst
-local host_cap = tonumber(ARGV[#ARGV])
-local out = {0}
-for at = base, #ARGV - 1, width do
-    local host, key = ARGV[at], ARGV[at + 1]
-    local member = redis.call('HGET', P .. 'qk:' .. host, key)
-    local score = member and redis.call('ZSCORE', P .. 'q:' .. host, member)
-    if host_cap > 0 and tonumber(redis.call('HGET', P .. 'host_admitted', ARGV[at + 4 + 2 * nst])
-                                 or '0') >= host_cap then
-        out[#out + 1] = 2
-    elseif score then
-        out[#out + 1] = score
-    else
-        local seen = false
-        for s = 1, nst do
-            local a, b = tonumber(ARGV[at + 2 * s]), tonumber(ARGV[at + 1 + 2 * s])
-            local args = {}
-            for j = 0, ks[s] - 1 do
-                args[#args + 1] = 'GET'
-                args[#args + 1] = 'u1'
-                args[#args + 1] = (a + j * b) % ms[s]
-            end
-            local bits = redis.call('BITFIELD_RO', P .. 'sieve:' .. (s - 1), unpack(args))
-            local all = true
-            for _, v in ipairs(bits) do if v == 0 then all = false break end end
-            if all then seen = true break end
-        end
-        if seen and exact then
-            seen = redis.call('SISMEMBER', P .. 'exact:' .. ARGV[at + 2 + 2 * nst],
-                              ARGV[at + 3 + 2 * nst]) == 1
-        end
-        out[#out + 1] = seen and 1 or 0
-    end
-end
-return out
-"""
+
+DOWN: Final = "down:"  # a claim's version when its host is down: the reason follows
+
+
+class Claimed(NamedTuple):
+    """One entry a claim handed out: its lease, host, score (-priority) and queue member, and
+    its host's robots.txt version (``DOWN`` and the reason for a down host's refusal)."""
+
+    lease: str
+    host: str
+    score: str
+    member: str
+    version: str
+
+
+class ClaimReply(NamedTuple):
+    ready_in: float | None  # seconds until a host is ready; None: none is filed
+    queued: int  # by every process
+    leased: int  # by every process
+    claims: list[Claimed]
+
+
+def claim_args(
+    prefix: str,
+    now: str,
+    *,
+    count: int,
+    lease_ttl: float,
+    owner: str,
+    candidates: int,
+    respect_robots: bool,
+    turn: float,
+) -> list[Arg]:
+    """CLAIM's ARGV (its comment above); `now` is ``''`` for Redis ``TIME``."""
+    return [prefix, now, count, lease_ttl, owner, candidates, flag(respect_robots), repr(turn)]
+
+
+def claim_reply(reply: list[Any]) -> ClaimReply:
+    first = text(reply[0])
+    claims = [Claimed(*(text(x) for x in reply[i : i + 5])) for i in range(3, len(reply), 5)]
+    return ClaimReply(float(first) if first else None, int(reply[1]), int(reply[2]), claims)
+
+
+class Reprioritized(IntEnum):
+    """What ``REPRIORITIZE`` says when not asked for the old score (``was``)."""
+
+    UNCHANGED = 0  # not queued, or already at that priority (or higher, unless lowering)
+    CHANGED = 1
+
+
+def reprioritize_args(
+    prefix: str, host: str, key: str, priority: float, *, lower: bool, was: bool = False
+) -> list[Arg]:
+    """REPRIORITIZE's ARGV; with `was` the script answers the old score (None: not queued)
+    instead of a `Reprioritized`."""
+    return [prefix, host, key, repr(-float(priority)), flag(lower), flag(was)]

@@ -3,19 +3,20 @@
 A member of ``q:{host}`` is ``{class}{seq:015d}{key}\n{payload}``: the class (``0`` retries and
 reclaimed leases, ``1`` new work, ``2`` a ROBOTS entry) and a sequence number make equal
 priorities pop first in, first out; the payload is the JSON of the entry's other fields (the URL
-only when it differs from the key). ``blame_args`` turns an outcome into what the DONE script
-takes.
+only when it differs from the key).
 """
 
 from __future__ import annotations
 
 import json
+from typing import Final
 
-from crawler.frontier.entries import Entry, Outcome
-from crawler.frontier.hosts import blame_of, parse_retry_after
+from crawler.frontier.entries import Entry
 from crawler.sieve.redis import text
 
-__all__ = ["blame_args", "entry_of", "latency_args", "member_tail", "text"]
+__all__ = ["ROBOTS_CLASS", "entry_of", "member_tail", "text"]
+
+ROBOTS_CLASS: Final = "2"  # the class of a ROBOTS entry's member: its host's robots.txt to fetch
 
 
 def member_tail(entry: Entry) -> str:
@@ -34,23 +35,3 @@ def entry_of(host: str, member: str, priority: float) -> Entry:
     url, depth, parent, retries, redirects, sitemap = json.loads(payload)
     return Entry(url=url or key, key=key, depth=depth, parent=parent, retries=retries,
                  redirects=redirects, sitemap=sitemap, priority=priority)  # fmt: skip
-
-
-def blame_args(outcome: Outcome | None) -> tuple[str, float | None]:
-    """The blame of an outcome as ``PolitenessRules.response`` decides it, and the Retry-After wait
-    (None: use the exponential backoff)."""
-    if outcome is None:
-        return "", None
-    blame = blame_of(outcome)
-    wait = None
-    if outcome.retry_after is not None and outcome.status is not None:
-        wait = parse_retry_after(outcome.retry_after)
-    return ("" if blame is None else blame.value), wait
-
-
-def latency_args(outcome: Outcome | None) -> tuple[str, str]:
-    """An outcome's latency and status as the DONE script reads them ('' for none): what the
-    adaptive delay follows."""
-    if outcome is None or outcome.latency is None:
-        return "", ""
-    return repr(outcome.latency), "" if outcome.status is None else str(outcome.status)

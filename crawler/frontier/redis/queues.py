@@ -22,17 +22,25 @@ from crawler.fetch.steering import HostRule
 from crawler.frontier.base import FrontierStats
 from crawler.frontier.entries import Entry
 from crawler.frontier.hosts import host_key
-from crawler.frontier.redis.lua_queue import ADMIT, PEEK, REPRIORITIZE
+from crawler.frontier.redis.lua_admit import (
+    ADMIT,
+    PEEK,
+    AdmitBounds,
+    AdmitFlag,
+    AdmitRow,
+    PeekAnswer,
+    admit_args,
+    admit_reply,
+    peek_args,
+    peek_reply,
+)
+from crawler.frontier.redis.lua_keys import Arg
+from crawler.frontier.redis.lua_queue import REPRIORITIZE, Reprioritized, reprioritize_args
 from crawler.frontier.redis.members import entry_of, member_tail, text
 from crawler.frontier.settings import Politeness, QueueLimits
-from crawler.sieve.bloom import hash_pair
 from crawler.sieve.redis import RedisSieve, SharedStateError
-from crawler.urls.host import split_host
 
-__all__ = ["ADMITTED", "FULL", "HOST_FULL", "HOST_LIMIT", "OVER_LIMIT", "SEEN", "RedisQueues"]
-
-# what `admit` says of each entry (the ADMIT script's flags)
-SEEN, ADMITTED, FULL, HOST_FULL, OVER_LIMIT, HOST_LIMIT = 0, 1, 2, 3, 4, 5
+__all__ = ["RedisQueues"]
 
 
 class RedisQueues:
@@ -84,7 +92,7 @@ class RedisQueues:
     async def put_many(self, entries: Iterable[Entry]) -> list[bool]:
         """Test each entry's key against the shared Sieve and queue the new ones, all in one
         atomic script (rule 11); True for each entry queued (new and within the bounds)."""
-        return [flag == ADMITTED for flag in await self.admit(list(entries))]
+        return [flag is AdmitFlag.ADMITTED for flag in await self.admit(list(entries))]
 
     async def admit(
         self,
@@ -93,44 +101,33 @@ class RedisQueues:
         max_per_host: int = 0,
         *,
         seeds: bool = False,
-    ) -> list[int]:
-        """`put_many` telling why each entry was or was not queued: ADMITTED, SEEN, FULL,
-        HOST_FULL, OVER_LIMIT once the shared Sieve counts `max_admitted` keys, or HOST_LIMIT
-        once the entry's host (its key's, port left out) had `max_per_host` URLs admitted by
-        any process (0: no cap; a refused key stays unseen). `seeds` count toward their hosts'
-        caps but are not refused by them (as in memory)."""
+    ) -> list[AdmitFlag]:
+        """`put_many` telling why each entry was or was not queued (`AdmitFlag`): OVER_LIMIT
+        once the shared Sieve counts `max_admitted` keys, HOST_LIMIT once the entry's host (its
+        key's, port left out) had `max_per_host` URLs admitted by any process (0: no cap; a
+        refused key stays unseen). `seeds` count toward their hosts' caps but are not refused
+        by them (as in memory)."""
         if self._closed:
             self._dropped_closed += len(batch)
-            return [FULL] * len(batch)
+            return [AdmitFlag.FULL] * len(batch)
         if not batch:
             return []
-        rows: list[Any] = []
-        pairs = [hash_pair(entry.key) for entry in batch]
-        for entry in batch:
-            host = host_key(entry.url)
-            delay, conc = self._host_settings(host)
-            scope_host = ("!" if seeds else "") + split_host(entry.key)
-            rows.append((host, member_tail(entry), repr(-entry.priority), repr(delay), conc,
-                         scope_host))  # fmt: skip
+        rows = [self._row(entry) for entry in batch]
+        bounds = AdmitBounds(self._max_queued, self._max_queued_per_host, self.respect_robots,
+                             self.exact, max_admitted, max_per_host)  # fmt: skip
         while True:
-            layout = self.sieve.layout()
-            args: list[Any] = [self.prefix, "", len(layout), self._max_queued,
-                               self._max_queued_per_host, len(batch),
-                               "1" if self.respect_robots else "", max_admitted,
-                               "1" if self.exact else ""]  # fmt: skip
-            for m, k in layout:
-                args += (m, k)
-            for row, (h1, h2) in zip(rows, pairs, strict=True):
-                args += row[:5]
-                args += self.sieve.starts(h1, h2)
-                args += (format((h1 >> 48) & 0xFFFF, "x"), h1, row[5])
-            args.append(max_per_host)
-            reply = await self._run("admit", args)
-            if int(reply[0]) >= 0:
+            args = admit_args(self.prefix, self.sieve, bounds, rows, seeds=seeds)
+            answer = admit_reply(await self._run("admit", args))
+            if answer is not None:
                 break
             await self._redis(self.sieve.refresh())  # another process opened a stage
-        await self.sieve.shared_counts(int(reply[0]), int(reply[1]))
-        return [int(flag) for flag in reply[2:]]
+        await self.sieve.shared_counts(answer.newest_bits, answer.sieve_count)
+        return answer.flags
+
+    def _row(self, entry: Entry) -> AdmitRow:
+        host = host_key(entry.url)
+        delay, concurrency = self._host_settings(host)
+        return AdmitRow(host, member_tail(entry), entry.priority, delay, concurrency, entry.key)
 
     def _host_settings(self, host: str) -> tuple[float, int]:
         rule = self._host_rule(host) if self._host_rule is not None else None
@@ -159,23 +156,15 @@ class RedisQueues:
         call."""
         if not items:
             return []
+        keys = [(host_key(url), key) for url, key in items]
         while True:
-            layout = self.sieve.layout()
-            args: list[Any] = [self.prefix, "", len(layout), "1" if self.exact else ""]
-            for m, k in layout:
-                args += (m, k)
-            for url, key in items:
-                h1, h2 = hash_pair(key)
-                args += (host_key(url), key, *self.sieve.starts(h1, h2))
-                args += (format((h1 >> 48) & 0xFFFF, "x"), h1, split_host(key))
-            args.append(max_per_host)
-            reply = await self._run("peek", args)
-            if int(reply[0]) >= 0:
+            args = peek_args(self.prefix, self.sieve, keys, exact=self.exact,
+                             max_per_host=max_per_host)  # fmt: skip
+            answers = peek_reply(await self._run("peek", args))
+            if answers is not None:
                 break
             await self._redis(self.sieve.refresh())  # another process opened a stage
-        return [
-            (None if x == 2 else bool(x)) if isinstance(x, int) else -float(x) for x in reply[1:]
-        ]
+        return [_known(x) for x in answers]
 
     async def reprioritize(
         self, url: str, key: str, priority: float, *, lower: bool = False
@@ -184,15 +173,15 @@ class RedisQueues:
         entries of equal priority; False when nothing changed (rule 10)."""
         if priority != priority:
             raise ValueError(f"priority must be a number, got {priority!r} for {url!r}")
-        args = [self.prefix, host_key(url), key, repr(-float(priority)), "1" if lower else ""]
-        return bool(await self._run("raise", args))
+        args = reprioritize_args(self.prefix, host_key(url), key, priority, lower=lower)
+        return Reprioritized(await self._run("raise", args)) is Reprioritized.CHANGED
 
     async def set_priority(self, url: str, key: str, priority: float) -> float | None:
         """``reprioritize(url, key, priority, lower=True)`` that returns the priority the entry
         had, None when no such entry is queued (rule 10); one script, as it reads and sets."""
         if priority != priority:
             raise ValueError(f"priority must be a number, got {priority!r} for {url!r}")
-        args = [self.prefix, host_key(url), key, repr(-float(priority)), "1", "1"]
+        args = reprioritize_args(self.prefix, host_key(url), key, priority, lower=True, was=True)
         was = await self._run("raise", args)
         return None if was is None else -float(was)
 
@@ -212,8 +201,8 @@ class RedisQueues:
         for url, key, priority in items:
             if priority != priority:
                 raise ValueError(f"priority must be a number, got {priority!r} for {url!r}")
-            pipe.evalsha(sha, 0, self.prefix, host_key(url), key, repr(-float(priority)),
-                         "1" if lower else "", "1")  # fmt: skip
+            pipe.evalsha(sha, 0, *reprioritize_args(self.prefix, host_key(url), key, priority,
+                                                    lower=lower, was=True))  # fmt: skip
         if not items:
             return []
         replies = await self._redis(pipe.execute())
@@ -286,7 +275,7 @@ class RedisQueues:
         secs, micros = await self._redis(self._client.time())
         return float(secs) + float(micros) / 1e6
 
-    async def _run(self, name: str, args: list[Any]) -> Any:
+    async def _run(self, name: str, args: list[Arg]) -> Any:
         return await self._redis(self._scripts[name](keys=[], args=args))
 
     @staticmethod
@@ -295,3 +284,13 @@ class RedisQueues:
             return await call
         except (RedisError, OSError) as exc:
             raise SharedStateError(f"Redis: {exc}") from exc
+
+
+def _known(answer: PeekAnswer | float) -> float | bool | None:
+    """`peek`'s word for a PEEK answer: None at the host cap, the priority it is queued at,
+    True when seen, False when new."""
+    if answer is PeekAnswer.HOST_LIMIT:
+        return None
+    if isinstance(answer, PeekAnswer):
+        return answer is PeekAnswer.SEEN
+    return answer
