@@ -138,7 +138,8 @@ class Assembly:
         """The frontier the workers take work from: in memory (returned: the admission gate
         fills it), or a shared crawl's, with its content index and fetch budget (None)."""
         if not self.config.cluster.redis:
-            frontier = make_frontier(self.config, self._clock, self.fetcher.rules.host_rule)
+            frontier = make_frontier(self.config, self._clock, self.fetcher.rules.host_rule,
+                                     self.fetcher.addresses)  # fmt: skip
             self.frontier = frontier
             return frontier
         from crawler.cluster import ClusterNode

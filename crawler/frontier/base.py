@@ -98,6 +98,13 @@ class FrontierStats:
     robots_fetches: int  # ROBOTS entries handed out
     handed_out: int  # PAGE entries handed out
     raised: int  # queued entries whose priority reprioritize() raised
+    # by address (crawler.frontier.addresses): the settings, addresses known, hosts whose
+    # turn came and wait on their address, hosts whose name is being resolved
+    ip_delay: float = 0.0
+    ip_concurrency: int = 0
+    addresses: int = 0
+    address_waiting: int = 0
+    resolving: int = 0
 
 
 class WorkSource(Protocol):
