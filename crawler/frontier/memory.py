@@ -43,8 +43,9 @@ from crawler.frontier.entries import Entry, EntryKind, Outcome, Packer
 from crawler.frontier.handout import Handout
 from crawler.frontier.hosts import Host, PolitenessRules, host_key, robots_url
 from crawler.frontier.queues import HostQueue, marks
-from crawler.frontier.refusals import UNREACHABLE, refusal, sweep
+from crawler.frontier.refusals import UNREACHABLE, announce, refusal, sweep
 from crawler.frontier.robots import RobotsPolicy
+from crawler.frontier.schedule import host_counts
 from crawler.frontier.settings import Politeness, QueueLimits
 
 __all__ = ["Frontier"]
@@ -271,23 +272,8 @@ class Frontier(Handout):
 
     @property
     def stats(self) -> FrontierStats:
-        now = self._now()
-        ready = waiting = deferred_robots = deferred_backoff = 0
-        for host in self._hosts.values():
-            if not host.queue:
-                continue
-            if (
-                host.in_heap
-                and host.ready_at <= now
-                and (host.address is None or host.address.free(now))
-            ):
-                ready += 1
-            else:
-                waiting += 1
-            if self._respect_robots and host.policy is None:
-                deferred_robots += host.queued
-            elif host.backoff_until > now:
-                deferred_backoff += host.queued
+        counts = host_counts(self._hosts.values(), self._now(), self._respect_robots)
+        ready, waiting, deferred_robots, deferred_backoff = counts
         full, host_full, closed = self._dropped
         step = self._addresses
         known = step.addresses.values() if step is not None else ()
@@ -430,15 +416,6 @@ class Frontier(Handout):
 
     def _set_policy(self, host: Host, policy: RobotsPolicy) -> None:
         if self._rules.robots(host, policy, self._now()):
-            if host.down is not None:
-                logger.warning("%s is down (%s); refusing its %d queued pages", host.key,
-                               host.down, host.queue.size)  # fmt: skip
-            elif policy.refused:  # each page's result says it ("connect", "dns"): no warning
-                logger.info("%s: %s (%d tries of its robots.txt): its %d queued pages fail so",
-                            host.key, policy.reason, host.robots_failures,
-                            host.queue.size)  # fmt: skip
-            elif policy.temporary:
-                logger.warning("robots.txt of %s unreachable %d times: refusing its pages",
-                               host.key, host.robots_failures)  # fmt: skip
+            announce(host, policy)
             for entry in reversed(sweep(host, self._refusals)):  # without their session ids
                 self._push_front(host, entry)

@@ -36,12 +36,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Iterable
 from typing import Final
 
 from crawler.frontier.addresses import Address
 from crawler.frontier.hosts import Host
 
-__all__ = ["Schedule"]
+__all__ = ["Schedule", "host_counts"]
 
 _UNFILED: Final = float("inf")  # Host.filed_best when the host is not in the ready heap
 
@@ -181,3 +182,22 @@ class Schedule:
             f"<Schedule timeline={len(self._timeline)} ready={len(self._ready)} "
             f"scored={self.scored}>"
         )
+
+
+def host_counts(hosts: Iterable[Host], now: float, robots: bool) -> tuple[int, int, int, int]:
+    """(ready, waiting, deferred for robots.txt, deferred by a backoff) over the hosts with work
+    at `now` (`robots`: robots.txt is respected): the frontier's stats."""
+    ready = waiting = deferred_robots = deferred_backoff = 0
+    for host in hosts:
+        if not host.queue.size:
+            continue
+        address = host.address
+        if host.in_heap and host.ready_at <= now and (address is None or address.free(now)):
+            ready += 1
+        else:
+            waiting += 1
+        if robots and host.policy is None:
+            deferred_robots += host.queued
+        elif host.backoff_until > now:
+            deferred_backoff += host.queued
+    return ready, waiting, deferred_robots, deferred_backoff
