@@ -19,6 +19,10 @@ A last line measures re-prioritizing (rule 10) on the scored frontier: ``queued_
 ``reprioritize()`` of random queued URLs (half of them raised), and the hand-out of everything
 afterwards, stale heap items skipped.
 
+A last-but-one line measures politeness by address: the same hosts on ``ADDRESSES`` addresses
+(resolved by the frontier, at once), ``IP_DELAY`` between two starts to one address: the ideal is
+addresses / ip_delay requests per simulated second (the host delay allows far more).
+
 Run: .venv/bin/python -m bench.bench_frontier   (BENCH_QUICK=1 for a few-second smoke run)
 """
 
@@ -28,6 +32,7 @@ import asyncio
 import os
 import random
 import time
+from dataclasses import dataclass
 
 from crawler.frontier import Entry, EntryKind, Frontier, host_key
 from crawler.frontier.robots import ALLOW_ALL
@@ -35,6 +40,24 @@ from crawler.frontier.settings import Politeness, QueueLimits
 from crawler.testing.simtime import SimulatedLoop
 
 DELAY = 1.0
+ADDRESSES = 100
+IP_DELAY = 0.25
+
+
+class Instant:
+    """Names resolved at once: host ``hostN.test`` on address ``10.0.N % ADDRESSES``."""
+
+    async def lookup(self, name: str) -> Resolved:
+        return Resolved((f"10.0.{int(name[4:].split('.')[0]) % ADDRESSES}.1",))
+
+    def pin(self, name: str, address: str | None) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Resolved:
+    addresses: tuple[str, ...]
+    ttl: float | None = None
 
 
 def make_entries(hosts: int, per_host: int, scored: bool = False) -> list[Entry]:
@@ -52,7 +75,7 @@ def make_entries(hosts: int, per_host: int, scored: bool = False) -> list[Entry]
 
 
 def run_case(
-    entries: list[Entry], workers: int, latency: float, robots: bool
+    entries: list[Entry], workers: int, latency: float, robots: bool, by_address: bool = False
 ) -> tuple[int, float, float, float]:
     """Returns (requests, span in simulated s, CPU us per get+done pair, CPU us per put)."""
     last_start: dict[str, float] = {}
@@ -73,8 +96,11 @@ def run_case(
 
     async def main() -> tuple[float, float]:
         loop = asyncio.get_running_loop()
+        politeness = Politeness(delay=DELAY, respect_robots=robots, ip_delay=IP_DELAY)
         frontier = Frontier(
-            Politeness(delay=DELAY, respect_robots=robots), QueueLimits(max_queued=len(entries) + 1)
+            politeness,
+            QueueLimits(max_queued=len(entries) + 1),
+            names=Instant() if by_address else None,
         )
         t0 = time.process_time()
         for entry in entries:
@@ -90,6 +116,7 @@ def run_case(
     with asyncio.Runner(loop_factory=SimulatedLoop) as runner:
         put_cpu, run_cpu = runner.run(main())
     span = max(max(last_start.values()) + DELAY, max(ends))
+    _LAST_START[0] = max(last_start.values())
     return requests, span, run_cpu / requests * 1e6, put_cpu / len(entries) * 1e6
 
 
@@ -169,7 +196,26 @@ def main() -> None:
             f"{100 * ideal_span / span:>7.2f}% {100 * best_span / span:>6.2f}% "
             f"{pair_us:>11.2f} {put_us:>10.2f}"
         )
+    print(address_cost(hosts, unscored, scored))
     print(reprioritize_cost(scored))
+
+
+def address_cost(hosts: int, unscored: list[Entry], scored: list[Entry]) -> str:
+    """The by-address rows: the rate against its ideal (addresses / ip_delay), and the CPU."""
+    lines = [f"by address: {hosts:,} hosts on {ADDRESSES} addresses, ip_delay {IP_DELAY:g} s, "
+             f"delay {DELAY:g} s, 32 workers, no latency"]  # fmt: skip
+    for name, entries in (("0", unscored), ("random", scored)):
+        requests, _, pair_us, _ = run_case(entries, 32, 0.0, False, by_address=True)
+        ideal = ADDRESSES / IP_DELAY
+        span = requests / ideal  # the last start of each address: (n - 1) * ip_delay + resolve
+        achieved = requests / max(span, _LAST_START[0] + IP_DELAY)
+        lines.append(f"  priorities {name:>6}: {requests:,} requests, ideal {ideal:,.0f}/s, "
+                     f"achieved {achieved:,.1f}/s ({100 * achieved / ideal:.2f}% of ideal), "
+                     f"{pair_us:.2f} CPU us/pair")  # fmt: skip
+    return "\n".join(lines)
+
+
+_LAST_START = [0.0]  # the last request start of the latest run_case
 
 
 if __name__ == "__main__":

@@ -317,7 +317,8 @@ async def run_demo(config: Config, out: IO[str], explicit_delay: bool, quiet: bo
     async with FixtureSite(scripted=rendered) as site:
         config = config.override("fetch", resolve={**config.fetch.resolve, **site.resolve})
         if not explicit_delay:
-            config = config.override("politeness", delay=0.0)
+            # its hosts share one address: ip_delay too (ip_concurrency stays)
+            config = config.override("politeness", delay=0.0, ip_delay=0.0)
         hosts, seeds = ", ".join(site.resolve), " ".join(site.seeds)
         say(quiet, f"demo: fixture site on 127.0.0.1:{site.port} (hosts: {hosts}), seeds: {seeds}")
         keys: set[str] = set()

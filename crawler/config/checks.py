@@ -25,6 +25,7 @@ from crawler.config.sections import (
     HostConfig,
     MetricsConfig,
     ParseConfig,
+    PolitenessConfig,
     RenderConfig,
     ScopeConfig,
     SecurityConfig,
@@ -57,6 +58,7 @@ _SECONDS = {
     "delay", "max_delay", "robots_ttl", "backoff_base", "backoff_max", "max_retry_after",
     "connect_timeout", "read_timeout", "total_timeout", "min_rate_window", "outage_give_up",
     "checkpoint_interval", "progress_interval", "lease_ttl", "heartbeat", "settle", "timeout",
+    "ip_delay", "dns_ttl", "dns_min_ttl", "dns_max_ttl",
 }  # fmt: skip
 # the Sieve's stage i has error rate P*(1-r)*r^i: a P or r below these makes stages of more than
 # ~50 hash positions (and r^i reaches 0.0 after a few stages: no rate at all)
@@ -67,7 +69,8 @@ _NON_NEGATIVE = {
     "max_retry_after", "retries", "max_redirects", "max_pages_per_host", "memo_size",
     "max_links_per_page", "progress_interval", "checkpoint_interval", "max_url_length",
     "max_path_depth", "max_segment_repeats", "max_query_params", "min_rate", "lease_ttl",
-    "max_host_failures", "outage_give_up", "settle", "memory_cap",
+    "max_host_failures", "outage_give_up", "settle", "memory_cap", "ip_delay", "ip_concurrency",
+    "dns_ttl", "dns_min_ttl", "dns_max_ttl",
 }  # fmt: skip
 _POSITIVE_FLOAT = {
     "connect_timeout",
@@ -110,6 +113,9 @@ def check_section(obj: Any, where: str) -> None:
             raise ConfigError(
                 f"{where} near_distance: must be in 0..{MAX_DISTANCE}, got {obj.near_distance}"
             )
+    if isinstance(obj, PolitenessConfig) and obj.dns_min_ttl > obj.dns_max_ttl:
+        raise ConfigError(f"{where} dns_min_ttl: must be <= dns_max_ttl ({obj.dns_max_ttl!r}), "
+                          f"got {obj.dns_min_ttl!r}")  # fmt: skip
     if isinstance(obj, CrawlConfig):
         _check_user_agent(obj.user_agent, where)
     if isinstance(obj, FetchConfig | HostConfig):

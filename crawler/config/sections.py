@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # built on demand: loading a config imports none of the crawl
+    from crawler.fetch.resolver import DnsTtl
     from crawler.fetch.settings import FetchLimits, Timeouts, Transport
     from crawler.frontier.settings import Politeness, QueueLimits
     from crawler.render.page import PageOptions
@@ -96,12 +97,28 @@ class PolitenessConfig:
     backoff_max: float = 300.0
     max_retry_after: float = 600.0
     max_host_failures: int = 10
+    ip_delay: float = 0.25
+    ip_concurrency: int = 4
+    dns_ttl: float = 300.0
+    dns_min_ttl: float = 30.0
+    dns_max_ttl: float = 3600.0
 
     def politeness(self) -> Politeness:
         """The frontiers' politeness (`crawler.frontier.settings.Politeness`: same names)."""
         from crawler.frontier.settings import Politeness
 
         return Politeness(**same_names(self, Politeness))
+
+    def dns(self) -> DnsTtl:
+        """How long the fetcher's resolver keeps an answer (`crawler.fetch.resolver.DnsTtl`)."""
+        from crawler.fetch.resolver import DnsTtl
+
+        return DnsTtl(self.dns_ttl, self.dns_min_ttl, self.dns_max_ttl)
+
+    @property
+    def by_address(self) -> bool:
+        """Whether hosts share their address's budget (an ip_delay or an ip_concurrency)."""
+        return self.ip_delay > 0 or self.ip_concurrency > 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -139,7 +139,8 @@ class Assembly:
         (`budget_limit`), one process's or every process's."""
         limit = self.budget_limit
         if not self.config.cluster.redis:
-            frontier = make_frontier(self.config, self._clock, self.fetcher.rules.host_rule)
+            frontier = make_frontier(self.config, self._clock, self.fetcher.rules.host_rule,
+                                     self.fetcher.addresses)  # fmt: skip
             self.frontier = frontier
             self.budget = FetchBudget(limit) if limit else None
             return frontier

@@ -20,6 +20,7 @@ from crawler.fetch.outage import Outage
 from crawler.fetch.steering import HostRules
 from crawler.focus.scoring import Scorer
 from crawler.frontier import Frontier, HostRule
+from crawler.frontier.addresses import Names
 from crawler.sieve import SeenFilter, make_filter
 from crawler.urls.canonical import UrlNormalizer
 
@@ -78,6 +79,7 @@ def make_fetcher(config: Config) -> Fetcher:
         guard=make_guard(config),
         rules=HostRules(config.hosts),
         outage=Outage(f.outage_give_up),
+        dns=config.politeness.dns(),
     )
 
 
@@ -91,13 +93,17 @@ def make_frontier(
     config: Config,
     clock: Callable[[], float] | None = None,
     host_rule: Callable[[str], HostRule | None] | None = None,
+    names: Names | None = None,
 ) -> Frontier:
-    """The frontier; `host_rule` gives a host key's politeness overrides (None: the globals)."""
+    """The frontier; `host_rule` gives a host key's politeness overrides (None: the globals);
+    `names` resolves hosts for the budget by address (the fetcher's `addresses`; unused when
+    `[politeness]` sets neither ip_delay nor ip_concurrency)."""
     return Frontier(
         config.politeness.politeness(),
         config.crawl.queue_limits(),
         clock=clock,
         host_rule=host_rule,
+        names=names if config.politeness.by_address else None,
     )
 
 

@@ -3,7 +3,9 @@ component reports its own (`figures()`, `stats`), combined here.
 
 The crawl's own counters (`crawler.output.results.CrawlStats`), then the seen test (the shared
 Sieve in a crawl through Redis), the canonicalizer's memo, the content index, the SSRF guard, the
-outages (`crawler.fetch.outage`) and the frontier.
+outages (`crawler.fetch.outage`) and the frontier (its politeness by address apart, under
+``addresses``: ``ip_delay`` and ``ip_concurrency`` in force, addresses known, hosts waiting on
+their address, names being resolved).
 """
 
 from __future__ import annotations
@@ -41,7 +43,13 @@ def crawl_stats(
     if outages is not None:  # the proxy or the network down (crawler.fetch.outage)
         out["outages"] = outages
     if frontier is not None:
-        out["frontier"] = {
+        figures = {
             name: getattr(frontier, name) for name in getattr(frontier, "__dataclass_fields__", {})
         }
+        out["addresses"] = {name: figures.pop(name) for name in _BY_ADDRESS if name in figures}
+        out["frontier"] = figures
     return out
+
+
+# the frontier's figures of politeness by address (its settings included), apart
+_BY_ADDRESS = ("ip_delay", "ip_concurrency", "addresses", "address_waiting", "resolving")

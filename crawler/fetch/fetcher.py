@@ -18,6 +18,9 @@ The resolver is `crawler.fetch.resolver.OverrideResolver` (the ``[fetch] resolve
 one is given. With an `AddressGuard` (the SSRF guard, `crawler.fetch.guard`) the resolver is wrapped
 in a `GuardedResolver`, so aiohttp only ever connects to addresses the guard allows, and IP-literal
 URLs (which aiohttp never resolves) are checked before connecting; both raise `BlockedAddress`.
+Both sit under `addresses`, the `crawler.fetch.resolver.AddressBook` the connector asks: the crawl's
+one DNS cache, where the frontier resolves each host before scheduling it and pins the address it
+scheduled it by, which the connection then goes to without another lookup.
 
 Steering (`crawler.fetch.steering`): extra headers for every request, the `[[hosts]]` rules' headers
 and basic auth for the hosts they match only, an optional cookie jar and an optional proxy (bypassed
@@ -48,7 +51,7 @@ from crawler.fetch.guard import AddressGuard, GuardedResolver, parse_address
 from crawler.fetch.headers import content_coding, header_text
 from crawler.fetch.noproxy import NoProxy
 from crawler.fetch.outage import Outage
-from crawler.fetch.resolver import OverrideResolver
+from crawler.fetch.resolver import AddressBook, DnsTtl, OverrideResolver
 from crawler.fetch.response import Response
 from crawler.fetch.settings import FetchLimits, Timeouts, Transport
 from crawler.fetch.steering import HostRules, redact, tls_context
@@ -74,8 +77,9 @@ class Fetcher:
 
     __slots__ = ("_connector_limit", "_cookies", "_guarded", "_headers", "_literals_ok",
                  "_no_proxy", "_pacer", "_proxy", "_proxy_auth", "_resolver", "_secret", "_session",
-                 "_ssl", "_ssl_rules", "_timeout", "guard", "max_body", "max_header_size",
-                 "min_rate", "min_rate_window", "outage", "rules", "user_agent")  # fmt: skip
+                 "_ssl", "_ssl_rules", "_timeout", "addresses", "guard", "max_body",
+                 "max_header_size", "min_rate", "min_rate_window", "outage", "rules",
+                 "user_agent")  # fmt: skip
 
     def __init__(
         self,
@@ -87,12 +91,15 @@ class Fetcher:
         rules: HostRules | None = None,
         outage: Outage | None = None,
         resolver: AbstractResolver | None = None,
+        dns: DnsTtl = DnsTtl(),
     ) -> None:
         """`transport`: how requests go out (`crawler.fetch.settings`); `guard` (None: no SSRF
         guard) filters every resolver answer and IP-literal URL; `rules` add their headers and
         TLS setting to the hosts they match; `outage`: the crawl-wide connectivity gate;
-        `resolver` replaces the one `transport.resolve` makes. TLS certificates are verified
-        unless `transport.tls_verify` is false or a rule says otherwise for its hosts."""
+        `resolver` replaces the one `transport.resolve` makes; `dns`: how long answers are kept
+        (`crawler.fetch.resolver.AddressBook`, the `addresses` the frontier pins). TLS
+        certificates are verified unless `transport.tls_verify` is false or a rule says
+        otherwise for its hosts."""
         t = timeouts
         self._pacer = Pacer(t.min_rate, t.min_rate_window)  # ValueError if out of range
         self.min_rate = float(t.min_rate)
@@ -107,7 +114,9 @@ class Fetcher:
         base = resolver or OverrideResolver(transport.resolve)
         self.guard = guard
         self._guarded = None if guard is None else GuardedResolver(base, guard)
-        self._resolver: AbstractResolver = base if self._guarded is None else self._guarded
+        # the crawl's one resolution: the frontier pins each host's address here
+        self.addresses = AddressBook(base if self._guarded is None else self._guarded, dns)
+        self._resolver: AbstractResolver = self.addresses
         self._connector_limit = limits.connections
         self._session: aiohttp.ClientSession | None = None
         self._headers = dict(transport.headers)
@@ -142,7 +151,10 @@ class Fetcher:
 
     async def __aenter__(self) -> Fetcher:
         connector = aiohttp.TCPConnector(
-            resolver=self._resolver, limit=self._connector_limit, ttl_dns_cache=300, ssl=self._ssl
+            resolver=self._resolver,
+            limit=self._connector_limit,
+            use_dns_cache=False,  # the AddressBook caches, and keeps the frontier's pins
+            ssl=self._ssl,
         )
         self._session = aiohttp.ClientSession(
             connector=connector,

@@ -25,6 +25,7 @@ from typing import TypeAlias
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from crawler.errors import BlockedAddress
+from crawler.fetch.resolver import TimedResolver
 
 __all__ = [
     "AddressGuard",
@@ -299,7 +300,22 @@ class GuardedResolver(AbstractResolver):
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
-        answers = await self._inner.resolve(host, port, family)
+        return (await self.resolve_timed(host, port, family))[0]
+
+    async def resolve_timed(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> tuple[list[ResolveResult], float | None]:
+        """`resolve`, with the TTL of the inner resolver's answer when it gives one
+        (`crawler.fetch.resolver.TimedResolver`), else None."""
+        inner, ttl = self._inner, None
+        if isinstance(inner, TimedResolver):
+            answers, ttl = await inner.resolve_timed(host, port, family)
+        else:
+            answers = await inner.resolve(host, port, family)
+        return await self._kept(host, answers), ttl
+
+    async def _kept(self, host: str, answers: list[ResolveResult]) -> list[ResolveResult]:
+        """The answers the guard allows for `host` (BlockedAddress when none is left)."""
         guard = self._guard
         if guard.is_allowed_host(host):
             guard.learn(host, [answer["host"] for answer in answers])

@@ -100,6 +100,13 @@ class FrontierStats:
     raised: int  # queued entries whose priority reprioritize() raised
     backoff_hosts: int = 0  # of the waiting hosts, those backed off right now
     down_hosts: int = 0  # hosts refused as down (max_host_failures)
+    # by address (crawler.frontier.addresses): the settings, addresses known, hosts whose
+    # turn came and wait on their address, hosts whose name is being resolved
+    ip_delay: float = 0.0
+    ip_concurrency: int = 0
+    addresses: int = 0
+    address_waiting: int = 0
+    resolving: int = 0
 
 
 class WorkSource(Protocol):

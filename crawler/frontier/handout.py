@@ -78,6 +78,7 @@ class Handout:
             self._loop = asyncio.get_running_loop()
             if self._clock is None:
                 self._clock = self._loop.time
+            self._bound(self._loop)
         if self._failure is not None:
             raise self._failure
         if self._closed:
@@ -115,6 +116,9 @@ class Handout:
     def _poll(self, now: float) -> Entry | None:
         """Hand out the next ready entry, or None if no host is ready at ``now``."""
         raise NotImplementedError
+
+    def _bound(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The first ``get()`` bound the frontier to `loop` (subclasses may start work there)."""
 
     def _unget(self, entry: Entry) -> None:
         """Undo a hand-out whose getter was cancelled before it saw the entry."""

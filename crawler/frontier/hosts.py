@@ -54,6 +54,7 @@ from crawler.frontier.robots import REFUSED_ATTEMPTS, RobotsPolicy
 from crawler.frontier.settings import Politeness
 
 if TYPE_CHECKING:
+    from crawler.frontier.addresses import Address
     from crawler.frontier.entries import Outcome
     from crawler.frontier.queues import HostQueue
 
@@ -178,12 +179,16 @@ class Host:
     priority order, see ``crawler.frontier.entries.Packer``). ``in_heap``, ``filed_best`` and
     ``token`` belong to :class:`crawler.frontier.schedule.Schedule` (is the host filed; the priority
     it is filed under in the ready heap, +inf when it is not there; which filing is current).
+    ``address`` is the :class:`crawler.frontier.addresses.Address` whose budget it shares (None:
+    by host only), kept until ``resolve_at``; ``resolving`` while its name is being resolved
+    (not filed meanwhile).
     """
 
-    __slots__ = ("backoff_until", "base_delay", "concurrency", "configured_delay", "delay", "down",
-                 "failures", "filed_best", "in_flight", "in_heap", "key", "last_start", "policy",
-                 "prefix", "queue", "ready_at", "robots_expires", "robots_failures",
-                 "robots_fetching", "suspects", "token")  # fmt: skip
+    __slots__ = ("address", "backoff_until", "base_delay", "concurrency", "configured_delay",
+                 "delay", "down", "failures", "filed_best", "in_flight", "in_heap", "key",
+                 "last_start", "policy", "prefix", "queue", "ready_at", "resolve_at", "resolving",
+                 "robots_expires", "robots_failures", "robots_fetching", "suspects",
+                 "token")  # fmt: skip
 
     def __init__(self, key: str, queue: HostQueue, delay: float, concurrency: int = 1) -> None:
         self.key = key
@@ -207,6 +212,19 @@ class Host:
         self.robots_expires = float("-inf")
         self.robots_fetching = False
         self.robots_failures = 0
+        self.address: Address | None = None
+        self.resolve_at = float("inf")  # its answer expires (inf: never asked, or a literal)
+        self.resolving = False
+
+    @property
+    def best(self) -> float:
+        """The priority of its best queued entry (-inf when none is)."""
+        return self.queue.best
+
+    @property
+    def name(self) -> str:
+        """The host name of its key (``https://[::1]:8443`` -> ``[::1]``)."""
+        return self.key.partition("://")[2].rpartition(":")[0]
 
     @property
     def queued(self) -> int:
@@ -217,7 +235,7 @@ class Host:
         return (
             f"Host({self.key!r}, queued={self.queued}, in_flight={self.in_flight}, "
             f"ready_at={self.ready_at:.3f}, delay={self.delay}, "
-            f"concurrency={self.concurrency}, policy={self.policy!r})"
+            f"concurrency={self.concurrency}, policy={self.policy!r}, address={self.address!r})"
         )
 
 

@@ -21,10 +21,15 @@ priority can be read and raised (or lowered, when asked); a change pushes a new 
 one is skipped lazily. A host whose best priority fell is filed again under its true priority
 when the schedule comes to it (``Schedule``, as after a robots.txt sweep).
 A crawl without scoring never tracks anything and pays nothing for it.
+
+By address (given ``names``, the fetcher's `crawler.fetch.resolver.AddressBook`): each host is
+resolved before it is scheduled and shares its address's budget (``ip_delay``,
+``ip_concurrency``) with the other hosts there (:mod:`crawler.frontier.addresses`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 from collections import deque
@@ -32,13 +37,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
 from crawler.fetch.steering import HostRule
+from crawler.frontier.addresses import Address, AddressStep, Names
 from crawler.frontier.base import FrontierStats
 from crawler.frontier.entries import Entry, EntryKind, Outcome, Packer
 from crawler.frontier.handout import Handout
 from crawler.frontier.hosts import Host, PolitenessRules, host_key, robots_url
 from crawler.frontier.queues import HostQueue, marks
-from crawler.frontier.refusals import UNREACHABLE, refusal, sweep
+from crawler.frontier.refusals import UNREACHABLE, announce, refusal, sweep
 from crawler.frontier.robots import RobotsPolicy
+from crawler.frontier.schedule import host_counts
 from crawler.frontier.settings import Politeness, QueueLimits
 
 __all__ = ["Frontier"]
@@ -49,9 +56,9 @@ logger = logging.getLogger(__name__)
 class Frontier(Handout):
     """Per-host politeness frontier. See the module docstring for the rules."""
 
-    __slots__ = ("_dropped", "_flying", "_handed_out", "_holding", "_host_rule", "_hosts",
-                 "_max_queued", "_max_queued_per_host", "_packer", "_raised", "_refusals",
-                 "_refused", "_respect_robots", "_retries", "_robots_fetches",
+    __slots__ = ("_addresses", "_dropped", "_flying", "_handed_out", "_holding", "_host_rule",
+                 "_hosts", "_max_queued", "_max_queued_per_host", "_packer", "_raised",
+                 "_refusals", "_refused", "_respect_robots", "_retries", "_robots_fetches",
                  "_rules")  # fmt: skip
 
     def __init__(
@@ -62,7 +69,9 @@ class Frontier(Handout):
         clock: Callable[[], float] | None = None,
         rng: random.Random | None = None,
         host_rule: Callable[[str], HostRule | None] | None = None,
+        names: Names | None = None,
     ) -> None:
+        """`names` resolves hosts for the budget by address (None: by host only)."""
         self._rules = PolitenessRules(politeness, rng)
         self._max_queued = limits.max_queued
         self._max_queued_per_host = limits.max_queued_per_host
@@ -70,13 +79,16 @@ class Frontier(Handout):
         self._respect_robots = politeness.respect_robots
         self._host_rule = host_rule
         self._hosts: dict[str, Host] = {}
-        self._flying: dict[int, tuple[Entry, Host]] = {}
+        self._flying: dict[int, tuple[Entry, Host, Address | None]] = {}
         self._refusals: deque[Entry] = deque()  # queued pages robots.txt disallows
         self._dropped = [0, 0, 0]  # full, host full, closed
         self._refused = self._retries = self._raised = 0
         self._holding = False  # put_many() is queueing a batch: hand nothing out meanwhile
         self._robots_fetches = self._handed_out = 0
         self._packer = Packer()
+        self._addresses: AddressStep[Host] | None = None
+        if names is not None:
+            self._addresses = AddressStep(names, politeness, self._resolved, self._now)
 
     # -- public API -------------------------------------------------------------------------
 
@@ -203,6 +215,9 @@ class Frontier(Handout):
         host = flying[1]
         host.in_flight -= 1
         self._in_flight -= 1
+        if (address := flying[2]) is not None:
+            address.in_flight -= 1
+            self._schedule.file_address(address)
         try:
             if entry.kind is EntryKind.ROBOTS:
                 if host.robots_fetching:  # the engine never called set_robots(): unreachable
@@ -235,6 +250,12 @@ class Frontier(Handout):
         if self._waiters:
             self._dispatch()
 
+    def close(self) -> None:
+        """Stop handing out work (and resolving hosts)."""
+        if self._addresses is not None:
+            self._addresses.close()
+        super().close()
+
     def refusal(self, entry: Entry) -> str:
         """Why a REFUSED entry was refused, as a result's error (`kind: message`): its host is
         down (``max_host_failures``), or its robots.txt rules, or robots.txt being unreachable
@@ -251,22 +272,11 @@ class Frontier(Handout):
 
     @property
     def stats(self) -> FrontierStats:
-        now = self._now()
-        ready = waiting = deferred_robots = deferred_backoff = backing_off = down = 0
-        for host in self._hosts.values():
-            down += host.down is not None
-            if not host.queue:
-                continue
-            if host.in_heap and host.ready_at <= now:
-                ready += 1
-            else:
-                waiting += 1
-                backing_off += host.backoff_until > now
-            if self._respect_robots and host.policy is None:
-                deferred_robots += host.queued
-            elif host.backoff_until > now:
-                deferred_backoff += host.queued
+        counts = host_counts(self._hosts.values(), self._now(), self._respect_robots)
+        ready, waiting, deferred_robots, deferred_backoff, backing_off, down = counts
         full, host_full, closed = self._dropped
+        step = self._addresses
+        known = step.addresses.values() if step is not None else ()
         return FrontierStats(
             hosts=len(self._hosts), ready_hosts=ready, waiting_hosts=waiting,
             queued=self._queued, in_flight=self._in_flight, dropped_full=full,
@@ -275,6 +285,9 @@ class Frontier(Handout):
             backoffs=self._rules.backoffs, retries=self._retries,
             robots_fetches=self._robots_fetches, handed_out=self._handed_out, raised=self._raised,
             backoff_hosts=backing_off, down_hosts=down,
+            ip_delay=step.delay if step else 0.0, ip_concurrency=step.concurrency if step else 0,
+            addresses=len(known), resolving=step.resolving if step else 0,
+            address_waiting=sum(len(a.parked) for a in known),
         )  # fmt: skip
 
     def __repr__(self) -> str:
@@ -294,7 +307,19 @@ class Frontier(Handout):
             host = self._hosts[key] = self._rules.new_host(key, HostQueue(), rule)
             if self._schedule.scored:
                 host.queue.track()
+            if self._addresses is not None:
+                self._addresses.new_host(host)
         return host
+
+    def _bound(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._addresses is not None:
+            self._addresses.bind(loop)
+
+    def _resolved(self, host: Host) -> None:
+        """A host's answer came in (`AddressStep`): it may be scheduled."""
+        self._schedule.file(host)
+        if self._waiters:
+            self._dispatch()
 
     def _score(self) -> None:
         """The crawl is scored from now on: best-first hosts, tracked queues (rule 10)."""
@@ -317,6 +342,10 @@ class Frontier(Handout):
         return None
 
     def _take(self, host: Host, now: float) -> Entry | None:
+        if now >= host.resolve_at:  # its answer expired: resolved again before it goes
+            assert self._addresses is not None
+            self._addresses.resolve(host)
+            return None
         if self._respect_robots and not host.robots_fetching and now >= host.robots_expires:
             host.robots_fetching = True
             url = robots_url(host.key)
@@ -346,7 +375,12 @@ class Frontier(Handout):
         self._in_flight += 1
         host.last_start = now
         host.ready_at = now + host.delay
-        self._flying[id(entry)] = (entry, host)
+        address = host.address
+        if address is not None:
+            address.start(now)
+            if address.parked:
+                self._schedule.file_address(address)
+        self._flying[id(entry)] = (entry, host, address)
         return entry
 
     def _unget(self, entry: Entry) -> None:
@@ -357,9 +391,12 @@ class Frontier(Handout):
             self._refusals.appendleft(replace(entry, kind=EntryKind.PAGE))
             self._dispatch()
             return
-        host = self._flying.pop(id(entry))[1]
+        _, host, address = self._flying.pop(id(entry))
         host.in_flight -= 1
         self._in_flight -= 1
+        if address is not None:
+            address.in_flight -= 1
+            self._schedule.file_address(address)
         if entry.kind is EntryKind.ROBOTS:
             host.robots_fetching = False
             self._robots_fetches -= 1
@@ -380,15 +417,6 @@ class Frontier(Handout):
 
     def _set_policy(self, host: Host, policy: RobotsPolicy) -> None:
         if self._rules.robots(host, policy, self._now()):
-            if host.down is not None:
-                logger.warning("%s is down (%s); refusing its %d queued pages", host.key,
-                               host.down, host.queue.size)  # fmt: skip
-            elif policy.refused:  # each page's result says it ("connect", "dns"): no warning
-                logger.info("%s: %s (%d tries of its robots.txt): its %d queued pages fail so",
-                            host.key, policy.reason, host.robots_failures,
-                            host.queue.size)  # fmt: skip
-            elif policy.temporary:
-                logger.warning("robots.txt of %s unreachable %d times: refusing its pages",
-                               host.key, host.robots_failures)  # fmt: skip
+            announce(host, policy)
             for entry in reversed(sweep(host, self._refusals)):  # without their session ids
                 self._push_front(host, entry)

@@ -10,6 +10,7 @@ them out at once as REFUSED entries and names the reason in the result's error (
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from dataclasses import replace
 from typing import Final
@@ -18,7 +19,9 @@ from crawler.frontier.entries import Entry, EntryKind, Packer
 from crawler.frontier.hosts import Host
 from crawler.frontier.robots import RobotsPolicy
 
-__all__ = ["UNREACHABLE", "refusal", "sweep"]
+__all__ = ["UNREACHABLE", "announce", "refusal", "sweep"]
+
+logger = logging.getLogger("crawler.frontier.memory")  # where these lines were always logged
 
 UNREACHABLE: Final = RobotsPolicy(status=None, temporary=True, reason="its fetch did not finish")
 """The policy of a host whose robots.txt fetch ended without ``set_robots()``."""
@@ -37,6 +40,20 @@ def refusal(host: Host | None) -> str:
         why = f"{policy.reason}; " if policy is not None and policy.reason else ""
         return f"robots: robots.txt unreachable ({why}RFC 9309: complete disallow)"
     return "robots: disallowed by robots.txt"
+
+
+def announce(host: Host, policy: RobotsPolicy) -> None:
+    """Log a host's pages being refused from now on (a policy that came into force, or the host
+    going down): a warning, but for a refused connection, which each page's result says."""
+    if host.down is not None:
+        logger.warning("%s is down (%s); refusing its %d queued pages", host.key, host.down,
+                       host.queue.size)  # fmt: skip
+    elif policy.refused:  # each page's result says it ("connect", "dns"): no warning
+        logger.info("%s: %s (%d tries of its robots.txt): its %d queued pages fail so", host.key,
+                    policy.reason, host.robots_failures, host.queue.size)  # fmt: skip
+    elif policy.temporary:
+        logger.warning("robots.txt of %s unreachable %d times: refusing its pages", host.key,
+                       host.robots_failures)  # fmt: skip
 
 
 def sweep(host: Host, refusals: deque[Entry]) -> list[Entry]:

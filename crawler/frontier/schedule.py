@@ -19,19 +19,34 @@ was queued): ``raised()`` files it again under the better priority, and the old 
 skipped when it comes up (a filing is current while its token and priority are the host's
 ``token`` and ``filed_best``). It may fall (robots.txt swept its best URLs): the host is then
 filed again under its true priority when it comes up.
+
+By address (`crawler.frontier.addresses`): a host whose time has come but whose address may not
+be hit yet is *parked* on the address (heap ``Address.parked``: the order hosts came to it, or
+their best priority once scored) and the address itself is filed in the timeline at its ready
+time (``file_address``; while it has a free slot: else the ``done()`` that frees one files it).
+When the address comes up its first parked host still fit to go (not pushed back meanwhile:
+that one returns to the timeline on its own time) is taken: one host per turn of the address,
+never a herd of parked hosts woken to find it taken again. A host not parked that comes up while
+its address is free and has no host parked takes it directly (else it parks behind them: the
+hosts of an address take turns in the order they came to it). Without addresses
+(``host.address`` None) nothing here costs more than one attribute test.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Iterable
 from typing import Final
 
+from crawler.frontier.addresses import Address
 from crawler.frontier.hosts import Host
 
-__all__ = ["Schedule"]
+__all__ = ["Schedule", "host_counts"]
 
 _UNFILED: Final = float("inf")  # Host.filed_best when the host is not in the ready heap
+
+Filed = Host | Address  # what the timeline and the ready heap hold
 
 
 class Schedule:
@@ -40,8 +55,8 @@ class Schedule:
     __slots__ = ("_ready", "_seq", "_timeline", "scored")
 
     def __init__(self) -> None:
-        self._timeline: list[tuple[float, int, Host]] = []
-        self._ready: list[tuple[float, int, Host]] = []
+        self._timeline: list[tuple[float, int, Filed]] = []
+        self._ready: list[tuple[float, int, Filed]] = []
         self._seq = itertools.count()
         self.scored = False  # set for good by the first entry with a priority other than 0
 
@@ -53,10 +68,22 @@ class Schedule:
             or host.in_flight >= host.concurrency
             or not host.queue.size
             or (host.policy is None and host.robots_fetching)
+            or host.resolving
         ):
+            address = host.address
+            if address is not None and address.parked and not address.in_heap:
+                self.file_address(address)  # its taken host went without using it
             return
         host.in_heap = True
         heapq.heappush(self._timeline, (host.ready_at, next(self._seq), host))
+
+    def file_address(self, address: Address) -> None:
+        """File an address with parked hosts, at its ready time, if it has a free slot (else the
+        ``done()`` that frees one calls this again)."""
+        if address.in_heap or not address.parked or not address.room:
+            return
+        address.in_heap = True
+        heapq.heappush(self._timeline, (address.ready_at, next(self._seq), address))
 
     def take(self, now: float) -> Host | None:
         """Unfile and return the host whose next request goes first at ``now``; None if no
@@ -65,15 +92,21 @@ class Schedule:
             return self._take_best(now)
         timeline = self._timeline
         while timeline:
-            ready_at, _, host = timeline[0]
+            ready_at, _, item = timeline[0]
             if ready_at > now:
                 return None
-            if host.ready_at > ready_at:  # pushed back while filed: file it again
-                heapq.heapreplace(timeline, (host.ready_at, next(self._seq), host))
+            if item.ready_at > ready_at:  # pushed back while filed: file it again
+                heapq.heapreplace(timeline, (item.ready_at, next(self._seq), item))
                 continue
             heapq.heappop(timeline)
-            host.in_heap = False
-            return host
+            item.in_heap = False
+            if isinstance(item, Host):
+                address = item.address
+                if address is None or (not address.parked and address.free(now)):
+                    return item
+                self._park(item, address, 0.0)
+            elif (host := self._unpark(item, now)) is not None:
+                return host
         return None
 
     def raised(self, host: Host, priority: float) -> None:
@@ -91,28 +124,56 @@ class Schedule:
     def _take_best(self, now: float) -> Host | None:
         timeline, ready, seq = self._timeline, self._ready, self._seq
         while timeline and timeline[0][0] <= now:
-            ready_at, order, host = heapq.heappop(timeline)
-            if host.ready_at > ready_at:  # pushed back while filed: file it again
-                heapq.heappush(timeline, (host.ready_at, next(seq), host))
+            ready_at, order, item = heapq.heappop(timeline)
+            if item.ready_at > ready_at:  # pushed back while filed: file it again
+                heapq.heappush(timeline, (item.ready_at, next(seq), item))
                 continue
-            order = host.token = next(seq)  # moved in timeline order: earliest ready first
-            host.filed_best = best = host.queue.best
-            heapq.heappush(ready, (-best, order, host))
+            order = item.token = next(seq)  # moved in timeline order: earliest ready first
+            item.filed_best = best = item.best
+            heapq.heappush(ready, (-best, order, item))
         while ready:
-            key, order, host = heapq.heappop(ready)
-            if order != host.token or -key != host.filed_best:  # an outdated filing
+            key, order, item = heapq.heappop(ready)
+            if order != item.token or -key != item.filed_best:  # an outdated filing
                 continue
-            if host.ready_at > now:  # pushed back while ready: back to the timeline
-                host.filed_best = _UNFILED
-                heapq.heappush(timeline, (host.ready_at, next(seq), host))
+            if item.ready_at > now:  # pushed back while ready: back to the timeline
+                item.filed_best = _UNFILED
+                heapq.heappush(timeline, (item.ready_at, next(seq), item))
                 continue
-            best = host.queue.best
+            best = item.best
             if best != -key:  # its best URLs went (robots.txt sweep): file its true priority
-                host.filed_best = best
-                heapq.heappush(ready, (-best, order, host))  # same order: same rank on ties
+                item.filed_best = best
+                heapq.heappush(ready, (-best, order, item))  # same order: same rank on ties
+                continue
+            item.in_heap = False
+            item.filed_best = _UNFILED
+            if isinstance(item, Host):
+                address = item.address
+                if address is None or (not address.parked and address.free(now)):
+                    return item
+                self._park(item, address, -best)
+            elif (host := self._unpark(item, now)) is not None:
+                return host
+        return None
+
+    def _park(self, host: Host, address: Address, rank: float) -> None:
+        """Park a host whose address may not be hit now (filed all the same: ``in_heap``)."""
+        host.in_heap = True
+        heapq.heappush(address.parked, (rank, next(self._seq), host))
+        self.file_address(address)
+
+    def _unpark(self, address: Address, now: float) -> Host | None:
+        """The first parked host of an address whose turn came, or None (no slot: the ``done()``
+        that frees one files it again). Parked hosts pushed back meanwhile go back to the
+        timeline on their own time."""
+        if not address.room:
+            return None
+        parked = address.parked
+        while parked:
+            host: Host = heapq.heappop(parked)[2]
+            if host.ready_at > now or host.address is not address:
+                heapq.heappush(self._timeline, (host.ready_at, next(self._seq), host))
                 continue
             host.in_heap = False
-            host.filed_best = _UNFILED
             return host
         return None
 
@@ -121,3 +182,27 @@ class Schedule:
             f"<Schedule timeline={len(self._timeline)} ready={len(self._ready)} "
             f"scored={self.scored}>"
         )
+
+
+def host_counts(
+    hosts: Iterable[Host], now: float, robots: bool
+) -> tuple[int, int, int, int, int, int]:
+    """(ready, waiting, deferred for robots.txt, deferred by a backoff, backing off, down) at
+    `now` (`robots`: robots.txt is respected): the frontier's stats. Ready, waiting and backing
+    off count the hosts with work; down, every host refused as down."""
+    ready = waiting = deferred_robots = deferred_backoff = backing_off = down = 0
+    for host in hosts:
+        down += host.down is not None
+        if not host.queue.size:
+            continue
+        address = host.address
+        if host.in_heap and host.ready_at <= now and (address is None or address.free(now)):
+            ready += 1
+        else:
+            waiting += 1
+            backing_off += host.backoff_until > now
+        if robots and host.policy is None:
+            deferred_robots += host.queued
+        elif host.backoff_until > now:
+            deferred_backoff += host.queued
+    return ready, waiting, deferred_robots, deferred_backoff, backing_off, down

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 __all__ = ["Politeness", "QueueLimits"]
 
-_SECONDS = ("delay", "max_delay", "backoff_base", "backoff_max", "max_retry_after", "robots_ttl")
+_SECONDS = ("delay", "max_delay", "backoff_base", "backoff_max", "max_retry_after", "robots_ttl",
+            "ip_delay", "dns_ttl", "dns_min_ttl", "dns_max_ttl")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +26,14 @@ class Politeness:
     the host's latency); backoff after a host failure ``min(backoff_max, backoff_base *
     2**(n-1))`` with jitter, a Retry-After capped at `max_retry_after`; the circuit breaker after
     `max_host_failures` host failures in a row (0: never); robots.txt (`respect_robots`) kept
-    `robots_ttl` seconds, given up on after `robots_attempts` failures."""
+    `robots_ttl` seconds, given up on after `robots_attempts` failures.
+
+    By address (`crawler.frontier.addresses`: every host resolved before it is scheduled):
+    `ip_delay` between two request starts to one IP address, whichever of its hosts they are
+    for, and `ip_concurrency` requests in flight to it (0: no limit), held together with each
+    host's own rules. A host's address is kept for the answer's DNS TTL (`dns_ttl` when the
+    resolver gives none), held within [`dns_min_ttl`, `dns_max_ttl`]. A frontier made without
+    a resolver schedules by host only (no address budget)."""
 
     delay: float = 0.0
     per_host_concurrency: int = 1
@@ -38,6 +46,11 @@ class Politeness:
     backoff_max: float = 300.0
     max_retry_after: float = 600.0
     max_host_failures: int = 10
+    ip_delay: float = 0.0
+    ip_concurrency: int = 0
+    dns_ttl: float = 300.0
+    dns_min_ttl: float = 30.0
+    dns_max_ttl: float = 3600.0
 
     def __post_init__(self) -> None:
         for name in _SECONDS:
@@ -47,8 +60,13 @@ class Politeness:
         for name in ("per_host_concurrency", "robots_attempts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
-        if self.max_host_failures < 0:
-            raise ValueError(f"max_host_failures must be >= 0, got {self.max_host_failures!r}")
+        for name in ("max_host_failures", "ip_concurrency"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.dns_min_ttl > self.dns_max_ttl:
+            raise ValueError(
+                f"dns_min_ttl ({self.dns_min_ttl!r}) must be <= dns_max_ttl ({self.dns_max_ttl!r})"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ def test_dedup_answers_like_adding_keys_one_by_one(exact: bool, recent: int) -> 
 
 
 def admission(max_pages: int = 0) -> tuple[Admission, CrawlStats]:
-    config = Config().override("politeness", delay=0.0)
+    config = Config().override("politeness", delay=0.0, ip_delay=0.0)
     scope = make_scope(config)
     scope.add_host("s.test")
     stats = CrawlStats()

@@ -51,7 +51,7 @@ async def port() -> AsyncIterator[int]:
 def config(port: int) -> Config:
     resolve = dict.fromkeys(HOSTS, "127.0.0.1")
     config = Config().override("fetch", resolve=resolve).override("crawl", concurrency=2)
-    return config.override("politeness", delay=0.0, respect_robots=False)
+    return config.override("politeness", delay=0.0, ip_delay=0.0, respect_robots=False)
 
 
 def paths(results: list[tuple[str, int | None]], host: str) -> set[str]:

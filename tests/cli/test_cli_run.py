@@ -33,7 +33,9 @@ from tests.support.server import serve, site_config
 
 
 def fast(config: Config) -> Config:
-    return config.override("politeness", delay=0.0, backoff_base=0.01, backoff_max=0.05)
+    return config.override(
+        "politeness", delay=0.0, ip_delay=0.0, backoff_base=0.01, backoff_max=0.05
+    )
 
 
 def closed_port() -> int:

@@ -173,7 +173,7 @@ async def page(request: web.Request) -> web.Response:
 
 
 def fast(config: Config) -> Config:
-    return config.override("politeness", delay=0.0)
+    return config.override("politeness", delay=0.0, ip_delay=0.0)
 
 
 needs_dev_full = pytest.mark.skipif(not os.path.exists(FULL), reason="needs /dev/full")

@@ -291,7 +291,7 @@ async def test_max_pages_per_host_counts_over_every_process(redis_url: str) -> N
 
     async with serve(handler) as port:
         config = Config().override("fetch", resolve={"a.test": "127.0.0.1", "b.test": "127.0.0.1"})
-        config = config.override("politeness", delay=0.0, respect_robots=False)
+        config = config.override("politeness", delay=0.0, ip_delay=0.0, respect_robots=False)
         config = config.override("crawl", concurrency=2)
         config = config.override(
             "scope", max_pages_per_host=5, allowed_domains=("a.test", "b.test")
@@ -316,7 +316,9 @@ async def test_an_adaptive_shared_crawl_slows_down_for_a_slow_host(redis_url: st
         return web.Response(text=f"<title>{request.path}</title>{links}", content_type="text/html")
 
     async with serve(handler) as port:
-        config = Config().override("politeness", delay=0.0, respect_robots=False, adaptive=True)
+        config = Config().override(
+            "politeness", delay=0.0, ip_delay=0.0, respect_robots=False, adaptive=True
+        )
         config = shared(config.override("crawl", concurrency=2), redis_url)
         results = await crawl_all(Crawler(config), [f"http://127.0.0.1:{port}/"])
     assert len(results) == 9

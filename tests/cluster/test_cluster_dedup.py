@@ -111,7 +111,7 @@ async def test_a_lost_redis_is_a_shared_state_error() -> None:
 
 def _config(redis_url: str, port: int, *, follow: bool) -> Config:
     config = Config().override("fetch", resolve={"site.test": "127.0.0.1"})
-    config = config.override("politeness", delay=0.0, respect_robots=False)
+    config = config.override("politeness", delay=0.0, ip_delay=0.0, respect_robots=False)
     config = config.override("crawl", concurrency=2)
     config = config.override("dedup", enabled=True, follow_duplicates=follow)
     return config.override("cluster", redis=redis_url, crawl_id="d")

@@ -59,7 +59,7 @@ async def origin() -> AsyncIterator[str]:
 
 
 def _config(url: str, **crawl: object) -> Config:
-    config = Config().override("politeness", delay=0.0, respect_robots=False)
+    config = Config().override("politeness", delay=0.0, ip_delay=0.0, respect_robots=False)
     config = config.override("crawl", **{"concurrency": 2, **crawl})
     return config.override("cluster", redis=url, crawl_id="f")
 

@@ -34,7 +34,9 @@ async def _handler(request: web.Request) -> web.Response:
 
 
 def _config(redis_url: str | None, **politeness: object) -> Config:
-    config = Config().override("politeness", delay=0.0, respect_robots=False, **politeness)
+    config = Config().override(
+        "politeness", delay=0.0, ip_delay=0.0, respect_robots=False, **politeness
+    )
     config = config.override("crawl", concurrency=2).override("scope", max_pages_per_host=5)
     return config.override("cluster", redis=redis_url, crawl_id="r") if redis_url else config
 

@@ -323,7 +323,7 @@ async def test_disabled_dedup_leaves_the_fields_null() -> None:
 
     async with serve(handler) as port:
         config = Config().override("fetch", resolve={"site.test": "127.0.0.1"})
-        config = config.override("politeness", delay=0.0, respect_robots=False)
+        config = config.override("politeness", delay=0.0, ip_delay=0.0, respect_robots=False)
         config = config.override("dedup", enabled=False)
         seeds = [f"http://site.test:{port}/{n}" for n in ("x", "y")]
         async with Crawler(config) as crawler:

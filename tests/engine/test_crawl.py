@@ -297,7 +297,9 @@ async def test_a_host_refusing_connections_fails_as_a_connection_error() -> None
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    config = Config().override("politeness", delay=0.0, backoff_base=0.01, backoff_max=0.05)
+    config = Config().override(
+        "politeness", delay=0.0, ip_delay=0.0, backoff_base=0.01, backoff_max=0.05
+    )
     async with Crawler(config) as crawler:
         [result] = [r async for r in crawler.crawl([f"http://127.0.0.1:{port}/"])]
     assert result.error is not None

@@ -45,7 +45,7 @@ async def test_crawl_refuses_private_targets(forbidden: tuple[int, list[int]]) -
         config = Config().override(
             "fetch", resolve={"seed.test": "127.0.0.1", "evil.test": "127.0.0.2"}, retries=0
         )
-        config = config.override("politeness", delay=0.0)
+        config = config.override("politeness", delay=0.0, ip_delay=0.0)
         config = config.override(
             "scope", allowed_domains=("seed.test", "evil.test", "127.0.0.2", "169.254.169.254")
         )

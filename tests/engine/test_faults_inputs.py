@@ -15,7 +15,7 @@ from tests.support.sitemaps import parse_traced
 
 
 def fast() -> Config:
-    return Config().override("politeness", delay=0.0)
+    return Config().override("politeness", delay=0.0, ip_delay=0.0)
 
 
 async def crawl(config: Config, seed: str) -> list[CrawlResult]:

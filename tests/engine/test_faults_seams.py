@@ -308,7 +308,7 @@ async def test_the_command_says_an_internal_error_exits_1_and_how_to_resume(
 ) -> None:
     resolve = ", ".join(f'"{h}" = "127.0.0.1"' for h in site.resolve)
     (tmp_path / "c.toml").write_text(
-        f"[politeness]\ndelay = 0.0\n[fetch]\nresolve = {{ {resolve} }}\n"
+        f"[politeness]\ndelay = 0.0\nip_delay = 0.0\n[fetch]\nresolve = {{ {resolve} }}\n"
     )
     args = [*site.seeds, "--config", str(tmp_path / "c.toml"), "--state", str(tmp_path / "st"),
             "-o", str(tmp_path / "out.jsonl")]  # fmt: skip

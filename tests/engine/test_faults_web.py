@@ -459,7 +459,11 @@ async def test_a_crawl_reads_text_and_feed_sitemaps() -> None:
         kind = "text/html" if request.path == "/" else "text/plain"
         return web.Response(text=bodies.get(request.path, "<html>a page</html>"), content_type=kind)
 
-    config = Config().override("politeness", delay=0.0).override("scope", use_sitemaps=True)
+    config = (
+        Config()
+        .override("politeness", delay=0.0, ip_delay=0.0)
+        .override("scope", use_sitemaps=True)
+    )
     async with serve(handler) as port:
         site = f"http://127.0.0.1:{port}"
         async with asyncio.timeout(20), Crawler(config) as crawler:
@@ -486,7 +490,7 @@ async def test_a_page_repeating_its_links_past_the_cap_keeps_its_distinct_links(
 
     config = (
         Config()
-        .override("politeness", delay=0.0, respect_robots=False)
+        .override("politeness", delay=0.0, ip_delay=0.0, respect_robots=False)
         .override("scope", max_links_per_page=10)
     )
     async with serve(handler) as port:

@@ -251,7 +251,7 @@ async def test_a_crawl_interrupted_while_fetches_stall_loses_nothing(tmp_path: P
         resolve = ", ".join(f'"{h}" = "127.0.0.1"' for h in server.resolve)
         (tmp_path / "c.toml").write_text(
             "[crawl]\nconcurrency = 4\nmax_depth = 1\n"
-            "[politeness]\ndelay = 0.0\nbackoff_base = 0.05\n"
+            "[politeness]\ndelay = 0.0\nip_delay = 0.0\nbackoff_base = 0.05\n"
             f"[fetch]\nresolve = {{ {resolve} }}\nread_timeout = 3.0\nretries = 2\n"
         )
         seeds = [server.url(p) for p in STOPPED]

@@ -62,7 +62,7 @@ async def test_whole_suite_as_one_host_in_one_crawl() -> None:
     assert set(EXPECTED) == set(WEB_CASES) | set(RAW_CASES)
     async with HostileServer() as server:
         config = Config().override("fetch", resolve=server.resolve)
-        config = config.override("politeness", delay=0.0)
+        config = config.override("politeness", delay=0.0, ip_delay=0.0)
         started = time.monotonic()
         async with asyncio.timeout(180), Crawler(config) as crawler:
             results = [r async for r in crawler.crawl([server.url("/")])]
@@ -95,7 +95,7 @@ async def test_a_host_that_resets_every_url_is_backed_off() -> None:
     # row (hosts.SUSPECT_STREAK) are the host's.
     async with HostileServer() as server:
         config = Config().override("fetch", resolve=server.resolve, retries=0)
-        config = config.override("politeness", delay=0.0, backoff_base=0.05)
+        config = config.override("politeness", delay=0.0, ip_delay=0.0, backoff_base=0.05)
         seeds = [server.url(f"/reset?n={n}") for n in range(2 * SUSPECT_STREAK)]
         async with asyncio.timeout(30), Crawler(config) as crawler:
             results = [r async for r in crawler.crawl(seeds)]

@@ -84,7 +84,9 @@ async def proxy(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Proxy]:
 
 def proxy_config(port: int, **fetch: Any) -> Config:
     config = Config().override("fetch", proxy=f"http://pu:{PASSWORD}@127.0.0.1:{port}", **fetch)
-    config = config.override("politeness", delay=0.0, backoff_base=0.05, backoff_max=0.2)
+    config = config.override(
+        "politeness", delay=0.0, ip_delay=0.0, backoff_base=0.05, backoff_max=0.2
+    )
     return config.override("crawl", concurrency=4)
 
 
@@ -230,7 +232,9 @@ def failing_dns(monkeypatch: pytest.MonkeyPatch, code: int, names: set[str] | No
 def direct_config(port: int, hosts: list[str], **fetch: Any) -> Config:
     resolve = {host: "127.0.0.1" for host in hosts}
     config = Config().override("fetch", resolve=resolve, **fetch)
-    config = config.override("politeness", delay=0.0, backoff_base=0.05, backoff_max=0.2)
+    config = config.override(
+        "politeness", delay=0.0, ip_delay=0.0, backoff_base=0.05, backoff_max=0.2
+    )
     return config.override("crawl", concurrency=4)
 
 

@@ -103,7 +103,9 @@ async def site() -> AsyncIterator[Site]:
 
 
 def config(tmp: Path) -> Config:
-    c = Config().override("politeness", delay=0.0, backoff_base=0.01, backoff_max=0.05)
+    c = Config().override(
+        "politeness", delay=0.0, ip_delay=0.0, backoff_base=0.01, backoff_max=0.05
+    )
     return c.override("crawl", concurrency=2).override("state", dir=str(tmp / "state"))
 
 

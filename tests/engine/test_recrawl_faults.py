@@ -72,7 +72,9 @@ async def server() -> AsyncIterator[Server]:
 
 
 def config(tmp: Path) -> Config:
-    c = Config().override("politeness", delay=0.0, backoff_base=0.01, backoff_max=0.02)
+    c = Config().override(
+        "politeness", delay=0.0, ip_delay=0.0, backoff_base=0.01, backoff_max=0.02
+    )
     return c.override("fetch", retries=1).override("state", dir=str(tmp / "state"))
 
 

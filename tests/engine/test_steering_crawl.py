@@ -88,6 +88,7 @@ def write_config(tmp_path: Path, sites: Sites, extra: str) -> Path:
 concurrency = 4
 [politeness]
 delay = 0.0
+ip_delay = 0.0
 [scope]
 allowed_domains = ["a.test", "b.test", "c.test"]
 [output]

@@ -52,7 +52,7 @@ async def test_every_response_has_the_ip_over_connection_close(port: int) -> Non
 
 async def test_every_warc_response_record_has_the_ip_address(port: int, tmp_path: Path) -> None:
     config = Config().override("fetch", resolve={HOST: "127.0.0.1"})
-    config = config.override("politeness", delay=0.0, per_host_concurrency=4)
+    config = config.override("politeness", delay=0.0, ip_delay=0.0, per_host_concurrency=4)
     warc = WarcOutput(tmp_path / "crawl.warc.gz")
     async with Crawler(config, recorder=warc.write) as crawler:
         results = [r async for r in crawler.crawl([f"http://{HOST}:{port}/0"])]

@@ -55,7 +55,7 @@ async def test_credentials_do_not_follow_redirects_off_their_rule(ports: tuple[i
     config = (
         Config()
         .override("fetch", resolve=HOSTS)
-        .override("politeness", delay=0.0, respect_robots=False)
+        .override("politeness", delay=0.0, ip_delay=0.0, respect_robots=False)
         .override("scope", allowed_domains=("a.test", "b.test", "127.0.0.1"))
     )
     rule = HostConfig(match=f"a.test:{first}", auth=("alice", "pw"), headers={"X-Key": "k"})

@@ -143,7 +143,7 @@ async def test_the_crawl_command_with_the_ca_file(port: int, ca_file: str, tmp_p
         config = tmp_path / f"{name}.toml"
         config.write_text(
             f"[fetch]\nresolve = {{ {resolve} }}\n{extra}"
-            "retries = 0\n[politeness]\ndelay = 0.0\nrespect_robots = false\n"
+            "retries = 0\n[politeness]\ndelay = 0.0\nip_delay = 0.0\nrespect_robots = false\n"
             '[security]\nallow_networks = ["127.0.0.0/8"]\n'
         )
         # the server runs on this test's loop: the command runs beside it, not blocking it

@@ -176,7 +176,7 @@ def test_the_evidence_table_is_bounded() -> None:
 
 
 def _admission(state: CrawlState | None = None) -> tuple[Admission, Frontier]:
-    config = Config().override("politeness", delay=0.0, respect_robots=False)
+    config = Config().override("politeness", delay=0.0, ip_delay=0.0, respect_robots=False)
     scope = make_scope(config)
     scope.add_host("s.test")
     frontier = make_frontier(config)
@@ -270,7 +270,7 @@ async def test_a_focused_crawl_rescores_its_queue_as_it_learns(
     monkeypatch.setattr(Focus, "rescore", counted)
     config = (
         Config()
-        .override("politeness", delay=0.0)
+        .override("politeness", delay=0.0, ip_delay=0.0)
         .override("crawl", concurrency=1)
         .override("focus", keywords=("write-ahead log",))
     )
@@ -297,7 +297,11 @@ async def test_a_focused_crawl_learns_from_the_pages_its_links_redirect_to() -> 
         text = "<p>write-ahead log " * 3 + FILLER
         return web.Response(text=f"<title>t</title>{body}{text}", content_type="text/html")
 
-    config = Config().override("politeness", delay=0.0).override("focus", keywords=("wal",))
+    config = (
+        Config()
+        .override("politeness", delay=0.0, ip_delay=0.0)
+        .override("focus", keywords=("wal",))
+    )
     async with serve(handler) as port, Crawler(config) as crawler:
         results = [r async for r in crawler.crawl([f"http://127.0.0.1:{port}/"])]
     assert sorted(r.status for r in results) == [200] * 5 + [301] * 4

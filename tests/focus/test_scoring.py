@@ -60,7 +60,7 @@ async def origin() -> AsyncIterator[str]:
 
 
 def _config(**crawl: object) -> Config:
-    config = Config().override("politeness", delay=0.0)
+    config = Config().override("politeness", delay=0.0, ip_delay=0.0)
     return config.override("crawl", **{"concurrency": 4, **crawl})
 
 

@@ -288,7 +288,7 @@ def test_the_state_journal_keeps_a_raised_priority_across_a_resume(tmp_path: Pat
 
 
 def _admission(state: CrawlState | None = None) -> tuple[Admission, Frontier]:
-    config = Config().override("politeness", delay=0.0, respect_robots=False)
+    config = Config().override("politeness", delay=0.0, ip_delay=0.0, respect_robots=False)
     scope = make_scope(config)
     scope.add_host("s.test")
     frontier = make_frontier(config)
@@ -360,7 +360,9 @@ def _by_anchor(link: Link) -> float:
 
 
 async def _order(origin: str) -> list[str]:
-    config = Config().override("politeness", delay=0.0).override("crawl", concurrency=1)
+    config = (
+        Config().override("politeness", delay=0.0, ip_delay=0.0).override("crawl", concurrency=1)
+    )
     async with Crawler(config, score=_by_anchor) as crawler:
         return [r.url.removeprefix(origin) async for r in crawler.crawl([origin + "/"])]
 
@@ -385,7 +387,11 @@ async def test_a_raised_priority_survives_an_interrupted_crawl_and_its_resume(
     # budget 2: / and /guide are fetched, /guide raises /d; the resume fetches /d first.
     async with serve(_site) as port:
         origin = f"http://127.0.0.1:{port}"
-        config = Config().override("politeness", delay=0.0).override("crawl", concurrency=1)
+        config = (
+            Config()
+            .override("politeness", delay=0.0, ip_delay=0.0)
+            .override("crawl", concurrency=1)
+        )
         runs = []
         for budget in (2, 3):
             budgeted = config.override("crawl", max_pages=budget)

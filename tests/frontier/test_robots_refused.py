@@ -206,7 +206,7 @@ async def test_one_quick_retry_saves_a_host_that_was_restarting() -> None:
             raise error
         return await real(self, url, **kwargs)  # type: ignore[arg-type]
 
-    config = Config().override("politeness", delay=0.0, backoff_base=0.01)
+    config = Config().override("politeness", delay=0.0, ip_delay=0.0, backoff_base=0.01)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(Fetcher, "fetch", restarting)
         async with serve(handler) as port, Crawler(config) as crawler:
@@ -261,7 +261,7 @@ def test_the_command_keeps_5xx_robots_txt_a_robots_refusal(tmp_path: Path) -> No
         assert server.stdout is not None
         port = int(server.stdout.readline())
         config = tmp_path / "c.toml"
-        config.write_text("[politeness]\ndelay = 0.0\nbackoff_base = 0.01\n")
+        config.write_text("[politeness]\ndelay = 0.0\nip_delay = 0.0\nbackoff_base = 0.01\n")
         out = tmp_path / "out.jsonl"
         done = subprocess.run(
             [*CRAWL, f"http://127.0.0.1:{port}/", "--config", str(config), "-o", str(out)],
@@ -278,7 +278,7 @@ def test_the_command_keeps_5xx_robots_txt_a_robots_refusal(tmp_path: Path) -> No
 async def test_nothing_is_left_waiting_on_a_refused_host() -> None:
     """Two dead ports and a watchdog: the crawl ends by itself (bounded work)."""
     seeds = [f"http://127.0.0.1:{closed_port()}/", f"http://127.0.0.1:{closed_port()}/"]
-    config = Config().override("politeness", delay=0.0, backoff_base=0.01)
+    config = Config().override("politeness", delay=0.0, ip_delay=0.0, backoff_base=0.01)
 
     async def run() -> list[str | None]:
         async with Crawler(config) as crawler:
@@ -314,7 +314,7 @@ async def test_a_host_name_that_does_not_exist_fails_its_pages_after_two_tries(
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
     monkeypatch.setattr(aiohttp.ThreadedResolver, "resolve", no_such_name)
-    config = Config().override("politeness", delay=0.0, backoff_base=0.01)
+    config = Config().override("politeness", delay=0.0, ip_delay=0.0, backoff_base=0.01)
     async with asyncio.timeout(60), Crawler(config) as crawler:
         results = [r async for r in crawler.crawl(["http://typo.test/", "http://typo.test/a"])]
     assert sorted(r.url for r in results) == ["http://typo.test/", "http://typo.test/a"]

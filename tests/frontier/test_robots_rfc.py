@@ -308,7 +308,7 @@ async def _crawl(seeds: Callable[[list[int]], list[str]], ports: int = 1) -> tup
         for _ in range(ports):
             site.ports.append(await stack.enter_async_context(serve(site.handle)))
         config = Config().override("fetch", resolve=dict.fromkeys(NAMES, "127.0.0.1"), retries=0)
-        config = config.override("politeness", delay=0.0)
+        config = config.override("politeness", delay=0.0, ip_delay=0.0)
         config = config.override("crawl", concurrency=4, max_depth=1)
         config = config.override("scope", allowed_domains=["test"])
         async with asyncio.timeout(20), Crawler(config) as crawler:
@@ -376,7 +376,7 @@ async def test_a_page_found_first_with_a_disallowed_session_id_is_fetched_withou
 
     async with serve(handle) as port:
         config = Config().override("fetch", resolve={"a.test": "127.0.0.1"})
-        config = config.override("politeness", delay=0.0)
+        config = config.override("politeness", delay=0.0, ip_delay=0.0)
         seeds = [f"http://a.test:{port}/", f"http://a.test:{port}/x?sid=1"]  # queued before
         async with asyncio.timeout(20), Crawler(config) as crawler:  # robots.txt is known
             results = {r.key: r async for r in crawler.crawl(seeds)}

@@ -67,7 +67,7 @@ async def crawl_then_kill(
     """Start the crawl, SIGKILL it once 10 pages are KEPT_AFTER + SLACK old; the kill's time."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "crawler.cli", f"http://127.0.0.1:{port}/p/0",
-        "--delay", "0", "-q", *extra,
+        "--delay", "0", "--set", "politeness.ip_delay=0", "-q", *extra,
         stdout=stdout, stderr=asyncio.subprocess.DEVNULL, env=USER_ENV,
     )  # fmt: skip
     try:

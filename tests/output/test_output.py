@@ -175,7 +175,7 @@ async def test_a_body_cut_at_the_cap_is_marked_truncated_in_the_warc(tmp_path: P
     warc = WarcOutput(tmp_path / "crawl.warc.gz")
     async with serve(handler) as port:
         config = Config().override("fetch", resolve={"cut.test": "127.0.0.1"}, max_body=65_536)
-        config = config.override("politeness", delay=0.0, respect_robots=False)
+        config = config.override("politeness", delay=0.0, ip_delay=0.0, respect_robots=False)
         async with Crawler(config, recorder=warc.write) as crawler:
             results = [r async for r in crawler.crawl([f"http://cut.test:{port}/"])]
     warc.close()

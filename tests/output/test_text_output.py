@@ -41,7 +41,7 @@ async def handler(request: web.Request) -> web.Response:
 
 def config(*flags: str) -> Config:
     args = build_parser().parse_args(["http://x/", *flags])
-    base = Config().override("politeness", delay=0.0, backoff_base=0.01)
+    base = Config().override("politeness", delay=0.0, ip_delay=0.0, backoff_base=0.01)
     return apply_overrides(base.override("crawl", max_depth=1), args)
 
 

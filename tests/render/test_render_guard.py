@@ -130,7 +130,7 @@ def site_config_for(port: int, private_port: int):  # type: ignore[no-untyped-de
 
     config = Config().override("fetch", resolve={"page.test": "127.0.0.1",
                                                   "private.test": PRIVATE})  # fmt: skip
-    config = config.override("politeness", delay=0.0, respect_robots=False)
+    config = config.override("politeness", delay=0.0, ip_delay=0.0, respect_robots=False)
     config = config.override("crawl", user_agent=UA, max_depth=1)
     return config.override("render", enabled=True, timeout=30.0)
 

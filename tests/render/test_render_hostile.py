@@ -82,7 +82,7 @@ async def port() -> AsyncIterator[int]:
 @pytest.mark.slow
 async def test_hostile_pages_cost_their_timeout_at_most_and_the_crawl_ends(port: int) -> None:
     config = Config().override("fetch", resolve={HOST: "127.0.0.1"})
-    config = config.override("politeness", delay=0.0, respect_robots=False)
+    config = config.override("politeness", delay=0.0, ip_delay=0.0, respect_robots=False)
     config = config.override("crawl", max_depth=2, concurrency=8)
     config = config.override("render", enabled=True, timeout=TIMEOUT, tabs=2)
     base = f"http://{HOST}:{port}"

@@ -44,7 +44,7 @@ async def handler(request: web.Request) -> web.StreamResponse:
 
 def config(render: bool, **focus: object) -> Config:
     c = Config().override("fetch", resolve={HOST: "127.0.0.1"})
-    c = c.override("politeness", delay=0.0, respect_robots=False)
+    c = c.override("politeness", delay=0.0, ip_delay=0.0, respect_robots=False)
     c = c.override("dedup", enabled=True)
     if focus:
         c = c.override("focus", **focus)

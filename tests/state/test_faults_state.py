@@ -104,7 +104,11 @@ async def test_a_full_disk_under_the_state_ends_the_crawl_with_a_state_error(
         return state
 
     monkeypatch.setattr(CrawlState, "open", open_full)
-    config = Config().override("politeness", delay=0.0).override("state", dir=str(tmp_path))
+    config = (
+        Config()
+        .override("politeness", delay=0.0, ip_delay=0.0)
+        .override("state", dir=str(tmp_path))
+    )
     out = io.StringIO()
     async with serve(page) as port:
         with pytest.raises(StateError, match="run the same command to resume"):

@@ -38,7 +38,7 @@ def write_config(site: FixtureSite, tmp: Path, **crawl: int) -> Path:
     path = tmp / "c.toml"
     path.write_text(
         f"[crawl]\nconcurrency = 1\n{extra}"
-        "[politeness]\ndelay = 0.0\nbackoff_base = 0.05\n"
+        "[politeness]\ndelay = 0.0\nip_delay = 0.0\nbackoff_base = 0.05\n"
         f"[fetch]\nresolve = {{ {resolve} }}\n"
         "[output]\nprogress_interval = 0.0\n"
     )

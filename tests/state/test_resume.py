@@ -230,7 +230,7 @@ async def test_a_resumed_crawl_keeps_max_pages_per_host(tmp_path: Path) -> None:
         links = "".join(f'<a href="{h}">x</a>' for h in hrefs)
         return web.Response(text=f"<title>{p}</title>{links}", content_type="text/html")
 
-    config = Config().override("politeness", delay=0.0, respect_robots=False)
+    config = Config().override("politeness", delay=0.0, ip_delay=0.0, respect_robots=False)
     config = config.override("crawl", concurrency=1).override("scope", max_pages_per_host=5)
     fetched: list[str] = []
     async with serve(handler) as port:

@@ -108,7 +108,7 @@ async def crawl_site(
         async with serve(site_handler()) as own:
             return await crawl_site(own, tmp, follow=follow, stop_after=stop_after)
     config = Config().override("fetch", resolve={"site.test": "127.0.0.1"})
-    config = config.override("politeness", delay=0.0, respect_robots=False)
+    config = config.override("politeness", delay=0.0, ip_delay=0.0, respect_robots=False)
     config = config.override("crawl", concurrency=1)
     config = config.override("dedup", enabled=True, follow_duplicates=follow)
     state = None if tmp is None else CrawlState.open(tmp / "state", {"test": 1})

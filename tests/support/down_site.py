@@ -23,6 +23,7 @@ def down_site(n: int) -> tuple[Config, list[str]]:
         .override(
             "politeness",
             delay=0.0,
+            ip_delay=0.0,
             backoff_base=0.01,
             backoff_max=0.05,
             respect_robots=False,

@@ -282,7 +282,12 @@ def fault_config(server: FaultServer, **sections: dict[str, Any]) -> Config:
         "fetch", resolve=server.resolve, retries=0, total_timeout=2.0, connect_timeout=2.0
     )
     config = config.override(
-        "politeness", delay=0.0, backoff_base=0.02, backoff_max=0.05, max_retry_after=0.1
+        "politeness",
+        delay=0.0,
+        ip_delay=0.0,
+        backoff_base=0.02,
+        backoff_max=0.05,
+        max_retry_after=0.1,
     )
     config = config.override("crawl", concurrency=4, max_depth=1)
     for section, values in sections.items():

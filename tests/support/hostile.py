@@ -419,7 +419,9 @@ def hostile_config(server: HostileServer, **sections: dict[str, Any]) -> Config:
         total_timeout=TOTAL_TIMEOUT,
         max_body=MAX_BODY,
     )
-    config = config.override("politeness", delay=0.0, backoff_base=0.05, backoff_max=0.2)
+    config = config.override(
+        "politeness", delay=0.0, ip_delay=0.0, backoff_base=0.05, backoff_max=0.2
+    )
     config = config.override("crawl", concurrency=4, max_depth=2, max_pages=500)
     for section, values in sections.items():
         config = config.override(section, **values)

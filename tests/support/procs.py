@@ -18,7 +18,7 @@ def write_config(site: FixtureSite, path: Path) -> Path:
     resolve = ", ".join(f'"{h}" = "127.0.0.1"' for h in site.resolve)
     path.write_text(
         f"[crawl]\nconcurrency = {CONCURRENCY}\n"
-        "[politeness]\ndelay = 0.0\nbackoff_base = 0.05\n"
+        "[politeness]\ndelay = 0.0\nip_delay = 0.0\nbackoff_base = 0.05\n"
         f"[fetch]\nresolve = {{ {resolve} }}\n"
         "[output]\nprogress_interval = 0.0\n"
     )

@@ -30,7 +30,7 @@ async def serve(
 def site_config(site: FixtureSite, **crawl: object) -> Config:
     """Default config pointed at the fixture site: resolver override, no extra delay."""
     config = Config().override("fetch", resolve=site.resolve)
-    config = config.override("politeness", delay=0.0, backoff_base=0.05)
+    config = config.override("politeness", delay=0.0, ip_delay=0.0, backoff_base=0.05)
     config = config.override("crawl", concurrency=8)
     if crawl:
         config = config.override("crawl", **crawl)
