@@ -64,6 +64,8 @@ max_depth = 0
 max_pages = {max_pages}
 [politeness]
 delay = 0.0
+ip_delay = 0.0
+ip_concurrency = 0
 per_host_concurrency = {per_host}
 respect_robots = false
 """

@@ -45,6 +45,8 @@ concurrency = 32
 
 [politeness]
 delay = 0.0
+ip_delay = 0.0
+ip_concurrency = 0
 respect_robots = false
 per_host_concurrency = 32
 """

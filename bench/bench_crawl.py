@@ -90,6 +90,8 @@ max_pages = {max_pages}
 
 [politeness]
 delay = 0.0
+ip_delay = 0.0
+ip_concurrency = 0
 respect_robots = false
 per_host_concurrency = 32
 """

@@ -145,7 +145,14 @@ async def crawl(base: str, mirror: str, config: Config) -> tuple[Results, float,
 def config(*, enabled: bool = True, follow: bool = True) -> Config:
     return (
         Config()
-        .override("politeness", delay=0.0, respect_robots=False, per_host_concurrency=32)
+        .override(
+            "politeness",
+            delay=0.0,
+            ip_delay=0.0,
+            ip_concurrency=0,
+            respect_robots=False,
+            per_host_concurrency=32,
+        )
         .override("crawl", concurrency=32, max_depth=0)
         .override("dedup", enabled=enabled, follow_duplicates=follow)
     )

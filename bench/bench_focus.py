@@ -77,7 +77,14 @@ class Crawl:
 def bench_config(topic: str | None, budget: int, concurrency: int = CONCURRENCY) -> Config:
     config = (
         Config()
-        .override("politeness", delay=0.0, respect_robots=False, per_host_concurrency=concurrency)
+        .override(
+            "politeness",
+            delay=0.0,
+            ip_delay=0.0,
+            ip_concurrency=0,
+            respect_robots=False,
+            per_host_concurrency=concurrency,
+        )
         .override("crawl", concurrency=concurrency, max_depth=0, max_pages=budget)
     )
     if topic is not None:

@@ -53,7 +53,14 @@ while True:
 
 def crawl_config() -> Config:
     config = Config().override("crawl", concurrency=32, max_depth=0, max_pages=100 if QUICK else 0)
-    config = config.override("politeness", delay=0.0, respect_robots=False, per_host_concurrency=32)
+    config = config.override(
+        "politeness",
+        delay=0.0,
+        ip_delay=0.0,
+        ip_concurrency=0,
+        respect_robots=False,
+        per_host_concurrency=32,
+    )
     return config.override("output", progress_interval=0.0)
 
 

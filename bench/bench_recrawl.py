@@ -52,7 +52,14 @@ class Run:
 
 def crawl_config(state_dir: str) -> Config:
     config = Config().override("crawl", concurrency=32, max_depth=0, max_pages=100 if QUICK else 0)
-    config = config.override("politeness", delay=0.0, respect_robots=False, per_host_concurrency=32)
+    config = config.override(
+        "politeness",
+        delay=0.0,
+        ip_delay=0.0,
+        ip_concurrency=0,
+        respect_robots=False,
+        per_host_concurrency=32,
+    )
     config = config.override("output", progress_interval=0.0)
     return config.override("state", dir=state_dir)
 

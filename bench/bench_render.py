@@ -87,7 +87,8 @@ async def measure(row: Row, argv: list[str], env: dict[str, str] | None = None) 
 async def ours(row: Row, url: str, tmp: Path, render: bool) -> None:
     stats = tmp / f"stats-{render}.json"
     argv = [sys.executable, "-m", "crawler.cli", url, "-q", "-O", str(tmp / f"out-{render}.jsonl"),
-            "--stats", str(stats), "--delay", "0", "--ignore-robots", "--concurrency", "8",
+            "--stats", str(stats), "--delay", "0", "-s", "politeness.ip_concurrency=0",
+            "--ignore-robots", "--concurrency", "8",
             "--per-host-concurrency", str(TABS), "--max-depth", "0",
             "-s", f"render.tabs={TABS}", *(["--render"] if render else [])]  # fmt: skip
     await measure(row, argv)

@@ -68,7 +68,7 @@ def soak_config(hosts: int, features: Sequence[str]) -> Config:
     config = (
         Config()
         .override("crawl", concurrency=64, max_depth=0)
-        .override("politeness", delay=0.0, per_host_concurrency=2)
+        .override("politeness", delay=0.0, ip_delay=0.0, ip_concurrency=0, per_host_concurrency=2)
         .override("fetch", resolve={host_name(h): "127.0.0.1" for h in range(hosts)})
         .override("scope", allowed_domains=["soak.test"])
     )

@@ -62,7 +62,14 @@ def bench_config(max_pages: int = 0, concurrency: int = CONCURRENCY) -> Config:
     limit; scope: the seed's host (the default)."""
     return (
         Config()
-        .override("politeness", delay=0.0, respect_robots=False, per_host_concurrency=concurrency)
+        .override(
+            "politeness",
+            delay=0.0,
+            ip_delay=0.0,
+            ip_concurrency=0,
+            respect_robots=False,
+            per_host_concurrency=concurrency,
+        )
         .override("crawl", concurrency=concurrency, max_depth=0, max_pages=max_pages)
     )
 

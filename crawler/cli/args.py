@@ -133,7 +133,8 @@ def _add_limits(parser: argparse.ArgumentParser) -> None:
         "--delay",
         type=float,
         metavar="SECONDS",
-        help="minimum seconds between requests to one host (default 1; 0 for your own site)",
+        help="minimum seconds between requests to one host, and to one address at most that "
+        "(default 1; 0 for your own site)",
     )
 
 
@@ -256,6 +257,18 @@ def _given(**values: object) -> dict[str, object]:
     return {k: v for k, v in values.items() if v is not None}
 
 
+def _address_within_host(config: Config, delay: float | None, per_host: int | None) -> Config:
+    """`--delay` and `--per-host-concurrency` never leave one address stricter than one host: a
+    crawl of your own site at `--delay 0` is not held to `ip_delay`'s pace, nor one at
+    `--per-host-concurrency 8` to `ip_concurrency`'s 4 (a config file sets each on its own)."""
+    p = config.politeness
+    if delay is not None and delay < p.ip_delay:
+        config = config.override("politeness", ip_delay=delay)
+    if per_host is not None and 0 < p.ip_concurrency < per_host:
+        config = config.override("politeness", ip_concurrency=per_host)
+    return config
+
+
 def _apply_overrides(config: Config, args: argparse.Namespace) -> Config:
     from crawler.cli.settings import apply_settings
 
@@ -276,6 +289,7 @@ def _apply_overrides(config: Config, args: argparse.Namespace) -> Config:
     ):  # fmt: skip
         if values:
             config = config.override(section, **values)
+    config = _address_within_host(config, a.delay, a.per_host_concurrency)
     if (path := args.output if args.output is not None else args.overwrite_output) is not None:
         config = config.override("output", path=path)
     if args.stats is not None:

@@ -249,3 +249,24 @@ def test_a_focused_crawls_harvest_rate_shows_its_threshold() -> None:
                "-s", "focus.threshold=0.3")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "harvest rate (relevance >= 0.3)" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "ip_delay", "ip_concurrency"),
+    [
+        ([], 0.25, 4),  # the defaults
+        (["--delay", "0"], 0.0, 4),  # your own site: not held to the address's pace
+        (["--delay", "2"], 0.25, 4),  # a slower host: the address's own rule stays
+        (["--per-host-concurrency", "8"], 0.25, 8),
+        (["--per-host-concurrency", "2"], 0.25, 4),
+        (["-s", "politeness.ip_concurrency=0", "--per-host-concurrency", "8"], 0.25, 0),
+    ],
+)
+def test_delay_and_per_host_concurrency_never_leave_an_address_stricter_than_a_host(
+    flags: list[str], ip_delay: float, ip_concurrency: int
+) -> None:
+    config = apply_overrides(Config(), build_parser().parse_args(["u", *flags]))
+    assert (config.politeness.ip_delay, config.politeness.ip_concurrency) == (
+        ip_delay,
+        ip_concurrency,
+    )
