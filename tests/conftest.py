@@ -25,6 +25,7 @@ real time with a generous watchdog and no tight gap. The mechanism is pytest-asy
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 
@@ -71,6 +72,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.redis)
         if "requires_browser" in module:
             item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(autouse=True)
+def _crawler_logger() -> Iterator[None]:
+    """The `crawler` logger as it was: the command run in-process (`crawler.cli.main.main`)
+    gives it a handler of its own and stops its propagation, which would hide the records of
+    the tests that run after it on the same worker from `caplog`."""
+    logger = logging.getLogger("crawler")
+    saved = logger.handlers[:], logger.level, logger.propagate
+    yield
+    logger.handlers[:], logger.level, logger.propagate = saved[0], saved[1], saved[2]
 
 
 @pytest.fixture

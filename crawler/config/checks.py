@@ -86,6 +86,12 @@ _POSITIVE_FLOAT = {
 
 def check_section(obj: Any, where: str) -> None:
     """Check the values of one built section (or `[[hosts]]` rule); ConfigError names the key."""
+    _check_values(obj, where)
+    _check_by_kind(obj, where)
+
+
+def _check_values(obj: Any, where: str) -> None:
+    """Each key's value against the bounds its name has (finite, positive, at most...)."""
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         if value is None:  # an optional key that was not given
@@ -103,6 +109,10 @@ def check_section(obj: Any, where: str) -> None:
         if f.name in _SECONDS and value > MAX_SECONDS:
             raise ConfigError(f"{where} {f.name}: must be <= {MAX_SECONDS:,.0f} seconds "
                               f"(a day), got {value!r}")  # fmt: skip
+
+
+def _check_by_kind(obj: Any, where: str) -> None:
+    """What a section of this kind must hold beyond its keys' bounds."""
     if isinstance(obj, SieveConfig):
         _check_sieve(obj, where)
     if isinstance(obj, DedupConfig) and obj.near_distance != DEFAULT_NEAR_DISTANCE:
