@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench.corpus import ensure_docs
+from bench.crawl_runs import bench_config
 from bench.nginx import Nginx
 from crawler.config.load import Config
 from crawler.engine.crawler import Crawler
@@ -52,15 +53,7 @@ while True:
 
 
 def crawl_config() -> Config:
-    config = Config().override("crawl", concurrency=32, max_depth=0, max_pages=100 if QUICK else 0)
-    config = config.override(
-        "politeness",
-        delay=0.0,
-        ip_delay=0.0,
-        ip_concurrency=0,
-        respect_robots=False,
-        per_host_concurrency=32,
-    )
+    config = bench_config(max_pages=100 if QUICK else 0)  # concurrency 32, no delay
     return config.override("output", progress_interval=0.0)
 
 

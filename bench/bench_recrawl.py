@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.crawl_runs import bench_config
 from bench.doc_sites import SITES
 from bench.nginx import Nginx
 from crawler.config.load import Config
@@ -51,15 +52,7 @@ class Run:
 
 
 def crawl_config(state_dir: str) -> Config:
-    config = Config().override("crawl", concurrency=32, max_depth=0, max_pages=100 if QUICK else 0)
-    config = config.override(
-        "politeness",
-        delay=0.0,
-        ip_delay=0.0,
-        ip_concurrency=0,
-        respect_robots=False,
-        per_host_concurrency=32,
-    )
+    config = bench_config(max_pages=100 if QUICK else 0)  # concurrency 32, no delay
     config = config.override("output", progress_interval=0.0)
     return config.override("state", dir=state_dir)
 

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from bench.corpus import ensure_docs, realistic_urls
+from bench.crawl_runs import bench_config
 from bench.nginx import Nginx
 from crawler.config.load import Config
 from crawler.engine.components import settings
@@ -39,15 +40,7 @@ RUNS = 5
 
 
 def crawl_config(state_dir: str = "") -> Config:
-    config = Config().override("crawl", concurrency=32, max_depth=0, max_pages=100 if QUICK else 0)
-    config = config.override(
-        "politeness",
-        delay=0.0,
-        ip_delay=0.0,
-        ip_concurrency=0,
-        respect_robots=False,
-        per_host_concurrency=32,
-    )
+    config = bench_config(max_pages=100 if QUICK else 0)  # concurrency 32, no delay
     config = config.override("output", progress_interval=0.0)
     return config.override("state", dir=state_dir)
 
