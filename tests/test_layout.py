@@ -169,6 +169,7 @@ def wide_constructors(path: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_no_constructor_takes_over_10_parameters() -> None:
     found = [line for path in modules().values() for line in wide_constructors(path)]
     assert not found, "pass these the parts they need as one object:\n" + "\n".join(found)

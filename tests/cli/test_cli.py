@@ -67,6 +67,7 @@ def test_output_file_and_quiet(tmp_path: Path) -> None:
     assert records and max(r["depth"] for r in records) <= 1
 
 
+@pytest.mark.slow
 def test_demo_cut_by_max_pages_says_its_set_is_a_part_of_the_truth() -> None:
     # it said "5 results; the crawled set equals the fixture's ground truth (43 URLs)"
     proc = run("--demo", "--max-pages", "5", "-o", "/dev/null")
@@ -74,12 +75,14 @@ def test_demo_cut_by_max_pages_says_its_set_is_a_part_of_the_truth() -> None:
     assert "demo: 5 results; the crawled set is a part of the fixture's ground truth" in proc.stderr
 
 
+@pytest.mark.slow
 def test_no_seeds_is_a_usage_error() -> None:
     proc = run()
     assert proc.returncode == 2
     assert "no seeds given" in proc.stderr
 
 
+@pytest.mark.slow
 def test_bad_seed_line_is_reported_by_line_number(tmp_path: Path) -> None:
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("# comment\n\nhttp://127.0.0.1:9/ok\nftp://example.invalid/\n")
@@ -90,6 +93,7 @@ def test_bad_seed_line_is_reported_by_line_number(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_missing_seeds_file(tmp_path: Path) -> None:
     proc = run(str(tmp_path / "nope.txt"))
     assert proc.returncode == 2
@@ -97,6 +101,7 @@ def test_missing_seeds_file(tmp_path: Path) -> None:
     assert "did you mean" not in proc.stderr  # a file name, not a host name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("text", "needle"),
     [

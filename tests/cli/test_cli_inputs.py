@@ -199,6 +199,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags", [(), ("--state", "state")])
 def test_a_full_disk_says_how_many_whole_lines_the_output_holds(
     tmp_path: Path, small_disk: Path, flags: tuple[str, ...]

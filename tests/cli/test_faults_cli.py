@@ -211,6 +211,7 @@ async def test_jsonl_on_a_full_disk_names_the_output() -> None:
             await run(config, [f"http://127.0.0.1:{port}/"], out, quiet=True)
 
 
+@pytest.mark.slow
 @needs_dev_full
 @pytest.mark.parametrize("option", ["--warc", "-o", "stdout"])
 def test_cli_exit_status_2_on_a_full_disk(tmp_path: Path, option: str) -> None:

@@ -60,6 +60,7 @@ PAGE_TEXT_AND_RENDER = ("crawler.parse.extract.page", "crawler.render.pool",
 _PAGE = "b'<html><title>t</title><body><h1>A</h1><p>Some text.</p><a href=b>b</a></body></html>'"
 
 
+@pytest.mark.slow
 def test_a_default_crawl_imports_neither_page_text_nor_rendering() -> None:
     code = (
         "from crawler.engine.crawler import Crawler\n"
@@ -70,6 +71,7 @@ def test_a_default_crawl_imports_neither_page_text_nor_rendering() -> None:
     assert loaded_after(code, PAGE_TEXT_AND_RENDER) == []
 
 
+@pytest.mark.slow
 def test_page_text_and_rendering_are_imported_by_the_crawls_that_use_them() -> None:
     text = (
         "from crawler.parse.markup import parse_markup\n"
@@ -157,6 +159,7 @@ class _Terminal(io.StringIO):
         return True
 
 
+@pytest.mark.slow
 def test_the_summary_is_plain_text_off_a_terminal_and_a_rich_table_on_one() -> None:
     code = (
         "import io\nfrom crawler.engine.crawler import Crawler\n"

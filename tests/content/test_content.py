@@ -111,6 +111,7 @@ def test_dates_times_and_session_ids_do_not_move_the_simhash() -> None:
         assert a.simhash == b.simhash
 
 
+@pytest.mark.slow
 def test_simhash_of_a_banner_in_the_content_stays_within_3_bits_on_long_pages() -> None:
     # The distance grows with the share of shingles a banner changes: ~10 shingles in a page
     # of >= 3,000 words (the docs benchmark measures real pages, short ones too).

@@ -8,6 +8,7 @@ import io
 import json
 from typing import Any
 
+import pytest
 from aiohttp import web
 
 from crawler.cli.args import apply_overrides, build_parser
@@ -48,6 +49,7 @@ def config(**output: Any) -> Config:
     return c.override("output", **output) if output else c
 
 
+@pytest.mark.slow
 async def test_meta_fields_and_a_failing_hook_on_a_library_crawl() -> None:
     def hook(page: ExtractPage) -> dict[str, Any]:
         if page.url.endswith("/p2"):
@@ -85,6 +87,7 @@ async def lines(cfg: Config) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
+@pytest.mark.slow
 async def test_the_json_lines_have_meta_and_fields_only_when_asked() -> None:
     asked = await lines(flags("--meta"))
     home = next(r for r in asked if r["url"].endswith("/"))

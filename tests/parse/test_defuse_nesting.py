@@ -139,6 +139,7 @@ START_TAGS = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(st.lists(st.sampled_from(START_TAGS), max_size=80))
 def test_named_peak_is_never_below_lexbors_depth(tags: list[bytes]) -> None:
@@ -155,6 +156,7 @@ SVG_TAGS = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(st.lists(st.sampled_from(SVG_TAGS), max_size=80))
 def test_named_peak_reads_self_closing_tags_as_lexbor_does(tags: list[bytes]) -> None:

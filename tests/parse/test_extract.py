@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 import threading
 
+import pytest
+
 from crawler.parse.extract import page_text
 from crawler.parse.markup import parse_markup
 
@@ -175,6 +177,7 @@ def test_not_html_is_none_and_broken_markup_is_text() -> None:
     assert found is not None and "Caf" in found.text and "unclosed tags" in found.text
 
 
+@pytest.mark.slow
 def test_deep_nesting_and_huge_text_are_bounded() -> None:
     deep = "<div>" * 100_000 + "<p>Deep words, in a deep page, still read.</p>" + "</div>" * 100_000
     huge = "<p>" + "word, " * 400_000 + "</p>"

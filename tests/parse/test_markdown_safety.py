@@ -184,6 +184,7 @@ def _plain(markdown: str) -> str:
     return "".join(parts)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=400, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck)
 )
@@ -212,6 +213,7 @@ def _nested_list(items: int, item: str) -> str:
     return f"<html><body>{'<ul><li>x' * 250}{f'<li>{item}</li>' * items}</body></html>"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "cut"),
     [

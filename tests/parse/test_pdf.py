@@ -161,6 +161,7 @@ async def _crawl(pdf: bool) -> dict[str, CrawlResult]:
         return results
 
 
+@pytest.mark.slow
 async def test_a_crawl_goes_on_through_a_pdf() -> None:
     results = await _crawl(pdf=True)
     doc = results["/doc.pdf"]

@@ -15,6 +15,7 @@ keys = st.lists(st.text(alphabet="ab/:.?=h", max_size=8), max_size=200)
 no_stable = [k for k in FILTER_KINDS if k != "stable"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", no_stable)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=keys, capacity=st.integers(1, 60))
@@ -50,6 +51,7 @@ def test_add_many_gives_the_answers_and_state_of_one_by_one(
     assert batch.to_bytes() == one.to_bytes()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", FILTER_KINDS)
 def test_add_many_matches_one_by_one_over_many_pages(kind: str) -> None:
     items = urls(0, 6000)
@@ -60,6 +62,7 @@ def test_add_many_matches_one_by_one_over_many_pages(kind: str) -> None:
     assert batch.to_bytes() == one.to_bytes() and len(batch) == len(one)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", FILTER_KINDS)
 @settings(max_examples=20, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip

@@ -16,6 +16,7 @@ from crawler.sieve.seen import SeenStore
 from tests.support.sieve import DELETING, add_in_pages, urls
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", DELETING)
 def test_removing_every_other_of_100k_keys_refuses_none_and_loses_none(kind: str) -> None:
     """The reported defect: a key the filter wrongly believed present was not recorded, so its
@@ -57,6 +58,7 @@ ops = st.lists(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", DELETING)
 @settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip

@@ -47,6 +47,7 @@ async def run(
     return crawler, results, had
 
 
+@pytest.mark.slow
 async def test_forget_before_crawl_holds_on_the_resume(site: FixtureSite, tmp_path: Path) -> None:
     home = site.seeds[0]
     _, first, _ = await run(counting(site, 10), tmp_path / "st", [home])

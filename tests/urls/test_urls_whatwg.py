@@ -72,6 +72,7 @@ def test_memo_does_not_change_the_comparison() -> None:
     assert [crawler(c, cold) for c in cases] == [crawler(c, warm) for c in cases]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("package", "root", "site"), DOC_SITES, ids=[d[0] for d in DOC_SITES])
 def test_doc_site_links_match_a_browser(package: str, root: Path, site: str) -> None:
     cases = list(site_cases(root, site)) if root.is_dir() else []
