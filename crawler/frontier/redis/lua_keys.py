@@ -19,14 +19,18 @@ retries first, then FIFO by sequence), ``qk:{host}`` (key -> member, for re-prio
 ``h:{host}`` (host hash: ``delay``, ``base`` (the configured delay), ``floor`` (``base``
 raised by robots.txt's Crawl-delay: the adaptive delay's floor), ``conc``, ``in_flight``,
 ``next``, ``last`` (the last claim's time), ``backoff_until``, ``failures``, ``suspects``,
-``down``: why it is down, when it is), ``hosts`` (set of hosts seen), ``host_admitted`` (scope
-host -> URLs admitted: ``[scope] max_pages_per_host`` over every process),
+``down``: why it is down, when it is; by address: ``addr`` ('' none), ``addr_until``,
+``resolve_until`` while a process resolves it), ``hosts`` (set of hosts seen),
+``host_admitted`` (scope host -> URLs admitted: ``[scope] max_pages_per_host`` over every process),
 ``ready`` (hosts with work and a free slot, scored by the time their next request may start;
 hosts that are down with queued pages at -inf), ``leases`` (lease id -> expiry),
 ``lease`` (lease id -> ``host\\nscore\\nowner\\nnext claimed last\\nmember``, ``next`` the
 host's next start before the claim, ``claimed`` the claim's time and ``last`` the host's last
 claim before it (``-``: none), empty for a refusal's lease: it holds no slot), ``lid`` and ``seq``
-(counters), ``stats`` (hash of counters; ``queued`` is the number of queued entries),
+(counters), ``stats`` (hash of counters; ``queued`` is the number of queued entries, ``parked``
+the hosts parked on their address), ``addrs`` (addresses known), ``a:{address}``,
+``ap:{address}`` and ``la`` (an address's budget, its parked hosts, the leases counted against
+an address: below, before ``refile``),
 ``sieve:*`` (the ``crawler.sieve.redis.RedisSieve`` stages and counters).
 """
 
