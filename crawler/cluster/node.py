@@ -37,6 +37,7 @@ from crawler.config.load import Config
 from crawler.errors import ConfigError, SharedStateError
 from crawler.fetch.steering import HostRule
 from crawler.focus.shared_budget import SharedBudget
+from crawler.frontier.addresses import Names
 from crawler.frontier.entries import Entry
 from crawler.frontier.redis.frontier import RedisFrontier
 from crawler.frontier.redis.lua_admit import AdmitFlag
@@ -132,7 +133,10 @@ class ClusterNode:
         *,
         clock: Callable[[], float] | None = None,
         host_rule: Callable[[str], HostRule | None] | None = None,
+        names: Names | None = None,
     ) -> None:
+        """`names` resolves hosts for the budget by address (the fetcher's `addresses`; unused
+        when `[politeness]` sets neither ip_delay nor ip_concurrency)."""
         c, p, s = config.cluster, config.politeness, config.sieve
         self.config = config
         self.url = c.redis
@@ -158,6 +162,8 @@ class ClusterNode:
             self._client, self.prefix, self.sieve, p.politeness(), config.crawl.queue_limits(),
             sharing, clock=clock, host_rule=host_rule,
         )  # fmt: skip
+        if names is not None and p.by_address:
+            self.frontier.resolve_by(names)
         self.owner = self.frontier.owner
         self.work = SharedWork(self.frontier, poll_interval=POLL_INTERVAL)
         self.cache = SentCache()

@@ -151,7 +151,8 @@ class Assembly:
             shared["crawl.fetch_budget"] = limit > 0
         shared.update(cluster_settings(self.config))  # one content index, one delay
         self.cluster = node = ClusterNode(self.config, shared, clock=self._clock,
-                                          host_rule=self.fetcher.rules.host_rule)  # fmt: skip
+                                          host_rule=self.fetcher.rules.host_rule,
+                                          names=self.fetcher.addresses)  # fmt: skip
         await node.open(self.stats.as_dict)
         if self.config.dedup.enabled:
             self.content = node.content_index(self.config.dedup.near_distance)

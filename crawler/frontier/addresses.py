@@ -32,6 +32,7 @@ parked host goes. A parked host holds no worker and no other host back.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
@@ -86,6 +87,7 @@ class Resolvable(Protocol):
 H = TypeVar("H", bound=Resolvable)
 
 
+@functools.lru_cache(maxsize=4096)  # many hosts share few addresses: each parsed once
 def address_key(address: str) -> str:
     """One spelling of an address (``::FFFF:1.2.3.4`` and ``1.2.3.4`` are one server)."""
     try:
@@ -100,6 +102,8 @@ def address_key(address: str) -> str:
 def literal_address(name: str) -> str | None:
     """The address of an IP-literal host name (``[::1]``, ``127.0.0.1``), None for a name."""
     text = name[1:-1] if name.startswith("[") and name.endswith("]") else name
+    if not text[:1].isdigit() and ":" not in text:  # a name (parsing it would fail, slowly)
+        return None
     try:
         return address_key(str(ipaddress.ip_address(text)))
     except ValueError:

@@ -217,7 +217,8 @@ class Frontier(Handout):
         self._in_flight -= 1
         if (address := flying[2]) is not None:
             address.in_flight -= 1
-            self._schedule.file_address(address)
+            if not address.in_heap:
+                self._schedule.file_address(address)
         try:
             if entry.kind is EntryKind.ROBOTS:
                 if host.robots_fetching:  # the engine never called set_robots(): unreachable
@@ -378,7 +379,7 @@ class Frontier(Handout):
         address = host.address
         if address is not None:
             address.start(now)
-            if address.parked:
+            if address.parked and not address.in_heap:
                 self._schedule.file_address(address)
         self._flying[id(entry)] = (entry, host, address)
         return entry

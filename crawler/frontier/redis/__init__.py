@@ -3,7 +3,9 @@ script's arguments packed by one `*_args` function beside it, its answers an `In
 
 | module | holds |
 | --- | --- |
+| `addresses` | The shared frontier's resolution step, one process's part of it: ... |
 | `frontier` | The frontier in Redis: one crawl's queues, politeness and leases shared by ... |
+| `lua_address` | The Lua script that records hosts' addresses in the Redis frontier ... |
 | `lua_admit` | The Lua scripts of the Redis frontier's admission (the Sieve's test-and-set ... |
 | `lua_keys` | The Redis frontier's keys, and the Lua every one of its scripts starts with |
 | `lua_leases` | The Lua scripts of the Redis frontier's leases and the host state they ... |

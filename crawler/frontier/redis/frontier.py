@@ -84,8 +84,11 @@ from dataclasses import replace
 from redis.asyncio import Redis
 
 from crawler.fetch.steering import HostRule
+from crawler.frontier.addresses import Names
 from crawler.frontier.entries import Entry, EntryKind, Outcome
 from crawler.frontier.hosts import down_reason, host_key, robots_url
+from crawler.frontier.redis.addresses import RESOLVE_WAIT, SharedResolution
+from crawler.frontier.redis.lua_address import ADDRESS, HostAddress, address_args
 from crawler.frontier.redis.lua_admit import AdmitFlag
 from crawler.frontier.redis.lua_leases import (
     DONE,
@@ -124,7 +127,7 @@ class RedisFrontier(RedisQueues):
 
     __slots__ = ("_candidates", "_down", "_flying", "_next_reclaim", "_policies", "_rng",
                  "_robots_asked", "_sleep", "lease_ttl", "owner", "politeness", "poll_interval",
-                 "reclaim_interval", "turn", "user_agent")  # fmt: skip
+                 "reclaim_interval", "resolution", "turn", "user_agent")  # fmt: skip
 
     def __init__(
         self,
@@ -162,7 +165,14 @@ class RedisFrontier(RedisQueues):
         self._next_reclaim = float("-inf")
         self._flying: dict[int, tuple[Entry, str]] = {}  # id(entry) -> (entry, lease id)
         self._register({"claim": CLAIM, "done": DONE, "reclaim": RECLAIM, "refuse": REFUSE,
-                        "robots": SET_ROBOTS, "renew": RENEW})  # fmt: skip
+                        "robots": SET_ROBOTS, "renew": RENEW, "address": ADDRESS})  # fmt: skip
+        self.resolution: SharedResolution | None = None  # by host only until resolve_by()
+
+    def resolve_by(self, names: Names) -> None:
+        """Schedule by address as well as by host: hosts resolved through `names` (the
+        fetcher's `crawler.fetch.resolver.AddressBook`), each address's budget (``ip_delay``,
+        ``ip_concurrency``) held across every process. Call it before the first claim."""
+        self.resolution = SharedResolution(names, self.politeness, self._record_addresses)
 
     async def open(self) -> None:
         """Open (or join) the shared Sieve; SharedStateError if Redis is unreachable."""
@@ -178,11 +188,17 @@ class RedisFrontier(RedisQueues):
         no delay), so a process killed before it wrote the result leaves the page to another."""
         args = claim_args(self.prefix, self._now_arg(), count=count, lease_ttl=self.lease_ttl,
                           owner=self.owner, candidates=self._candidates,
-                          respect_robots=self.respect_robots, turn=self.turn)  # fmt: skip
+                          respect_robots=self.respect_robots, turn=self.turn,
+                          resolve=RESOLVE_WAIT if self.resolution else 0.0)  # fmt: skip
         reply = claim_reply(await self._run("claim", args))
+        resolution = self.resolution
+        if resolution is not None and reply.resolve:
+            resolution.ask(reply.resolve)
         entries = []
         refused: list[str] = []  # leases of pages robots.txt disallows
         for claimed in reply.claims:
+            if resolution is not None:
+                resolution.pin(claimed.host, claimed.address)
             entry = await self._claimed(claimed)
             if entry.kind is EntryKind.REFUSED and not claimed.version.startswith(DOWN):
                 refused.append(claimed.lease)
@@ -195,7 +211,7 @@ class RedisFrontier(RedisQueues):
     async def _claimed(self, claimed: Claimed) -> Entry:
         """The entry of a claim: a down host's page or one its robots.txt disallows REFUSED, a
         ROBOTS entry, or the page (without its session id, when robots.txt says so)."""
-        lease, host, score, member, version = claimed
+        lease, host, score, member, version, _ = claimed
         if version.startswith(DOWN):  # its host is down: why
             self._down[host] = version.removeprefix(DOWN)
             return replace(entry_of(host, member, -float(score)), kind=EntryKind.REFUSED)
@@ -234,8 +250,11 @@ class RedisFrontier(RedisQueues):
                 return entries[0]
             if queued == 0 and leased == 0:
                 return None
-            await self._sleep(self.poll_interval if ready_in is None else
-                              min(self.poll_interval, ready_in))  # fmt: skip
+            wait = self.poll_interval if ready_in is None else min(self.poll_interval, ready_in)
+            if self.resolution is not None and self.resolution.pending:
+                await self.resolution.wait(wait)  # a host resolved may be claimed at once
+            else:
+                await self._sleep(wait)
         return None
 
     async def done(
@@ -330,6 +349,21 @@ class RedisFrontier(RedisQueues):
     async def reclaim(self, limit: int = 1000) -> int:
         """Put expired leases' entries back at the head of their hosts; how many."""
         return int(await self._run("reclaim", reclaim_args(self.prefix, self._now_arg(), limit)))
+
+    async def _record_addresses(self, hosts: list[HostAddress]) -> None:
+        """Record hosts' addresses for every process (``ADDRESS``)."""
+        p = self.politeness
+        await self._run("address", address_args(self.prefix, self._now_arg(), p.ip_delay,
+                                                p.ip_concurrency, hosts))  # fmt: skip
+
+    def _resolving(self) -> int:
+        return self.resolution.pending if self.resolution is not None else 0
+
+    def close(self) -> None:
+        """Stop handing out work here (and resolving hosts; other processes go on)."""
+        if self.resolution is not None:
+            self.resolution.close()
+        super().close()
 
     # -- robots.txt -----------------------------------------------------------------------------
     async def set_robots(self, key: str, policy: RobotsPolicy, body: bytes | None = None) -> None:

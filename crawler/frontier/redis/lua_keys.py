@@ -19,14 +19,18 @@ retries first, then FIFO by sequence), ``qk:{host}`` (key -> member, for re-prio
 ``h:{host}`` (host hash: ``delay``, ``base`` (the configured delay), ``floor`` (``base``
 raised by robots.txt's Crawl-delay: the adaptive delay's floor), ``conc``, ``in_flight``,
 ``next``, ``last`` (the last claim's time), ``backoff_until``, ``failures``, ``suspects``,
-``down``: why it is down, when it is), ``hosts`` (set of hosts seen), ``host_admitted`` (scope
-host -> URLs admitted: ``[scope] max_pages_per_host`` over every process),
+``down``: why it is down, when it is; by address: ``addr`` ('' none), ``addr_until``,
+``resolve_until`` while a process resolves it), ``hosts`` (set of hosts seen),
+``host_admitted`` (scope host -> URLs admitted: ``[scope] max_pages_per_host`` over every process),
 ``ready`` (hosts with work and a free slot, scored by the time their next request may start;
 hosts that are down with queued pages at -inf), ``leases`` (lease id -> expiry),
 ``lease`` (lease id -> ``host\\nscore\\nowner\\nnext claimed last\\nmember``, ``next`` the
 host's next start before the claim, ``claimed`` the claim's time and ``last`` the host's last
 claim before it (``-``: none), empty for a refusal's lease: it holds no slot), ``lid`` and ``seq``
-(counters), ``stats`` (hash of counters; ``queued`` is the number of queued entries),
+(counters), ``stats`` (hash of counters; ``queued`` is the number of queued entries, ``parked``
+the hosts parked on their address), ``addrs`` (addresses known), ``a:{address}``,
+``ap:{address}`` and ``la`` (an address's budget, its parked hosts, the leases counted against
+an address: below, before ``refile``),
 ``sieve:*`` (the ``crawler.sieve.redis.RedisSieve`` stages and counters).
 """
 
@@ -60,19 +64,75 @@ local function key_of(member)
     local nl = string.find(member, '\n', 17, true)
     return string.sub(member, 17, nl - 1)
 end
--- file the host in `ready` iff it has work and a free slot, at max(next start, backoff end);
--- a host that is down (``down`` set) with work at -inf: its pages are refused at once
+-- By address (``crawler.frontier.redis.frontier``): ``a:{address}`` (``next``, ``last``,
+-- ``in_flight``, ``delay``, ``conc``) is an address's budget, ``ap:{address}`` the hosts parked on
+-- it (score: when each came up), ``la`` (lease id -> 'address next-before claimed-at') the leases
+-- counted against one. Only the first parked host of an address is in `ready`, at the later
+-- of its own time and the address's, while the address has a free slot.
+local function address_room(x)
+    local a = redis.call('HMGET', P .. 'a:' .. x, 'next', 'in_flight', 'conc')
+    local conc = tonumber(a[3] or '0')
+    return conc == 0 or tonumber(a[2] or '0') < conc, tonumber(a[1] or '0')
+end
+local function file_address(x)
+    local head = redis.call('ZRANGE', P .. 'ap:' .. x, 0, 0)[1]
+    if not head then return end
+    local room, at = address_room(x)
+    if room then
+        local st = redis.call('HMGET', P .. 'h:' .. head, 'next', 'backoff_until', 'resolve_until')
+        at = math.max(at, tonumber(st[1] or '0'), tonumber(st[2] or '0'), tonumber(st[3] or '0'))
+        redis.call('ZADD', P .. 'ready', fmt(at), head)
+    else
+        redis.call('ZREM', P .. 'ready', head)
+    end
+end
+-- take a host off its address's parked hosts; whether it was parked there
+local function unpark(x, host)
+    if redis.call('ZREM', P .. 'ap:' .. x, host) == 0 then return false end
+    redis.call('HINCRBY', P .. 'stats', 'parked', -1)
+    return true
+end
+-- file the host in `ready` iff it has work and a free slot, at max(next start, backoff end,
+-- resolution under way); a host that is down (``down`` set) with work at -inf: its pages are
+-- refused at once; a host parked on its address stays parked (`ready` holds only the first)
 local function refile(host)
     local st = redis.call('HMGET', P .. 'h:' .. host, 'in_flight', 'conc', 'next', 'backoff_until',
-                          'robots', 'down')
+                          'robots', 'down', 'addr', 'resolve_until')
     local busy, conc = tonumber(st[1] or '0'), tonumber(st[2] or '1')
-    if (st[6] or (busy < conc and st[5] ~= 'fetching'))
-            and redis.call('ZCARD', P .. 'q:' .. host) > 0 then
-        local at = st[6] and '-inf' or fmt(math.max(tonumber(st[3] or '0'), tonumber(st[4] or '0')))
+    local fileable = (st[6] or (busy < conc and st[5] ~= 'fetching'))
+                     and redis.call('ZCARD', P .. 'q:' .. host) > 0
+    local x = st[7]
+    if x and x ~= '' and redis.call('ZSCORE', P .. 'ap:' .. x, host) then
+        if fileable and not st[6] then
+            file_address(x)
+            return
+        end
+        unpark(x, host)
+        redis.call('ZREM', P .. 'ready', host)
+        file_address(x)
+    end
+    if fileable then
+        local at = st[6] and '-inf' or fmt(math.max(tonumber(st[3] or '0'),
+                                                     tonumber(st[4] or '0'),
+                                                     tonumber(st[8] or '0')))
         redis.call('ZADD', P .. 'ready', at, host)
     else
         redis.call('ZREM', P .. 'ready', host)
     end
+end
+-- give back the address slot a lease holds (none: nothing); with `restore`, the address's next
+-- start as it was before the claim, unless another claim of the address came since
+local function release_address(id, restore)
+    local held = redis.call('HGET', P .. 'la', id)
+    if not held then return end
+    redis.call('HDEL', P .. 'la', id)
+    local x, before, at = string.match(held, '^(%S+) (%S+) (%S+)$')
+    local ak = P .. 'a:' .. x
+    redis.call('HINCRBY', ak, 'in_flight', -1)
+    if restore and redis.call('HGET', ak, 'last') == at then
+        redis.call('HSET', ak, 'next', before)
+    end
+    file_address(x)
 end
 -- put a lease's member back at the head of its priority (class 0, its old sequence)
 local function requeue(host, score, member)
@@ -106,6 +166,7 @@ local function take_lease(id)
     redis.call('ZREM', P .. 'leases', id)
     local hk = P .. 'h:' .. host
     if prev ~= '' then redis.call('HINCRBY', hk, 'in_flight', -1) end
+    release_address(id, false)
     if string.sub(member, 1, 1) == '2' and redis.call('HGET', hk, 'robots') == 'fetching' then
         redis.call('HSET', hk, 'robots', 'need')
     end

@@ -157,6 +157,7 @@ for i = #ARGV, 3, -1 do
     if host ~= nil and prev ~= '' then
         local hk = P .. 'h:' .. host
         redis.call('HINCRBY', hk, 'in_flight', -1)
+        release_address(id, true)  -- its address's slot and next start too
         local before, at, last = string.match(prev, '^(%S+) (%S+) (%S+)$')
         if before == nil or redis.call('HGET', hk, 'last') == at then
             redis.call('HSET', hk, 'next', before or prev)  -- nobody claimed the host since

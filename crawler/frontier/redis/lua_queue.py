@@ -18,11 +18,16 @@ __all__ = ["CLAIM", "DOWN", "REPRIORITIZE", "ClaimReply", "Claimed", "Reprioriti
 # priority once any entry has one other than 0; else the earliest ready host goes), respect
 # robots.txt ('1'/''): a host whose policy is unknown or expired hands out its ROBOTS entry
 # (member class 2) first, and nothing else until ``set_robots``; turn (seconds, 0: off): taking
-# turns on a host, below. Returns {seconds until a host is ready or '', queued, in flight, then
-# per claim: id, host, score, member, the host's robots.txt version (its ``robots_expires``, ''
-# when not respected)}. The queued pages of a host that is down (filed in ``ready`` at -inf, so
-# first) are handed out before anything else, as refusals: leased (so a process that dies
-# before it wrote their results leaves them to the others) but holding no slot and spending no
+# turns on a host, below; resolve (seconds a host asked to be resolved waits for its answer; 0:
+# hosts are not resolved here). Returns {seconds until a host is ready or '', queued, in flight,
+# n, the n hosts to resolve (``ADDRESS`` answers them), then per claim: id, host, score,
+# member, the host's robots.txt version (its ``robots_expires``, '' when not respected), the
+# address it was counted against ('' none)}. A host with an address (``addr``) is handed out
+# only when that address's budget allows it too (``a:{address}``: ``ip_delay`` since its last
+# start, a free slot of ``ip_concurrency``), else parked on the address (keys: ``lua_keys``).
+# The queued pages of a host that is down (filed in ``ready`` at -inf, so first) are handed
+# out before anything else, as refusals: leased (so a process that dies before it wrote their
+# results leaves them to the others) but holding no slot nor address slot and spending no
 # delay, ``down:{reason}`` in place of the version.
 CLAIM: Final = (
     COMMON
@@ -45,6 +50,34 @@ if turn > 0 then
     if redis.call('ZSCORE', P .. 'hungry', owner) then others = others - 1 end
     if others > 0 and scan < 16 then scan = 16 end
 end
+-- By address: a host whose address is unknown or expired is asked to be resolved (filed again
+-- `resolve` seconds later: another process asks if no answer came); one whose address may not
+-- be hit now (too soon, every slot taken) or has hosts parked before it is parked on it.
+local resolve = tonumber(ARGV[9] or '0')
+local asked = {}
+local addr_of = {}
+local function may_go(h, came)
+    local hs = redis.call('HMGET', P .. 'h:' .. h, 'addr', 'addr_until')
+    local x = hs[1] or ''
+    if resolve > 0 and tonumber(hs[2] or '0') <= now then
+        if x ~= '' and unpark(x, h) then file_address(x) end
+        redis.call('HSET', P .. 'h:' .. h, 'resolve_until', fmt(now + resolve))
+        refile(h)
+        asked[#asked + 1] = h
+        return false
+    end
+    addr_of[h] = x
+    if x == '' then return true end
+    local room, at = address_room(x)
+    local head = redis.call('ZRANGE', P .. 'ap:' .. x, 0, 0)[1]
+    if room and at <= now and (head == nil or head == h) then return true end
+    if redis.call('ZADD', P .. 'ap:' .. x, 'NX', came, h) == 1 then
+        redis.call('HINCRBY', P .. 'stats', 'parked', 1)
+    end
+    if head ~= h then redis.call('ZREM', P .. 'ready', h) end
+    file_address(x)
+    return false
+end
 local skip_until
 local out = {}
 local claimed = 0
@@ -55,16 +88,27 @@ local function lease(host, score, member)
     local st = redis.call('HMGET', hk, 'delay', 'next', 'robots_expires', 'last')
     redis.call('HSET', hk, 'next', fmt(now + tonumber(st[1] or '0')), 'last', fmt(now))
     local id = redis.call('INCR', P .. 'lid')
+    local x = addr_of[host] or ''
+    if x ~= '' then  -- counted against its address until done (or reclaimed)
+        local ak = P .. 'a:' .. x
+        local a = redis.call('HMGET', ak, 'next', 'delay')
+        redis.call('HINCRBY', ak, 'in_flight', 1)
+        redis.call('HSET', ak, 'next', fmt(now + tonumber(a[2] or '0')), 'last', fmt(now))
+        redis.call('HSET', P .. 'la', id, x .. ' ' .. (a[1] or '0') .. ' ' .. fmt(now))
+        unpark(x, host)
+    end
     redis.call('ZADD', P .. 'leases', fmt(now + ttl), id)
     redis.call('HSET', P .. 'lease', id, host .. '\n' .. score .. '\n' .. owner .. '\n' ..
                (st[2] or '0') .. ' ' .. fmt(now) .. ' ' .. (st[4] or '-') .. '\n' ..
                member)  -- next before, claimed at, last start before
     refile(host)
+    if x ~= '' then file_address(x) end
     out[#out + 1] = tostring(id)
     out[#out + 1] = host
     out[#out + 1] = score
     out[#out + 1] = member
     out[#out + 1] = respect and (st[3] or '') or ''
+    out[#out + 1] = x
     claimed = claimed + 1
 end
 while claimed < want do
@@ -90,6 +134,8 @@ while claimed < want do
         elseif #top == 0 or (rs and rs[1] == 'fetching') then
             redis.call('ZREM', P .. 'ready', h)
             removed = true
+        elseif not may_go(h, cands[i + 1]) then
+            removed = true
         elseif rs and (rs[1] == 'need' or tonumber(rs[2] or '0') <= now) then
             robots = h
             break
@@ -114,6 +160,7 @@ while claimed < want do
             out[#out + 1] = items[j + 1]
             out[#out + 1] = items[j]
             out[#out + 1] = 'down:' .. (why or '')
+            out[#out + 1] = ''
         end
         local n = #items / 2
         claimed = claimed + n
@@ -146,7 +193,8 @@ local wait = first[2] and (first[2] == '-inf' and fmt(0) or
                            fmt(math.max(0, tonumber(first[2]) - now))) or ''
 if skip_until and claimed == 0 then wait = fmt(math.max(0, skip_until - now)) end
 local head = {wait, redis.call('HGET', P .. 'stats', 'queued') or '0',
-              redis.call('ZCARD', P .. 'leases')}
+              redis.call('ZCARD', P .. 'leases'), #asked}
+for _, h in ipairs(asked) do head[#head + 1] = h end
 for _, v in ipairs(out) do head[#head + 1] = v end
 return head
 """
@@ -190,12 +238,14 @@ class Claimed(NamedTuple):
     score: str
     member: str
     version: str
+    address: str  # the address it was counted against ('' none): connect there
 
 
 class ClaimReply(NamedTuple):
     ready_in: float | None  # seconds until a host is ready; None: none is filed
     queued: int  # by every process
     leased: int  # by every process
+    resolve: list[str]  # hosts whose address this process is asked to find (``ADDRESS``)
     claims: list[Claimed]
 
 
@@ -209,15 +259,21 @@ def claim_args(
     candidates: int,
     respect_robots: bool,
     turn: float,
+    resolve: float = 0.0,
 ) -> list[Arg]:
-    """CLAIM's ARGV (its comment above); `now` is ``''`` for Redis ``TIME``."""
-    return [prefix, now, count, lease_ttl, owner, candidates, flag(respect_robots), repr(turn)]
+    """CLAIM's ARGV (its comment above); `now` is ``''`` for Redis ``TIME``; `resolve` > 0: hosts
+    are resolved (by address), each asked for holds its host that long."""
+    return [prefix, now, count, lease_ttl, owner, candidates, flag(respect_robots), repr(turn),
+            repr(resolve)]  # fmt: skip
 
 
 def claim_reply(reply: list[Any]) -> ClaimReply:
     first = text(reply[0])
-    claims = [Claimed(*(text(x) for x in reply[i : i + 5])) for i in range(3, len(reply), 5)]
-    return ClaimReply(float(first) if first else None, int(reply[1]), int(reply[2]), claims)
+    start = 4 + int(reply[3])
+    resolve = [text(x) for x in reply[4:start]]
+    claims = [Claimed(*(text(x) for x in reply[i : i + 6])) for i in range(start, len(reply), 6)]
+    return ClaimReply(float(first) if first else None, int(reply[1]), int(reply[2]), resolve,
+                      claims)  # fmt: skip
 
 
 class Reprioritized(IntEnum):

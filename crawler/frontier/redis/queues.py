@@ -49,7 +49,8 @@ class RedisQueues:
 
     __slots__ = ("_client", "_clock", "_closed", "_dropped_closed", "_host_rule", "_max_queued",
                  "_max_queued_per_host", "_raise_loaded", "_scripts", "concurrency", "delay",
-                 "exact", "prefix", "respect_robots", "sieve")  # fmt: skip
+                 "exact", "ip_concurrency", "ip_delay", "prefix", "respect_robots",
+                 "sieve")  # fmt: skip
 
     def __init__(
         self,
@@ -72,6 +73,8 @@ class RedisQueues:
         self._max_queued_per_host = limits.max_queued_per_host
         self.exact = exact
         self.respect_robots = politeness.respect_robots
+        self.ip_delay = float(politeness.ip_delay)
+        self.ip_concurrency = politeness.ip_concurrency
         self._clock = clock
         self._host_rule = host_rule
         self._closed = False
@@ -243,7 +246,8 @@ class RedisQueues:
         pipe.zcount(self._key("ready"), "-inf", now)
         pipe.zcard(self._key("ready"))
         pipe.zcard(self._key("leases"))
-        counts, hosts, ready, filed, leased = await self._redis(pipe.execute())
+        pipe.scard(self._key("addrs"))
+        counts, hosts, ready, filed, leased, addresses = await self._redis(pipe.execute())
         c = {text(k): int(v) for k, v in counts.items()}
         return FrontierStats(
             hosts=hosts, ready_hosts=ready, waiting_hosts=filed - ready,
@@ -253,7 +257,13 @@ class RedisQueues:
             backoffs=c.get("backoffs", 0), retries=c.get("retries", 0),
             robots_fetches=c.get("robots_fetches", 0),
             handed_out=c.get("handed_out", 0), raised=c.get("raised", 0),
+            ip_delay=self.ip_delay, ip_concurrency=self.ip_concurrency, addresses=addresses,
+            address_waiting=c.get("parked", 0), resolving=self._resolving(),
         )  # fmt: skip
+
+    def _resolving(self) -> int:
+        """Resolutions under way in this process (the frontier's, when it resolves)."""
+        return 0
 
     async def reclaimed(self) -> int:
         """Leases reclaimed after they expired, by every process."""

@@ -69,7 +69,10 @@ class SharedWork:
         self._unconsumed: set[str] = set()  # keys whose result is emitted, not yet consumed
         self._held: dict[str, _Done] = {}  # their completions, if done() came first
         self._wake = asyncio.Event()  # the outbox has something
-        self._kick = asyncio.Event()  # a completion was sent: a host may be ready
+        self._kick = asyncio.Event()  # a completion was sent (or an address recorded): a host
+        # may be ready
+        if frontier.resolution is not None:
+            frontier.resolution.recorded = self._kick.set
         self._claimer: asyncio.Task[None] | None = None
         self._flusher: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
