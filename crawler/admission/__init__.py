@@ -6,6 +6,7 @@
 | `kept` | Offering the links a limit refused again, when a resumed crawl's limits grew |
 | `scope` | Which canonical URLs a crawl follows, and the crawler-trap guards |
 | `shared` | The admission gate of a crawl shared through Redis: `SharedAdmission`, the ... |
+| `store` | Where a focused crawl's admission asks and takes: the store behind the one scoring ... |
 
 What other folders use is exported here, imported when first used.
 """

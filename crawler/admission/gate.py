@@ -17,8 +17,9 @@ batch (``put_many``): waiting workers get its best links, not its first.
 `crawler.admission.shared.SharedAdmission`, behind the same interface (the entry points are
 coroutines for it; in memory they never wait): the engine, the pages and the focus never ask
 which one they hold. Each entry point checks the scope here, then hands what passed to a hook
-(`_admit_seed`, `_admit_links`, `_admit_scored`, `_admit_child`, `_admit_sitemap`) that the
-twin overrides.
+(`_admit_seed`, `_admit_links`, `_admit_child`, `_admit_sitemap`) that the twin overrides. The
+scored path has one algorithm for both (`_admit_scored`), over a store (`self.store`, see
+`crawler.admission.store`) that the twin swaps for its Redis one.
 """
 
 from __future__ import annotations
@@ -27,14 +28,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from crawler.admission.scope import Scope
+from crawler.admission.store import AdmitStore, MemoryStore
 from crawler.focus.scoring import Link, Rescorer, ScoreFn, score_links
 from crawler.frontier import Frontier
 from crawler.frontier.entries import Entry
+from crawler.frontier.redis.lua_admit import AdmitFlag
 from crawler.output.results import CrawlStats
 from crawler.sieve import SeenTiers, fingerprint
 from crawler.state.crawlstate import CrawlState
 from crawler.urls.canonical import UrlNormalizer
-from crawler.urls.host import split_host
 from crawler.urls.syntax import cut_fragment
 
 __all__ = ["Admission"]
@@ -43,7 +45,7 @@ __all__ = ["Admission"]
 class Admission:
     __slots__ = (
         "dedup", "fetch_canonical", "frontier", "max_pages", "max_redirects", "scope", "state",
-        "stats", "urls",
+        "stats", "store", "urls",
     )  # fmt: skip
 
     def __init__(
@@ -68,6 +70,7 @@ class Admission:
         self.max_pages = max_pages
         self.max_redirects = max_redirects
         self.fetch_canonical = fetch_canonical
+        self.store: AdmitStore = MemoryStore(self)  # what `_admit_scored` asks and takes
 
     SITES_MOVE = True
     """A seed redirected to another host of its site puts that host in scope (`_seed_moved`;
@@ -206,70 +209,65 @@ class Admission:
         title: str | None,
         relevance: float | None,
     ) -> int:
-        """The in-scope keys of one page scored and admitted: each key's `Link` carries what
-        `details` says of the href it came from (`origin`) and the page's `title`, `relevance`."""
-        keys = list(in_scope)
-        stats = self.stats
-        links: list[Link] = []
+        """The in-scope keys of one page scored and admitted through `self.store` (each key's
+        `Link` carries what `details` says of the href it came from, `origin`, and the page's
+        `title`, `relevance`). One look-up tells which links' URLs are queued (and at what
+        priority), seen (fetched, in flight, refused: not scored) or new; new and queued ones
+        are scored. Only then are the links taken in (a score function that fails leaves them
+        unseen, for the page's fetch again after a resume): the skipped ones marked seen, the
+        others admitted with their priorities. A link taken in by another page meanwhile is a
+        duplicate (whether the score function skipped it or not: each distinct URL is counted
+        once) whose URL its score may raise, as a link to a queued URL does."""
+        stats, store, fc = self.stats, self.store, self.fetch_canonical
+        links = []
+        for key, url in in_scope.items():
+            anchor, rel, context = details.get(origin[key], NO_DETAILS)
+            links.append(Link(key if fc else url, key, anchor, rel, context, depth, parent.url,
+                              title, relevance))  # fmt: skip
+        fresh: list[Link] = []
         again: list[Link] = []  # links to URLs queued already
         current: list[float] = []  # their priorities as queued
-        frontier = self.frontier
-        assert frontier is not None  # in memory (a shared crawl: SharedAdmission)
-        seen, queued = self._seen, frontier.queued_priority
-        for key in keys:
-            url = key if self.fetch_canonical else in_scope[key]
-            if seen(key):
+        for link, what in zip(links, await store.peek(links), strict=True):
+            if what is None:  # its host is at its cap: refused before scoring
+                stats.scope_refused["host_limit"] += 1
+            elif what is False:
+                fresh.append(link)
+            else:  # seen: scored only when still queued (`what` its priority)
                 stats.duplicates += 1
-                if (priority := queued(url, key)) is None:
-                    continue  # fetched, in flight, refused or skipped: nothing to do
-                into = again
-                current.append(priority)
-            else:
-                into = links
-            anchor, rel, context = details.get(origin[key], NO_DETAILS)
-            into.append(Link(url, key, anchor, rel, context, depth, parent.url, title, relevance))
-        if not links and not again:
+                if not isinstance(what, bool):
+                    again.append(link)
+                    current.append(what)
+        if not fresh and not again:
             return 0
-        priorities = await score_links(score, links + again)
-        # Only now are the links taken in (with no await until they are admitted): a score
-        # function that fails leaves them unseen, for the page's fetch again after a resume.
-        self._raise(again, current, priorities[len(links) :])
-        if not links:
-            return 0
-        entries: list[Entry] = []
-        flags = self.dedup.add_many([link.key for link in links])
-        room = self.max_pages - stats.admitted if self.max_pages else len(links)
-        capped = self.scope.max_pages_per_host > 0
-        planned: Counter[str] = Counter()  # with a cap: each host's entries about to be admitted
-        for link, priority, is_new in zip(links, priorities[: len(links)], flags, strict=True):
-            if not is_new:  # another page admitted it while this one was being scored
-                stats.duplicates += 1
-            elif priority is None:
+        priorities = await score_links(score, fresh + again)
+        raised = [(link.url, link.key, p) for link, was, p in
+                  zip(again, current, priorities[len(fresh) :], strict=True)
+                  if p is not None and p > was]  # fmt: skip
+        scored = list(zip(fresh, priorities[: len(fresh)], strict=True))
+        skipped = [link.key for link, p in scored if p is None]
+        for is_new in store.skip(skipped):
+            if is_new:
                 stats.scope_refused["score"] += 1
-            elif capped and not self.scope.host_room(link.key, planned[split_host(link.key)]):
-                stats.scope_refused["host_limit"] += 1  # the page's earlier links reached it
-            elif len(entries) >= room:
-                stats.over_limit += 1
             else:
-                entries.append(Entry(link.url, link.key, depth, parent.url, priority=priority))
-                if capped:
-                    planned[split_host(link.key)] += 1
-        if not entries:
-            return 0
-        flags = frontier.put_many(entries)
-        return sum(self.record(e, ok) for e, ok in zip(entries, flags, strict=True))
-
-    def _raise(
-        self, links: list[Link], current: list[float], priorities: list[float | None]
-    ) -> None:
-        """Raise the priority of the queued URLs that a link scored higher (`current`: their
-        priorities when the page was read); journaled with a state."""
-        frontier, state = self.frontier, self.state
-        assert frontier is not None
-        for link, was, priority in zip(links, current, priorities, strict=True):
-            raised = priority is not None and priority > was
-            if raised and frontier.reprioritize(link.url, link.key, priority or 0.0) and state:
-                state.reprioritized(link.key, priority or 0.0)
+                stats.duplicates += 1
+        entries = [Entry(link.url, link.key, depth, parent.url, priority=p)
+                   for link, p in scored if p is not None]  # fmt: skip
+        new = 0
+        for entry, flag in zip(entries, await store.admit(entries), strict=True):
+            if flag is AdmitFlag.ADMITTED:
+                new += self.record(entry, True)
+            elif flag is AdmitFlag.SEEN:  # admitted by another page since: maybe queued
+                stats.duplicates += 1
+                raised.append((entry.url, entry.key, entry.priority))
+            elif flag is AdmitFlag.HOST_LIMIT:  # [scope] max_pages_per_host
+                stats.scope_refused["host_limit"] += 1
+            elif flag is AdmitFlag.OVER_LIMIT:
+                stats.over_limit += 1
+            else:  # a bound of the frontier (max_queued, max_queued_per_host)
+                self.record(entry, False)
+        if raised:
+            await store.raise_priorities(raised)
+        return new
 
     RESCORE_SIZE = 2_000
     """Queued URLs re-scored per round of `rescore` (round robin over all of them)."""

@@ -1,27 +1,30 @@
 """The admission gate of a crawl shared through Redis: `SharedAdmission`, the twin of
-`crawler.admission.gate.Admission` behind the same interface.
+`crawler.admission.gate.Admission` behind the same interface, and `SharedStore`, the Redis
+store behind the one scored-admission algorithm (`crawler.admission.store`).
 
 The scope is checked in this process as in memory; the seen test and the enqueue are one atomic
 call per page for its in-scope keys (`ClusterNode.admit`), and ``max_pages`` caps the URLs
-admitted by all processes together (the shared Sieve's count). A focused shared crawl scores
-every in-scope link, admits the new ones with their priorities in that call and raises queued
-URLs in one more round trip: the same choices as in memory, asked of Redis.
+admitted by all processes together (the shared Sieve's count). A focused shared crawl runs the
+in-memory algorithm itself (`Admission._admit_scored`) over `SharedStore`: one script call tells
+which links are queued, seen or new, one admits the new ones with their priorities, and one
+pipeline raises queued URLs: the same choices as in memory, asked of Redis.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from crawler.admission.gate import NO_DETAILS, Admission
-from crawler.focus.scoring import Link, Rescorer, ScoreFn, score_links
+from crawler.admission.gate import Admission
+from crawler.admission.store import Raise
+from crawler.focus.scoring import Link, Rescorer
 from crawler.frontier.entries import Entry
 from crawler.frontier.redis.lua_admit import AdmitFlag
 
 if TYPE_CHECKING:
     from crawler.cluster import ClusterNode
 
-__all__ = ["SharedAdmission"]
+__all__ = ["SharedAdmission", "SharedStore"]
 
 
 class SharedAdmission(Admission):
@@ -34,6 +37,7 @@ class SharedAdmission(Admission):
     def __init__(self, *, shared: ClusterNode, **options: Any) -> None:
         super().__init__(frontier=None, **options)
         self.shared = shared
+        self.store = SharedStore(shared, self.max_pages)
 
     async def _shared(self, entries: list[Entry], *, seeds: bool = False) -> int:
         """Admit `entries` through the shared crawl (seen test and enqueue in one atomic call);
@@ -70,78 +74,6 @@ class SharedAdmission(Admission):
     async def _admit_sitemap(self, entry: Entry) -> bool:
         return await self._shared([entry]) == 1
 
-    async def _admit_scored(
-        self,
-        parent: Entry,
-        score: ScoreFn,
-        in_scope: dict[str, str],
-        depth: int,
-        origin: Mapping[str, str],
-        details: Mapping[str, tuple[str, str, str]],
-        title: str | None,
-        relevance: float | None,
-    ) -> int:
-        """One script call tells which links' URLs are queued (and at what priority), seen
-        (fetched, in flight, refused: not scored) or new (the Sieve's test, read only; a key
-        this process's score function skipped counts as seen). New and queued ones are scored;
-        the new ones are admitted with their priorities in one atomic call (another process may
-        have admitted one meanwhile: SEEN, a duplicate), and the queued ones a link scores
-        higher are raised (one pipeline)."""
-        fc = self.fetch_canonical
-        links = []
-        for key, url in in_scope.items():
-            anchor, rel, context = details.get(origin[key], NO_DETAILS)
-            links.append(Link(key if fc else url, key, anchor, rel, context, depth, parent.url,
-                              title, relevance))  # fmt: skip
-        shared, stats = self.shared, self.stats
-        frontier = shared.frontier
-        per_host = shared.config.scope.max_pages_per_host
-        known = await frontier.peek([(link.url, link.key) for link in links], per_host)
-        fresh: list[Link] = []
-        again: list[Link] = []  # links to URLs queued already
-        current: list[float] = []  # their priorities as queued
-        for link, what in zip(links, known, strict=True):
-            if what is None:  # its host is at its cap: refused before scoring, as in memory
-                stats.scope_refused["host_limit"] += 1
-            elif what is False and link.key not in shared.cache:
-                fresh.append(link)
-            else:  # seen: scored only when still queued (`what` its priority)
-                stats.duplicates += 1
-                if not isinstance(what, bool):
-                    again.append(link)
-                    current.append(what)
-        if not fresh and not again:
-            return 0
-        priorities = await score_links(score, fresh + again)
-        raised = [(link.url, link.key, p) for link, was, p in
-                  zip(again, current, priorities[len(fresh) :], strict=True)
-                  if p is not None and p > was]  # fmt: skip
-        entries: list[Entry] = []
-        for link, priority in zip(fresh, priorities[: len(fresh)], strict=True):
-            if priority is None:
-                stats.scope_refused["score"] += 1
-                shared.cache.add(link.key)  # not offered again by this process
-            else:
-                entries.append(Entry(link.url, link.key, link.depth, parent.url,
-                                     priority=priority))  # fmt: skip
-        new = 0
-        flags = await shared.admit(entries) if entries else []
-        for entry, flag in zip(entries, flags, strict=True):
-            if flag is AdmitFlag.ADMITTED:
-                new += self.record(entry, True)
-            elif (
-                flag is AdmitFlag.SEEN
-            ):  # admitted by another process since: a duplicate, maybe queued
-                stats.duplicates += 1
-                raised.append((entry.url, entry.key, entry.priority))
-            elif flag is AdmitFlag.HOST_LIMIT:  # [scope] max_pages_per_host, over every process
-                stats.scope_refused["host_limit"] += 1
-            else:  # a bound of the shared frontier (max_queued, max_queued_per_host)
-                self.record(entry, False)
-        if raised:
-            await frontier.set_priorities(raised, lower=False)
-        return new
-
     async def rescore(self, rescorer: Rescorer) -> int:
         """`Admission.rescore` in one round trip, and only raised: a URL may be queued at the
         priority of another process's better link, which this scorer never saw."""
@@ -157,3 +89,38 @@ class SharedAdmission(Admission):
 
     def __repr__(self) -> str:
         return f"<SharedAdmission admitted={self.stats.admitted} max_pages={self.max_pages}>"
+
+
+class SharedStore:
+    """`crawler.admission.store.AdmitStore` of the shared crawl of `shared`: one script call
+    per `peek` and per `admit`, one pipeline per `raise_priorities`. ``max_pages`` caps the
+    URLs admitted by all processes together (the shared Sieve's count)."""
+
+    __slots__ = ("max_pages", "shared")
+
+    def __init__(self, shared: ClusterNode, max_pages: int) -> None:
+        self.shared, self.max_pages = shared, max_pages
+
+    async def peek(self, links: Sequence[Link]) -> list[float | bool | None]:
+        """A key this process's score function skipped counts as seen."""
+        shared = self.shared
+        per_host = shared.config.scope.max_pages_per_host
+        known = await shared.frontier.peek([(link.url, link.key) for link in links], per_host)
+        cache = shared.cache
+        return [True if what is False and link.key in cache else what
+                for link, what in zip(links, known, strict=True)]  # fmt: skip
+
+    def skip(self, keys: Sequence[str]) -> list[bool]:
+        """In this process only (the Redis Sieve is not asked again: a round trip): a key
+        another process admitted since it was peeked counts here as skipped."""
+        cache = self.shared.cache
+        flags = [key not in cache for key in keys]
+        for key in keys:
+            cache.add(key)
+        return flags
+
+    async def admit(self, entries: Sequence[Entry]) -> list[AdmitFlag]:
+        return await self.shared.admit(entries, self.max_pages) if entries else []
+
+    async def raise_priorities(self, items: Sequence[Raise]) -> None:
+        await self.shared.frontier.set_priorities(items, lower=False)

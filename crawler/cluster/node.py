@@ -179,7 +179,9 @@ class ClusterNode:
         where = f"Redis at {redacted(self.url)}"
         meta = self.prefix + "meta"
         mine = json.dumps(self._settings, sort_keys=True)
-        try:  # the first process's fields win, in one transaction
+        try:
+            await self._refuse_cluster(where)
+            # the first process's fields win, in one transaction
             pipe = self._client.pipeline(transaction=True)
             pipe.hsetnx(meta, "format", FORMAT)
             pipe.hsetnx(meta, "settings", mine)
@@ -205,6 +207,16 @@ class ClusterNode:
         await self._heartbeat(stats)
         self._beat = asyncio.create_task(self._upkeep(stats), name="cluster-upkeep")
         log.info("joined the shared crawl %r in %s as %s", self.prefix, where, self.owner)
+
+    async def _refuse_cluster(self, where: str) -> None:
+        """SharedStateError if `where` is a node of a Redis Cluster (``INFO cluster``)."""
+        info = await self._client.info("cluster")
+        if int(info.get("cluster_enabled", 0)):
+            raise SharedStateError(
+                f"{where} is a node of a Redis Cluster: a shared crawl needs one Redis node "
+                "today (its scripts read and write keys of many hosts at once, which a cluster "
+                "spreads over nodes by slot); use a standalone redis-server"
+            )
 
     async def admit(
         self, entries: Sequence[Entry], max_admitted: int = 0, *, seeds: bool = False

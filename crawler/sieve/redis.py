@@ -74,12 +74,22 @@ def grow_call(stages_key: str, seen: int) -> tuple[list[str], list[int]]:
     return [stages_key], [seen]
 
 
+MAX_STRING_BITS = 512 * 2**20 * 8
+"""A Redis string holds at most 512 MB (``proto-max-bulk-len``'s default): one stage's bits."""
+
+
 class _Stage:
     __slots__ = ("capacity", "error_rate", "grow_at", "k", "m", "set_bits")
 
-    def __init__(self, capacity: int, error_rate: float) -> None:
+    def __init__(self, capacity: int, error_rate: float, index: int = 0) -> None:
         self.capacity, self.error_rate = capacity, error_rate
         self.m, self.k = stage_shape(capacity, error_rate)
+        if self.m > MAX_STRING_BITS:
+            raise SharedStateError(
+                f"the shared Sieve's stage {index} (capacity {capacity:,}) needs "
+                f"{self.m / 8 / 2**20:,.0f} MiB, over a Redis string's 512 MB: a stage is one "
+                "Redis string today; lower sieve.capacity or raise sieve.error_rate"
+            )
         self.grow_at = grow_threshold(capacity, self.m, self.k)
         self.set_bits = 0
 
@@ -123,6 +133,7 @@ class RedisSieve:
         self._unsent: dict[int, int] = {}  # stage -> bits flipped here, not yet added in Redis
         self._count_unsent = 0
         self._grow = client.register_script(_GROW)
+        _Stage(*self._stage_params(0))  # one that cannot be stored is refused before any write
 
     # -- keys --------------------------------------------------------------------------------
     def _key(self, name: str) -> str:
@@ -184,7 +195,7 @@ class RedisSieve:
         """Know the first `n` stages (others may have opened them)."""
         while len(self._stages) < n:
             i = len(self._stages)
-            self._stages.append(_Stage(*self._stage_params(i)))
+            self._stages.append(_Stage(*self._stage_params(i), i))
 
     def _stage_params(self, i: int) -> tuple[int, float]:
         return stage_params(self.initial_capacity, self.error_rate, self.ratio, self.growth, i)

@@ -4,7 +4,8 @@
         client = redis.asyncio.Redis.from_url(server.url)
 
 No persistence unless asked (``appendonly=True`` turns AOF on, for crash tests); the server's
-files, log included, live in the temporary directory, removed on exit. `stop()` and `start()`
+files, log included, live in the temporary directory, removed on exit; ``cluster=True`` starts it
+in cluster mode (a node of a Redis Cluster, no slots assigned). `stop()` and `start()`
 let a test take Redis away from a crawl and bring it back on the same port and data.
 """
 
@@ -39,10 +40,11 @@ def _free_port() -> int:
 
 
 class RedisServer:
-    __slots__ = ("_dir", "_proc", "appendonly", "port")
+    __slots__ = ("_dir", "_proc", "appendonly", "cluster", "port")
 
-    def __init__(self, *, appendonly: bool = False) -> None:
+    def __init__(self, *, appendonly: bool = False, cluster: bool = False) -> None:
         self.appendonly = appendonly
+        self.cluster = cluster  # cluster mode on (one node, no slots assigned)
         self.port = _free_port()
         self._dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -59,6 +61,8 @@ class RedisServer:
             str(self._dir), "--save", "", "--appendonly", "yes" if self.appendonly else "no",
             "--daemonize", "no", "--logfile", str(self._dir / "redis.log"),
         ]  # fmt: skip
+        if self.cluster:
+            args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
         self._proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + timeout
         while True:

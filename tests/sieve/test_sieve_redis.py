@@ -157,3 +157,12 @@ async def test_a_process_behind_on_stages_settles_against_the_newest(
         assert await a.add(new) is False
     finally:
         await other.aclose()
+
+
+async def test_a_stage_over_one_redis_string_is_refused_before_any_write(client: Redis) -> None:
+    with pytest.raises(SharedStateError, match=r"stage 0 \(capacity 500,000,000\) needs 1,092 MiB"):
+        RedisSieve(client, "big:", capacity=500_000_000, error_rate=0.001)
+    assert await client.keys("big:*") == []
+    sieve = RedisSieve(client, "grows:", capacity=200_000_000, error_rate=0.001)  # 437 MiB
+    with pytest.raises(SharedStateError, match=r"stage 1 .* over a Redis string's 512 MB"):
+        sieve._follow(2)  # the next stage, once the first is full: refused by name too
