@@ -18,9 +18,13 @@ from crawler.frontier.redis.lua_admit import AdmitFlag
 from crawler.urls.host import split_host
 
 if TYPE_CHECKING:
-    from crawler.admission.gate import Admission
+    from crawler.admission.scope import Scope
     from crawler.focus.scoring import Link
+    from crawler.frontier import Frontier
     from crawler.frontier.entries import Entry
+    from crawler.output.results import CrawlStats
+    from crawler.sieve.tiers import SeenTiers
+    from crawler.state.crawlstate import CrawlState
 
 __all__ = ["AdmitStore", "MemoryStore", "Raise"]
 
@@ -50,12 +54,25 @@ class AdmitStore(Protocol):
         ...
 
 
+class MemoryGate(Protocol):
+    """What `MemoryStore` reads of the in-memory gate (`crawler.admission.gate.Admission`)."""
+
+    frontier: Frontier | None
+    dedup: SeenTiers
+    scope: Scope
+    stats: CrawlStats
+    state: CrawlState | None
+    max_pages: int
+
+    def _seen(self, key: str) -> bool: ...
+
+
 class MemoryStore:
     """`AdmitStore` of an in-memory crawl: `gate`'s seen test, scope and frontier."""
 
     __slots__ = ("gate",)
 
-    def __init__(self, gate: Admission) -> None:
+    def __init__(self, gate: MemoryGate) -> None:
         self.gate = gate
 
     async def peek(self, links: Sequence[Link]) -> list[float | bool | None]:
