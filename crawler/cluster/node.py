@@ -52,7 +52,7 @@ __all__ = ["ClusterNode", "SentCache", "check_cluster_config", "crawl_prefix", "
 
 log = logging.getLogger(__name__)
 
-FORMAT = "2"  # the shared keys' layout (per-host cap, adaptive delay, leases' last start)
+FORMAT = "3"  # the shared keys' layout (3: the Sieve's stages over 64 MiB split into segments)
 POLL_INTERVAL = 0.1  # seconds between the claims of a process that found nothing to do
 MAX_CONNECTIONS = 64  # to Redis, per process; more calls at once wait for a free connection
 POOL_WAIT = 60.0  # seconds a call waits for one before it fails as a Redis error

@@ -1,8 +1,11 @@
 """The Sieve in plain Redis: one crawl's URL-seen test shared by several processes.
 
 Same filter as the in-memory :class:`crawler.sieve.bloom.Sieve`, kept in Redis strings (Debian's
-Redis 7.0 has no RedisBloom): stage *i* is the string ``{prefix}sieve:{i}`` whose bit *x* (Redis bit
-offsets, most significant bit of byte 0 first) is the stage's bit *x*. The stages' shapes, the
+Redis 7.0 has no RedisBloom): stage *i* of at most `SEGMENT_BITS` (64 MiB) is the string
+``{prefix}sieve:{i}`` whose bit *x* (Redis bit offsets, most significant bit of byte 0 first) is
+the stage's bit *x*. A larger stage is split into S equal segments (``sieve:{i}``, then
+``sieve:{i}:{j}``), a blocked Bloom filter: a key's segment comes from h2's top 24 bits, which
+its probes do not use, and all its k probes fall in that segment. The stages' shapes, the
 hashing (``hash_pair``: one 128-bit MurmurHash3, Kirsch-Mitzenmacher positions) and the growth rule
 (`stage_shape`, `stage_params`, `grow_threshold`) are the in-memory Sieve's own functions, so the
 two set the same bits for the same keys and keep the same guarantees: stage *i* holds
@@ -37,18 +40,18 @@ from crawler.errors import SharedStateError
 from crawler.sieve.bloom import (
     check_params,
     estimate_items,
-    grow_threshold,
     hash_pair,
     stage_params,
-    stage_shape,
 )
 from crawler.sieve.format import SEED
+from crawler.sieve.segments import SEGMENT_BITS
+from crawler.sieve.segments import Stage as _Stage
 
-__all__ = ["RedisSieve", "SharedStateError", "text"]
+__all__ = ["SEGMENT_BITS", "RedisSieve", "SharedStateError", "text"]
 
 log = logging.getLogger("crawler.sieve")  # the logger name the docs give for growth warnings
 
-_FORMAT = "1"
+_FORMAT = "2"  # 2: a stage over `SEGMENT_BITS` is split into segments
 
 # KEYS: the number of stages; ARGV: the number the caller saw. Opens one more stage unless
 # another process already did; answers a `Grown`.
@@ -74,31 +77,6 @@ def grow_call(stages_key: str, seen: int) -> tuple[list[str], list[int]]:
     return [stages_key], [seen]
 
 
-MAX_STRING_BITS = 512 * 2**20 * 8
-"""A Redis string holds at most 512 MB (``proto-max-bulk-len``'s default): one stage's bits."""
-
-
-class _Stage:
-    __slots__ = ("capacity", "error_rate", "grow_at", "k", "m", "set_bits")
-
-    def __init__(self, capacity: int, error_rate: float, index: int = 0) -> None:
-        self.capacity, self.error_rate = capacity, error_rate
-        self.m, self.k = stage_shape(capacity, error_rate)
-        if self.m > MAX_STRING_BITS:
-            raise SharedStateError(
-                f"the shared Sieve's stage {index} (capacity {capacity:,}) needs "
-                f"{self.m / 8 / 2**20:,.0f} MiB, over a Redis string's 512 MB: a stage is one "
-                "Redis string today; lower sieve.capacity or raise sieve.error_rate"
-            )
-        self.grow_at = grow_threshold(capacity, self.m, self.k)
-        self.set_bits = 0
-
-    def positions(self, h1: int, h2: int) -> list[int]:
-        m = self.m
-        a, b = h1 % m, (h2 | 1) % m
-        return [x % m for x in range(a, a + self.k * b, b)]
-
-
 class RedisSieve:
     """A scalable Bloom filter in Redis under `prefix`. ``await open()`` before use.
 
@@ -108,7 +86,7 @@ class RedisSieve:
 
     __slots__ = (
         "_count_unsent", "_grow", "_redis", "_stages", "_unsent", "count", "error_rate", "growth",
-        "initial_capacity", "prefix", "ratio",
+        "initial_capacity", "prefix", "ratio", "segment_bits",
     )  # fmt: skip
 
     def __init__(
@@ -120,8 +98,12 @@ class RedisSieve:
         error_rate: float = 1e-4,
         ratio: float = 0.85,
         growth: float = 2.0,
+        segment_bits: int = SEGMENT_BITS,
     ) -> None:
         check_params(capacity, error_rate, ratio, growth)
+        if segment_bits <= 0 or segment_bits % 64:
+            raise ValueError(f"segment_bits must be a positive multiple of 64, not {segment_bits}")
+        self.segment_bits = segment_bits
         self._redis = client
         self.prefix = prefix
         self.initial_capacity = capacity
@@ -133,11 +115,16 @@ class RedisSieve:
         self._unsent: dict[int, int] = {}  # stage -> bits flipped here, not yet added in Redis
         self._count_unsent = 0
         self._grow = client.register_script(_GROW)
-        _Stage(*self._stage_params(0))  # one that cannot be stored is refused before any write
+        _Stage(*self._stage_params(0), 0, segment_bits)  # refused before any write if too big
 
     # -- keys --------------------------------------------------------------------------------
     def _key(self, name: str) -> str:
         return f"{self.prefix}sieve:{name}"
+
+    def _seg_key(self, stage: int, seg: int) -> str:
+        """Segment `seg` of stage `stage`: ``sieve:{stage}`` for the first (a one-segment
+        stage's key is the stage's), ``sieve:{stage}:{seg}`` for the others."""
+        return self._key(f"{stage}:{seg}" if seg else str(stage))
 
     @property
     def _params(self) -> dict[str, str]:
@@ -148,6 +135,7 @@ class RedisSieve:
             "error_rate": repr(self.error_rate),
             "ratio": repr(self.ratio),
             "growth": repr(self.growth),
+            "segment_bits": str(self.segment_bits),
         }
 
     # -- setup -------------------------------------------------------------------------------
@@ -195,7 +183,7 @@ class RedisSieve:
         """Know the first `n` stages (others may have opened them)."""
         while len(self._stages) < n:
             i = len(self._stages)
-            self._stages.append(_Stage(*self._stage_params(i), i))
+            self._stages.append(_Stage(*self._stage_params(i), i, self.segment_bits))
 
     def _stage_params(self, i: int) -> tuple[int, float]:
         return stage_params(self.initial_capacity, self.error_rate, self.ratio, self.growth, i)
@@ -226,10 +214,8 @@ class RedisSieve:
         pipe = self._redis.pipeline(transaction=False)
         for h1, h2 in pairs:
             for i, stage in enumerate(old):
-                args: list[Any] = []
-                for x in stage.positions(h1, h2):
-                    args += ("GET", "u1", x)
-                pipe.execute_command("BITFIELD_RO", self._key(str(i)), *args)
+                seg, args = stage.probes(h1, h2, "GET")
+                pipe.execute_command("BITFIELD_RO", self._seg_key(i, seg), *args)
         replies = await pipe.execute()
         n = len(old)
         return [not any(all(replies[j * n + i]) for i in range(n)) for j in range(len(pairs))]
@@ -242,7 +228,8 @@ class RedisSieve:
         counters = self._queue_counters(pipe)
         todo = [j for j, m in enumerate(maybe) if m]
         for j in todo:
-            pipe.execute_command("BITFIELD", self._key(str(newest)), *_sets(stage, *pairs[j]))
+            seg, args = stage.probes(*pairs[j], "SET")
+            pipe.execute_command("BITFIELD", self._seg_key(newest, seg), *args)
         replies = await pipe.execute()
         self._read_counters(counters, replies[1 : 1 + len(counters)])
         flags = [False] * len(pairs)
@@ -275,7 +262,8 @@ class RedisSieve:
                 break
             pipe = self._redis.pipeline(transaction=False)
             for j in todo:
-                pipe.execute_command("BITFIELD", self._key(str(i)), *_sets(stage, *pairs[j]))
+                seg, args = stage.probes(*pairs[j], "SET")
+                pipe.execute_command("BITFIELD", self._seg_key(i, seg), *args)
             flips = 0
             for j, old_bits in zip(todo, await pipe.execute(), strict=True):
                 flipped = len(old_bits) - sum(old_bits)
@@ -343,16 +331,19 @@ class RedisSieve:
 
     # -- for a caller that sets the bits itself (the Redis frontier's atomic admission) ------
     def layout(self) -> list[tuple[int, int]]:
-        """(m, k) of each stage known here, oldest first (the newest is the one to set)."""
-        return [(stage.m, stage.k) for stage in self._stages]
+        """(segment bits, k) of each stage known here, oldest first (the newest is the one to
+        set); a one-segment stage's segment is the whole stage."""
+        return [(stage.seg_m, stage.k) for stage in self._stages]
 
     def starts(self, h1: int, h2: int) -> list[int]:
-        """The Kirsch-Mitzenmacher (start, step) of a `hash_pair` in each known stage, flat:
-        stage *i*'s positions are ``(start + j*step) % m`` for j < k, as `add_many` sets them."""
+        """The Kirsch-Mitzenmacher (start, step) of a `hash_pair` in each known stage, flat, the
+        segment folded into the start: with ``seg_m`` from `layout`, the key's segment is
+        ``start // seg_m`` (its key as `_seg_key` names it) and its positions there are
+        ``(start % seg_m + j*step) % seg_m`` for j < k, as `add_many` sets them."""
         out: list[int] = []
         for stage in self._stages:
-            m = stage.m
-            out += (h1 % m, (h2 | 1) % m)
+            seg, a, b = stage.place(h1, h2)
+            out += (seg * stage.seg_m + a, b)
         return out
 
     async def shared_counts(self, newest_bits: int, count: int) -> None:
@@ -368,23 +359,37 @@ class RedisSieve:
 
     async def contains(self, key: str) -> bool:
         """True if `key` is (probably) in the shared Sieve. Read-only."""
-        h1, h2 = hash_pair(key)
+        return (await self.contains_many([key]))[0]
+
+    async def contains_many(self, keys: Sequence[str]) -> list[bool]:
+        """`contains` of each key, in one round trip. Read-only."""
         pipe = self._redis.pipeline(transaction=False)
-        for i, stage in enumerate(self._stages):
-            args: list[Any] = []
-            for x in stage.positions(h1, h2):
-                args += ("GET", "u1", x)
-            pipe.execute_command("BITFIELD_RO", self._key(str(i)), *args)
+        for key in keys:
+            h1, h2 = hash_pair(key)
+            for i, stage in enumerate(self._stages):
+                seg, args = stage.probes(h1, h2, "GET")
+                pipe.execute_command("BITFIELD_RO", self._seg_key(i, seg), *args)
         try:
-            return any(all(bits) for bits in await pipe.execute())
+            replies = await pipe.execute()
         except RedisError as exc:
             raise SharedStateError(f"Redis: {exc}") from exc
+        n = len(self._stages)
+        return [any(all(bits) for bits in replies[j * n : j * n + n]) for j in range(len(keys))]
 
     async def stage_bytes(self, i: int) -> bytes:
-        """Stage `i`'s bits as Redis holds them (bit x = bit 7 - x % 8 of byte x // 8)."""
-        data = await self._redis.get(self._key(str(i)))
-        raw = data.encode("latin-1") if isinstance(data, str) else data or b""
-        return raw.ljust(self._stages[i].m // 8, b"\0")
+        """Stage `i`'s bits as Redis holds them, its segments end to end (in a segment, bit x =
+        bit 7 - x % 8 of byte x // 8). Reads the whole stage: for tests and small stages."""
+        stage = self._stages[i]
+        out = b""
+        for seg in range(stage.segments):
+            data = await self._redis.get(self._seg_key(i, seg))
+            raw = data.encode("latin-1") if isinstance(data, str) else data or b""
+            out += raw.ljust(stage.seg_m // 8, b"\0")
+        return out
+
+    def segment_layout(self) -> list[tuple[int, int]]:
+        """(segments, bytes per segment) of each stage known here, oldest first."""
+        return [(stage.segments, stage.seg_m // 8) for stage in self._stages]
 
     # -- figures (as of the last refresh or batch) ---------------------------------------
     @property
@@ -409,13 +414,6 @@ class RedisSieve:
             f"approx_items={self.approx_items:.0f}, size_in_bytes={self.size_in_bytes}, "
             f"error_rate={self.error_rate:.3g})"
         )
-
-
-def _sets(stage: _Stage, h1: int, h2: int) -> list[Any]:
-    args: list[Any] = []
-    for x in stage.positions(h1, h2):
-        args += ("SET", "u1", x, 1)
-    return args
 
 
 def text(value: Any) -> str:

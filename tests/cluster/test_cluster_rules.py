@@ -117,14 +117,14 @@ async def test_processes_must_agree_on_the_adaptive_delay(redis_url: str) -> Non
 
 
 async def test_a_crawl_of_the_previous_format_is_refused(redis_url: str) -> None:
-    # format 1 had no per-host cap count and no shared adaptive delay: joined, it would
-    # silently exceed the cap and let the delay fall below a Crawl-delay
+    # format 2 kept a Sieve stage of up to 512 MB in one string: joined, its big stages
+    # would be read as segments (format 1 also lacked the per-host cap and adaptive delay)
     client = Redis.from_url(redis_url)
     try:
-        await client.hset("crawl:r:meta", mapping={"format": "1", "settings": json.dumps({})})
+        await client.hset("crawl:r:meta", mapping={"format": "2", "settings": json.dumps({})})
     finally:
         await client.aclose()
-    with pytest.raises(SharedStateError, match=r"format '1', expected 2"):
+    with pytest.raises(SharedStateError, match=r"format '2', expected 3"):
         await _crawl(_config(redis_url), ["http://127.0.0.1:1/"])
 
 

@@ -508,3 +508,30 @@ async def test_entries_given_back_unfetched_go_back_as_they_were(
     stats = await b.stats()
     assert stats.retries == 0 and stats.in_flight == 1
     assert await a.release([taken]) == 0  # no longer held here
+
+
+async def test_admission_and_peek_read_the_sieves_segments(
+    clients: list[Redis], clock: Clock, redis_server: RedisServer
+) -> None:
+    # a Sieve of 512-bit segments: the scripts set and read the very bits RedisSieve does
+    sieve = RedisSieve(clients[0], PREFIX, capacity=1000, error_rate=1e-3, segment_bits=512)
+    f = RedisFrontier(clients[0], PREFIX, sieve, clock=clock)
+    await f.open()
+    urls = [f"http://h{i % 7}.test/{i}" for i in range(300)]
+    assert await f.put_many([page(u) for u in urls]) == [True] * 300
+    assert await f.put_many([page(u) for u in urls[:50]]) == [False] * 50
+    assert sieve.segment_layout()[0][0] > 30
+    other = Redis.from_url(redis_server.url)
+    try:
+        plain = RedisSieve(other, "plain:", capacity=1000, error_rate=1e-3, segment_bits=512)
+        await plain.open()
+        assert await plain.add_many(urls) == [True] * 300
+        assert await plain.stage_bytes(0) == await sieve.stage_bytes(0)
+    finally:
+        await other.aclose()
+    done = [f"http://d.test/{i}" for i in range(100)]  # in the Sieve, not queued
+    await sieve.add_many(done)
+    fresh = [f"http://n.test/{i}" for i in range(100)]
+    answers = await f.peek([(u, u) for u in done + fresh])
+    assert answers[:100] == [True] * 100
+    assert answers[100:].count(False) >= 95

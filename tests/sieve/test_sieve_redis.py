@@ -12,7 +12,7 @@ from bitarray import bitarray
 from redis.asyncio import Redis
 
 from crawler.sieve import Sieve
-from crawler.sieve.redis import RedisSieve, SharedStateError
+from crawler.sieve.redis import SEGMENT_BITS, RedisSieve, SharedStateError
 from crawler.testing.redis_server import RedisServer
 
 
@@ -159,10 +159,49 @@ async def test_a_process_behind_on_stages_settles_against_the_newest(
         await other.aclose()
 
 
-async def test_a_stage_over_one_redis_string_is_refused_before_any_write(client: Redis) -> None:
-    with pytest.raises(SharedStateError, match=r"stage 0 \(capacity 500,000,000\) needs 1,092 MiB"):
-        RedisSieve(client, "big:", capacity=500_000_000, error_rate=0.001)
-    assert await client.keys("big:*") == []
-    sieve = RedisSieve(client, "grows:", capacity=200_000_000, error_rate=0.001)  # 437 MiB
-    with pytest.raises(SharedStateError, match=r"stage 1 .* over a Redis string's 512 MB"):
-        sieve._follow(2)  # the next stage, once the first is full: refused by name too
+async def test_a_stage_over_one_redis_string_is_split_into_segments(client: Redis) -> None:
+    # 1,092 MiB, over a Redis string's 512 MB: 18 segments of at most 64 MiB, laid out without
+    # touching them; an add writes one segment only, every probe of the key in it
+    sieve = RedisSieve(client, "big:", capacity=500_000_000, error_rate=0.001)
+    await sieve.open()
+    assert sieve.segment_layout() == [(18, 63_632_624)]
+    assert sieve.size_in_bytes == 18 * 63_632_624 >= 1_092 * 2**20
+    assert SEGMENT_BITS // 8 >= 63_632_624
+    assert await sieve.add("http://one.test/") is True
+    assert await sieve.add("http://one.test/") is False
+    assert await sieve.contains_many(["http://one.test/", "http://two.test/"]) == [True, False]
+    meta = {b"big:sieve:meta", b"big:sieve:count", b"big:sieve:bits:0", b"big:sieve:stages"}
+    segments = set(await client.keys("big:sieve:*")) - meta
+    assert len(segments) == 1
+    await client.flushall()  # give the ~60 MiB back at once
+
+
+@pytest.mark.slow
+async def test_segmented_stages_keep_the_bound_at_ten_times_capacity(
+    client: Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the family's growth test through Redis, every stage split into 4,096-bit segments
+    p = 0.02
+    sieve = RedisSieve(client, "fp:", capacity=4000, error_rate=p, segment_bits=4096)
+    await sieve.open()
+    caplog.set_level(logging.WARNING, logger="crawler.sieve")
+    items = keys(40_000, seed=5)
+    for i in range(0, len(items), 1000):
+        await sieve.add_many(items[i : i + 1000])
+    await sieve.refresh()
+    layout = sieve.segment_layout()
+    assert all(n > 1 and size <= 512 for n, size in layout) and layout[-1][0] >= 50
+    assert sieve.false_positive_bound < p
+    grew = [r for r in caplog.records if "opening stage" in r.message]
+    assert len(grew) == sieve.stages - 1 >= 3
+    assert all(await sieve.contains_many(items[:2000]))
+    probes = [f"http://probe.test/{i}" for i in range(40_000)]
+    rate = sum(await sieve.contains_many(probes)) / len(probes)
+    assert rate <= 1.25 * p  # 40,000 probes: ~800 expected at P, a 1.25 P margin is ~5 sigma
+
+
+async def test_a_shared_sieve_of_the_one_string_format_is_refused(client: Redis) -> None:
+    # format 1 kept a stage of up to 512 MB in one string: read as segments it would be wrong
+    await client.hset("old:sieve:meta", "format", "1")
+    with pytest.raises(SharedStateError, match=r"sieve\.format \(shared: 1, here: 2\)"):
+        await RedisSieve(client, "old:").open()

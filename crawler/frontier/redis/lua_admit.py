@@ -17,12 +17,24 @@ from crawler.urls.host import split_host
 __all__ = ["ADMIT", "PEEK", "AdmitBounds", "AdmitFlag", "AdmitReply", "AdmitRow", "PeekAnswer",
            "Stages", "admit_args", "admit_reply", "peek_args", "peek_reply"]  # fmt: skip
 
+# The key of the Sieve's segment that holds a key's probes in stage `stage` (0-based): the
+# segment is folded into the key's start (``segment * seg_m + start``; `RedisSieve.starts`), and
+# segment 0 is the stage's own key (a one-segment stage: ``sieve:{stage}``, as before segments).
+SEGMENT_KEY: Final = r"""
+local function segment_key(stage, start, seg_m)
+    local seg = math.floor(start / seg_m)
+    if seg > 0 then return P .. 'sieve:' .. stage .. ':' .. seg end
+    return P .. 'sieve:' .. stage
+end
+"""
+
 # The seen test and the enqueue in one atomic call (a crash never leaves a URL seen but not
 # queued). ARGV: prefix, '' (no clock), stages, max_queued, max_queued_per_host, keys, respect
 # robots.txt ('1': a new host starts in robots state 'need'), max admitted (0: no cap; the
 # crawl's ``max_pages``: a key is refused, and stays unseen, once the Sieve's shared count has
-# reached it), exact tier ('1'/''), then (m, k) per stage, then per key: host, tail
-# (key\npayload), score, delay, concurrency, then (start, step) per stage, then its fingerprint's
+# reached it), exact tier ('1'/''), then (segment bits, k) per stage, then per key: host, tail
+# (key\npayload), score, delay, concurrency, then (start, step) per stage (the segment folded
+# into the start: `SEGMENT_KEY`), then its fingerprint's
 # bucket and the fingerprint (the Sieve's h1, signed 64-bit, decimal), and its scope host (the
 # key's host, port left out: `crawler.admission.scope.split_host`; after a '!' for a seed, which
 # counts but is not refused, as in memory); last, the URLs a host may have
@@ -37,6 +49,7 @@ __all__ = ["ADMIT", "PEEK", "AdmitBounds", "AdmitFlag", "AdmitReply", "AdmitRow"
 # `AdmitFlag` per key} (read by `admit_reply`).
 ADMIT: Final = (
     COMMON
+    + SEGMENT_KEY
     + r"""
 local nst, maxq, maxh, n = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]),
                            tonumber(ARGV[6])
@@ -86,6 +99,8 @@ for i = 0, n - 1 do
         for s = 1, nst do
             local a, b = tonumber(ARGV[at + 3 + 2 * s]), tonumber(ARGV[at + 4 + 2 * s])
             local m, args = ms[s], {}
+            local sk = segment_key(s - 1, a, m)
+            a = a % m
             local op = (s < nst) and 'GET' or 'SET'
             for j = 0, ks[s] - 1 do
                 args[#args + 1] = op
@@ -93,7 +108,6 @@ for i = 0, n - 1 do
                 args[#args + 1] = (a + j * b) % m
                 if op == 'SET' then args[#args + 1] = 1 end
             end
-            local sk = P .. 'sieve:' .. (s - 1)
             if s < nst then
                 local bits = redis.call('BITFIELD_RO', sk, unpack(args))
                 local all = true
@@ -152,15 +166,19 @@ return out
 
 # What the shared crawl knows of some keys, changing nothing (a focused crawl scores only the
 # links to new and queued URLs, as the in-memory crawl does). ARGV: prefix, '' (no clock),
-# stages, exact tier ('1'/''), then (m, k) per stage, then per key: host, key, (start, step) per
-# stage, its fingerprint's bucket and the fingerprint (as for ADMIT), its scope host; last, the
-# per-host cap (``max_pages_per_host``, 0: none). Packed by `peek_args`. Returns {SIEVE_GREW,
-# stages} when the Sieve grew meanwhile (call again), else {0, then per key: HOST_LIMIT when its
-# scope host is at the cap (the in-memory scope refuses such a link first), else the score
-# (-priority) it is queued at (a string), else SEEN (fetched, in flight, refused) or NEW} (the
-# `PeekAnswer`s; read by `peek_reply`).
-PEEK: Final = r"""
+# stages, exact tier ('1'/''), then (segment bits, k) per stage, then per key: host, key, (start,
+# step) per stage, its fingerprint's bucket and the fingerprint (as for ADMIT), its scope host;
+# last, the per-host cap (``max_pages_per_host``, 0: none). Packed by `peek_args`. Returns
+# {SIEVE_GREW, stages} when the Sieve grew meanwhile (call again), else {0, then per key:
+# HOST_LIMIT when its scope host is at the cap (the in-memory scope refuses such a link first),
+# else the score (-priority) it is queued at (a string), else SEEN (fetched, in flight, refused)
+# or NEW} (the `PeekAnswer`s; read by `peek_reply`).
+PEEK: Final = (
+    r"""
 local P = ARGV[1]
+"""
+    + SEGMENT_KEY
+    + r"""
 local nst = tonumber(ARGV[3])
 local cur = tonumber(redis.call('GET', P .. 'sieve:stages') or '1')
 if cur ~= nst then return {-1, cur} end
@@ -187,12 +205,14 @@ for at = base, #ARGV - 1, width do
         for s = 1, nst do
             local a, b = tonumber(ARGV[at + 2 * s]), tonumber(ARGV[at + 1 + 2 * s])
             local args = {}
+            local sk = segment_key(s - 1, a, ms[s])
+            a = a % ms[s]
             for j = 0, ks[s] - 1 do
                 args[#args + 1] = 'GET'
                 args[#args + 1] = 'u1'
                 args[#args + 1] = (a + j * b) % ms[s]
             end
-            local bits = redis.call('BITFIELD_RO', P .. 'sieve:' .. (s - 1), unpack(args))
+            local bits = redis.call('BITFIELD_RO', sk, unpack(args))
             local all = true
             for _, v in ipairs(bits) do if v == 0 then all = false break end end
             if all then seen = true break end
@@ -206,6 +226,7 @@ for at = base, #ARGV - 1, width do
 end
 return out
 """
+)
 
 
 class AdmitFlag(IntEnum):

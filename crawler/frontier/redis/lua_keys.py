@@ -31,7 +31,8 @@ claim before it (``-``: none), empty for a refusal's lease: it holds no slot), `
 the hosts parked on their address), ``addrs`` (addresses known), ``a:{address}``,
 ``ap:{address}`` and ``la`` (an address's budget, its parked hosts, the leases counted against
 an address: below, before ``refile``),
-``sieve:*`` (the ``crawler.sieve.redis.RedisSieve`` stages and counters).
+``sieve:*`` (the ``crawler.sieve.redis.RedisSieve`` stages, a stage over 64 MiB in segments, and
+counters).
 """
 
 from __future__ import annotations
