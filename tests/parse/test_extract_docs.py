@@ -79,6 +79,22 @@ def test_boilerplate_words_are_matched_as_name_parts(name: str, kept: bool) -> N
     assert ("Words of the named section" in text_of(page)) is kept
 
 
+@pytest.mark.parametrize(
+    "wrapper",
+    [
+        '<div class="page-frame\n    is-continuous\n    logged-out\n  ">',  # one class a line
+        '<div class="' + "\u0130" * 40 + '">',  # "\u0130" lowercased is two characters
+    ],
+)
+def test_each_element_s_names_are_matched_on_that_element(wrapper: str) -> None:
+    # a news site's wrapper writes its classes one a line, a Turkish one names it with dotted
+    # capital Is: the names after it are still matched on their own elements, not shifted
+    # onto the element after (nor past the last one)
+    comments = "<div class='comments'><p>Reader 3 says: the plan, like the last, is late.</p></div>"
+    text = text_of(f"{wrapper}<div class='body'><p>{PROSE}</p><p>{PROSE}</p></div>{comments}</div>")
+    assert PROSE in text and "Reader 3" not in text
+
+
 TEXINFO_NAV = (
     '<div class="nav-panel"><p>Next: <a href="n.html">Sets</a>, Previous: <a href="p.html">'
     'Ranges</a>, Up: <a href="u.html">Containers</a> &nbsp; [<a href="c.html">Contents</a>]'
