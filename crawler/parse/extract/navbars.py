@@ -19,12 +19,12 @@ same on every site, without any class name:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from selectolax.lexbor import LexborNode
 
 __all__ = ["is_nav_bar", "strip_nav_bars"]
 
-_CANDIDATES = "p, div, table, ul, ol, center, section"
 _WORD = re.compile(r"\w+")
 NAV_WORDS = frozenset((
     "next", "previous", "prev", "up", "home", "top", "contents", "index", "back", "forward",
@@ -65,19 +65,71 @@ def is_nav_bar(node: LexborNode, title: frozenset[str] = frozenset()) -> bool:
     return len(named) >= 2 and all(word in NAV_WORDS for link in named for word in link)
 
 
-def _text_beside(node: LexborNode, scope_id: int, before: bool) -> int:
-    """The characters of text between `node` and the start (`before`) or end of the scope."""
-    total = 0
-    while node.mem_id != scope_id and node.parent is not None:
-        sibling = node.prev if before else node.next
-        while sibling is not None:
-            if sibling.tag not in ("-comment", "script", "style", "template"):
-                total += len(" ".join(sibling.text(deep=True).split()))
-                if total >= _EDGE_CHARS:
-                    return total
-            sibling = sibling.prev if before else sibling.next
-        node = node.parent
-    return total
+_CANDIDATE_TAGS = frozenset(("p", "div", "table", "ul", "ol", "center", "section"))
+_UNSEEN = frozenset(("-comment", "script", "style", "template"))
+
+
+def _at_edges(scope: LexborNode) -> Iterator[LexborNode]:
+    """The candidate elements inside `scope` at its top or bottom edge (less than
+    `_EDGE_CHARS` characters of text between them and its start or end), in document order.
+    The text before (after) an element is its parent's plus its earlier (later) siblings':
+    an element not at an edge holds none that is, so only the edges are walked."""
+    stack = [(scope, 0, 0)]
+    while stack:
+        node, before, after = stack.pop()
+        if node.mem_id != scope.mem_id and node.tag in _CANDIDATE_TAGS:
+            yield node
+        stack.extend(reversed(_edge_children(node, before, after)))
+
+
+def _edge_children(node: LexborNode, before: int, after: int) -> list[tuple[LexborNode, int, int]]:
+    """`node`'s element children at an edge, in document order, each with the text before
+    and after it (`_EDGE_CHARS` at most): the children read from either end until that much
+    text is behind, not the ones between."""
+    top: dict[int, tuple[LexborNode, int, int]] = {}
+    child, seen = node.child, before
+    while child is not None and seen < _EDGE_CHARS:
+        if child.is_element_node:
+            top[child.mem_id] = (child, seen, _EDGE_CHARS)
+        seen += _shown(child)
+        child = child.next
+    bottom = []
+    child, seen = node.last_child, after
+    while child is not None and seen < _EDGE_CHARS:
+        if child.is_element_node:
+            if child.mem_id in top:
+                top[child.mem_id] = (child, top[child.mem_id][1], seen)
+            else:
+                bottom.append((child, _EDGE_CHARS, seen))
+        seen += _shown(child)
+        child = child.prev
+    return [*top.values(), *reversed(bottom)]
+
+
+def _shown(node: LexborNode) -> int:
+    """The length of `node`'s text with its whitespace collapsed, `_EDGE_CHARS` at most: all
+    an edge asks, read from its first text nodes (the collapsed text of a prefix is a prefix
+    of the whole's), not from the whole of a wrapper's text; 0 for what is not shown."""
+    tag = node.tag
+    if tag == "-text":
+        return min(_EDGE_CHARS, len(" ".join((node.text_content or "").split())))
+    if tag in _UNSEEN:
+        return 0
+    read: list[str] = []
+    size = 0
+    for inside in node.traverse(include_text=True):
+        if inside.tag == "-text":
+            text = inside.text_content or ""
+            read.append(text)
+            size += len(text)
+            if size >= _EDGE_READ:
+                shown = len(" ".join("".join(read).split()))
+                if shown >= _EDGE_CHARS:
+                    return _EDGE_CHARS
+    return min(_EDGE_CHARS, len(" ".join("".join(read).split())))
+
+
+_EDGE_READ = 4 * _EDGE_CHARS  # characters read before their whitespace is collapsed
 
 
 def strip_nav_bars(scope: LexborNode, title: str = "") -> None:
@@ -87,13 +139,8 @@ def strip_nav_bars(scope: LexborNode, title: str = "") -> None:
     title_words = frozenset(_words(title))
     bars: dict[int, LexborNode] = {}
     total: int | None = None
-    for node in scope.css(_CANDIDATES):
-        if node.mem_id == scope_id or not is_nav_bar(node, title_words):
-            continue
-        if (
-            _text_beside(node, scope_id, before=True) >= _EDGE_CHARS
-            and _text_beside(node, scope_id, before=False) >= _EDGE_CHARS
-        ):
+    for node in _at_edges(scope):
+        if not is_nav_bar(node, title_words):
             continue
         if total is None:
             total = len(" ".join(scope.text(deep=True).split()))
