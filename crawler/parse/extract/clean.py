@@ -79,18 +79,22 @@ _POSITIVE = (
 )  # fmt: skip
 
 
-def _parts_pattern(
+def _parts_patterns(
     words: tuple[str, ...], whole: tuple[str, ...] = (), glued: tuple[str, ...] = ()
-) -> re.Pattern[str]:
-    """A pattern finding `words` in names written as lowercase parts a space apart."""
-    alternatives = [f" {re.escape(word)}" for word in words]
-    alternatives += [f" {re.escape(word)} " for word in whole]
-    alternatives += [f"{re.escape(word)} " for word in glued]
-    return re.compile("|".join(alternatives))
+) -> tuple[re.Pattern[str], ...]:
+    """Patterns finding `words` in names written as lowercase parts a space apart: those
+    starting a part in one (its leading space lets the regex engine skip to the spaces), the
+    glued ones ending a part in another (one pattern of both is twice as slow)."""
+    starting = [re.escape(word) for word in words]
+    starting += [f"{re.escape(word)} " for word in whole]
+    patterns = [re.compile(f" (?:{'|'.join(starting)})")]
+    if glued:
+        patterns.append(re.compile(f"(?:{'|'.join(map(re.escape, glued))}) "))
+    return tuple(patterns)
 
 
-_NEGATIVE_RE = _parts_pattern(_NEGATIVE, _WHOLE, _GLUED)
-_MENUS_RE = _parts_pattern(_MENUS, glued=("menu", "menus", "navbar", "breadcrumb"))
+_NEGATIVE_RE = _parts_patterns(_NEGATIVE, _WHOLE, _GLUED)
+_MENUS_RE = _parts_patterns(_MENUS, glued=("menu", "menus", "navbar", "breadcrumb"))
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
@@ -188,9 +192,13 @@ class Names:
                 self.unlikely.append(node)
 
 
-def _matched(parts: str, lines: list[int], pattern: re.Pattern[str]) -> set[int]:
-    """The indices of the names (lines of `parts`, ending at `lines`) `pattern` finds in."""
-    return {bisect_right(lines, found.start()) for found in pattern.finditer(parts)}
+def _matched(parts: str, lines: list[int], patterns: tuple[re.Pattern[str], ...]) -> set[int]:
+    """The indices of the names (lines of `parts`, ending at `lines`) `patterns` find in."""
+    return {
+        bisect_right(lines, found.start())
+        for pattern in patterns
+        for found in pattern.finditer(parts)
+    }
 
 
 def _holders(joined: str, starts: list[int], words: tuple[str, ...]) -> set[int]:
