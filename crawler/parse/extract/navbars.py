@@ -108,25 +108,29 @@ def _edge_children(node: LexborNode, before: int, after: int) -> list[tuple[Lexb
 
 def _shown(node: LexborNode) -> int:
     """The length of `node`'s text with its whitespace collapsed, `_EDGE_CHARS` at most: all
-    an edge asks, read from its first text nodes (the collapsed text of a prefix is a prefix
-    of the whole's), not from the whole of a wrapper's text; 0 for what is not shown."""
+    an edge asks, read from its first text nodes, not from the whole of a wrapper's text;
+    0 for what is not shown."""
     tag = node.tag
     if tag == "-text":
         return min(_EDGE_CHARS, len(" ".join((node.text_content or "").split())))
     if tag in _UNSEEN:
         return 0
-    read: list[str] = []
-    size = 0
+    read = ""  # the text so far, collapsed now and then (a space it ends with kept)
     for inside in node.traverse(include_text=True):
         if inside.tag == "-text":
-            text = inside.text_content or ""
-            read.append(text)
-            size += len(text)
-            if size >= _EDGE_READ:
-                shown = len(" ".join("".join(read).split()))
-                if shown >= _EDGE_CHARS:
+            read += inside.text_content or ""
+            if len(read) >= _EDGE_READ:
+                read = _collapsed(read)
+                if len(read) > _EDGE_CHARS:
                     return _EDGE_CHARS
-    return min(_EDGE_CHARS, len(" ".join("".join(read).split())))
+    return min(_EDGE_CHARS, len(" ".join(read.split())))
+
+
+def _collapsed(text: str) -> str:
+    """`text` with its whitespace collapsed, and a space at its end when it ended with
+    whitespace (so that text read after it collapses as it would have with it)."""
+    collapsed = " ".join(text.split())
+    return f"{collapsed} " if collapsed and text[-1].isspace() else collapsed
 
 
 _EDGE_READ = 4 * _EDGE_CHARS  # characters read before their whitespace is collapsed
