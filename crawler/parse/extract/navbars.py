@@ -85,55 +85,53 @@ def _at_edges(scope: LexborNode) -> Iterator[LexborNode]:
 def _edge_children(node: LexborNode, before: int, after: int) -> list[tuple[LexborNode, int, int]]:
     """`node`'s element children at an edge, in document order, each with the text before
     and after it (`_EDGE_CHARS` at most): the children read from either end until that much
-    text is behind, not the ones between."""
+    text is behind, not the ones between. A child's text is measured only when a sibling
+    lies beyond it (a wrapper nested in a wrapper is not: the page's text is not read again
+    at every level of a deep nest); one measured without text is not walked into."""
+    shown: dict[int, int] = {}
     top: dict[int, tuple[LexborNode, int, int]] = {}
     child, seen = node.child, before
     while child is not None and seen < _EDGE_CHARS:
-        if child.is_element_node:
+        length = -1
+        if child.next is not None:
+            length = shown[child.mem_id] = _shown(child)
+        if child.is_element_node and length != 0:  # an element without text holds no bar
             top[child.mem_id] = (child, seen, _EDGE_CHARS)
-        seen += _shown(child)
+        seen += max(0, length)
         child = child.next
     bottom = []
     child, seen = node.last_child, after
     while child is not None and seen < _EDGE_CHARS:
-        if child.is_element_node:
-            if child.mem_id in top:
-                top[child.mem_id] = (child, top[child.mem_id][1], seen)
-            else:
-                bottom.append((child, _EDGE_CHARS, seen))
-        seen += _shown(child)
+        length = -1
+        if child.prev is not None:
+            length = shown.get(child.mem_id, -1)
+            length = _shown(child) if length < 0 else length
+        if child.mem_id in top:
+            top[child.mem_id] = (child, top[child.mem_id][1], seen)
+        elif child.is_element_node and length != 0:
+            bottom.append((child, _EDGE_CHARS, seen))
+        seen += max(0, length)
         child = child.prev
     return [*top.values(), *reversed(bottom)]
 
 
 def _shown(node: LexborNode) -> int:
-    """The length of `node`'s text with its whitespace collapsed, `_EDGE_CHARS` at most: all
-    an edge asks, read from its first text nodes, not from the whole of a wrapper's text;
-    0 for what is not shown."""
-    tag = node.tag
-    if tag == "-text":
-        return min(_EDGE_CHARS, len(" ".join((node.text_content or "").split())))
-    if tag in _UNSEEN:
+    """The length of `node`'s text with its whitespace collapsed, `_EDGE_CHARS` at most (all
+    an edge asks); 0 for what is not shown. The collapsed text of a prefix is a prefix of the
+    whole's: prefixes four times longer each are collapsed until one says enough, not the
+    whole text of a wrapper (lexbor gives it at C speed, splitting it is what costs)."""
+    if node.tag in _UNSEEN:
         return 0
-    read = ""  # the text so far, collapsed now and then (a space it ends with kept)
-    for inside in node.traverse(include_text=True):
-        if inside.tag == "-text":
-            read += inside.text_content or ""
-            if len(read) >= _EDGE_READ:
-                read = _collapsed(read)
-                if len(read) > _EDGE_CHARS:
-                    return _EDGE_CHARS
-    return min(_EDGE_CHARS, len(" ".join(read.split())))
+    text = node.text(deep=True) if node.tag != "-text" else node.text_content or ""
+    size = _EDGE_READ
+    while True:
+        shown = len(" ".join(text[:size].split()))
+        if shown >= _EDGE_CHARS or size >= len(text):
+            return min(shown, _EDGE_CHARS)
+        size *= 4
 
 
-def _collapsed(text: str) -> str:
-    """`text` with its whitespace collapsed, and a space at its end when it ended with
-    whitespace (so that text read after it collapses as it would have with it)."""
-    collapsed = " ".join(text.split())
-    return f"{collapsed} " if collapsed and text[-1].isspace() else collapsed
-
-
-_EDGE_READ = 4 * _EDGE_CHARS  # characters read before their whitespace is collapsed
+_EDGE_READ = 4 * _EDGE_CHARS  # the first prefix collapsed
 
 
 def strip_nav_bars(scope: LexborNode, title: str = "") -> None:
