@@ -1,6 +1,7 @@
 """Page metadata and ``[[extract]]`` fields: agreement with extruct, speed, and crawl cost.
 
     python -m bench meta                  (BENCH_QUICK=1: 100 pages a corpus, 1 crawl round)
+    python -m bench.bench_meta agreement  (or crawl: one part)
 
 Three parts:
 
@@ -10,7 +11,9 @@ Three parts:
    keeps the page's line breaks); each OpenGraph property's first value equal (extruct
    lists every value; it reads ``property=`` only, so ``twitter:*`` in ``name=`` is ours alone);
    `published` / `modified` equal to the first JSON-LD datePublished / dateModified extruct
-   found (pages where it has one). A page agrees when all four do; disagreements are listed.
+   found (pages where it has one); the JSON-LD items' @types apart. A page agrees when all
+   do; disagreements are counted by aspect and listed, each marked with the documented
+   difference (docs/yields.md) it is, if it is only one.
 2. speed: ms a page, from the bytes, ours (lexbor: sniff, parse, `read_meta`) against extruct
    (lxml), each page in turn, medians; and ours on a tree already parsed (what ``--meta``
    adds to a crawl that parses the page anyway).
@@ -21,8 +24,9 @@ Three parts:
 Corpora: the realistic examples in tests/parse/meta_pages (schema.org's and OGP's documented
 Article, Product, Event, Recipe, BreadcrumbList, nested microdata, video.movie) and the local
 Debian doc sites (python3.11-doc, postgresql-doc-15: few of their pages have metadata, so they
-test agreement on absence and speed on real markup). The article benchmark's 181 real news
-pages, the corpus the issue named, are not on this machine (bench/data/ is empty here).
+test agreement on absence and speed on real markup), and the article-extraction benchmark's 181
+real news pages, where metadata is rich (bench/data/, as `python -m bench text` reads them;
+left out with a word on how to get them when missing), each read against its own URL.
 """
 
 from __future__ import annotations
