@@ -138,12 +138,16 @@ def load_module(path: Path, name: str) -> ModuleType:
 
 
 def checkout_commit(directory: Path) -> str:
+    """The commit of the checkout at `directory` (not of a repository it is copied into)."""
     try:
-        out = subprocess.run(["git", "-C", str(directory), "rev-parse", "HEAD"],
+        out = subprocess.run(["git", "-C", str(directory), "rev-parse", "HEAD", "--show-toplevel"],
                              capture_output=True, text=True, check=True)  # fmt: skip
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
-    return out.stdout.strip()
+    commit, top = out.stdout.split()
+    if Path(top).resolve() != directory.resolve():
+        return "unknown (not a git checkout: a copy inside another repository)"
+    return commit
 
 
 def half(key: str) -> int:

@@ -344,3 +344,25 @@ def test_tables_with_paragraphs_in_cells_and_lists_after_a_paragraph() -> None:
     assert "- [client](http://news.test/client) is a low-level client, for scripts" in md
     assert "| Code | Name |\n| --- | --- |\n| 200 | `OK` |\n| 404 | `NOT_FOUND` |" in md
     assert "A *word* stressed, and ``a`b`` as code." in md
+
+
+def test_an_article_in_a_layout_table_cell_is_read_as_paragraphs() -> None:
+    # an old news site lays its page out in a table: the cell holding the article (its body,
+    # a source line and two boxes) outscores the article's own element, and is read as a
+    # container of paragraphs, not as one cell of a row that never ends
+    said = (
+        "The council approved the new harbour plan on Tuesday, after a debate that lasted most"
+        " of the night, and the first works begin in spring."
+    )
+    sidebar = "".join(f"<li><a href='/r{i}'>Another story number {i}</a></li>" for i in range(8))
+    article = "".join(f"<p>{said} {i}</p>" for i in range(4))
+    source = "<p>Source: the town hall, the harbour office, and the mayor, in a statement.</p>"
+    boxes = "".join(
+        f"<div><p>Box {i}, {said}</p><p>Box {i} again, {said}</p></div>" for i in (1, 2)
+    )
+    cell = f"<td><div><div class='article'>{article}</div>{source}</div>{boxes}</td>"
+    page = f"<table><tr><td><ul>{sidebar}</ul></td>{cell}</tr></table>"
+    text, md = text_of(page), markdown_of(page)
+    for kept in (text, md):
+        assert f"{said} 0" in kept and "Source: the town hall" in kept and "Box 2 again" in kept
+    assert f"{said} 0\n\n{said} 1" in text  # each paragraph a paragraph

@@ -227,3 +227,30 @@ def test_the_crawls_pass_finds_the_metadata_and_its_links_once(text: bool) -> No
     assert meta is not None and meta["description"] == "d" and meta["jsonld"] == [{"@type": "A"}]
     assert [item.get("type") for item in meta["microdata"]] == [None, "T", "H", "D"]
     assert meta["microdata"][3]["properties"] == {"u": "https://example.com/y"}
+
+
+def test_a_microdata_text_value_leaves_out_scripts_and_styles() -> None:
+    # a news page's articleBody holds its share widget's script: the text, not the code
+    body = (
+        '<div itemscope itemtype="https://schema.org/NewsArticle"><div itemprop="articleBody">'
+        "<p>The council approved the plan.</p><script>var addthis_config = {pubid: 'ra-1'};"
+        "</script><style>.x { color: red }</style><p>Works begin in spring.</p></div></div>"
+    )
+    item = meta_of(f"<html><body>{body}</body></html>")["microdata"][0]
+    assert item["properties"]["articleBody"] == (
+        "The council approved the plan.Works begin in spring."
+    )
+
+
+def test_facebook_and_product_properties_are_opengraph() -> None:
+    # the namespaces extruct reads beside OGP's own: fb: (app and page ids), product: (prices)
+    tags = (
+        '<meta property="fb:app_id" content="115982828429116">'
+        '<meta property="product:price:amount" content="12.50">'
+        '<meta property="og:title" content="A title">'
+    )
+    assert meta_of(head(tags))["opengraph"] == {
+        "fb:app_id": "115982828429116",
+        "product:price:amount": "12.50",
+        "og:title": "A title",
+    }

@@ -331,7 +331,13 @@ def read_blocks(
         if root.tag == "pre":
             reader.pre(root)
             continue
-        reader.enter(root)
+        # a chosen table cell is a layout table's (a data table's cell is read with its
+        # table): a container of blocks, not a cell of a row that is not read
+        cell = root.tag in ("td", "th")
+        if cell:
+            reader.flush()
+        else:
+            reader.enter(root)
         node = root.child
         parents: list[LexborNode] = []
         while True:
@@ -352,7 +358,10 @@ def read_blocks(
                     continue
                 reader.leave(node)
             node = node.next
-        reader.leave(root)
+        if cell:
+            reader.flush()
+        else:
+            reader.leave(root)
     reader.flush()
     return reader.blocks, reader.cut
 

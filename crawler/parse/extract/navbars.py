@@ -19,12 +19,12 @@ same on every site, without any class name:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from selectolax.lexbor import LexborNode
 
 __all__ = ["is_nav_bar", "strip_nav_bars"]
 
-_CANDIDATES = "p, div, table, ul, ol, center, section"
 _WORD = re.compile(r"\w+")
 NAV_WORDS = frozenset((
     "next", "previous", "prev", "up", "home", "top", "contents", "index", "back", "forward",
@@ -65,19 +65,73 @@ def is_nav_bar(node: LexborNode, title: frozenset[str] = frozenset()) -> bool:
     return len(named) >= 2 and all(word in NAV_WORDS for link in named for word in link)
 
 
-def _text_beside(node: LexborNode, scope_id: int, before: bool) -> int:
-    """The characters of text between `node` and the start (`before`) or end of the scope."""
-    total = 0
-    while node.mem_id != scope_id and node.parent is not None:
-        sibling = node.prev if before else node.next
-        while sibling is not None:
-            if sibling.tag not in ("-comment", "script", "style", "template"):
-                total += len(" ".join(sibling.text(deep=True).split()))
-                if total >= _EDGE_CHARS:
-                    return total
-            sibling = sibling.prev if before else sibling.next
-        node = node.parent
-    return total
+_CANDIDATE_TAGS = frozenset(("p", "div", "table", "ul", "ol", "center", "section"))
+_UNSEEN = frozenset(("-comment", "script", "style", "template"))
+
+
+def _at_edges(scope: LexborNode) -> Iterator[LexborNode]:
+    """The candidate elements inside `scope` at its top or bottom edge (less than
+    `_EDGE_CHARS` characters of text between them and its start or end), in document order.
+    The text before (after) an element is its parent's plus its earlier (later) siblings':
+    an element not at an edge holds none that is, so only the edges are walked."""
+    stack = [(scope, 0, 0)]
+    while stack:
+        node, before, after = stack.pop()
+        if node.mem_id != scope.mem_id and node.tag in _CANDIDATE_TAGS:
+            yield node
+        stack.extend(reversed(_edge_children(node, before, after)))
+
+
+def _edge_children(node: LexborNode, before: int, after: int) -> list[tuple[LexborNode, int, int]]:
+    """`node`'s element children at an edge, in document order, each with the text before
+    and after it (`_EDGE_CHARS` at most): the children read from either end until that much
+    text is behind, not the ones between. A child's text is measured only when a sibling
+    lies beyond it (a wrapper nested in a wrapper is not: the page's text is not read again
+    at every level of a deep nest); one measured without text is not walked into."""
+    shown: dict[int, int] = {}
+    top: dict[int, tuple[LexborNode, int, int]] = {}
+    child, seen = node.child, before
+    while child is not None and seen < _EDGE_CHARS:
+        length = -1
+        if child.next is not None:
+            length = shown[child.mem_id] = _shown(child)
+        if child.is_element_node and length != 0:  # an element without text holds no bar
+            top[child.mem_id] = (child, seen, _EDGE_CHARS)
+        seen += max(0, length)
+        child = child.next
+    bottom = []
+    child, seen = node.last_child, after
+    while child is not None and seen < _EDGE_CHARS:
+        length = -1
+        if child.prev is not None:
+            length = shown.get(child.mem_id, -1)
+            length = _shown(child) if length < 0 else length
+        if child.mem_id in top:
+            top[child.mem_id] = (child, top[child.mem_id][1], seen)
+        elif child.is_element_node and length != 0:
+            bottom.append((child, _EDGE_CHARS, seen))
+        seen += max(0, length)
+        child = child.prev
+    return [*top.values(), *reversed(bottom)]
+
+
+def _shown(node: LexborNode) -> int:
+    """The length of `node`'s text with its whitespace collapsed, `_EDGE_CHARS` at most (all
+    an edge asks); 0 for what is not shown. The collapsed text of a prefix is a prefix of the
+    whole's: prefixes four times longer each are collapsed until one says enough, not the
+    whole text of a wrapper (lexbor gives it at C speed, splitting it is what costs)."""
+    if node.tag in _UNSEEN:
+        return 0
+    text = node.text(deep=True) if node.tag != "-text" else node.text_content or ""
+    size = _EDGE_READ
+    while True:
+        shown = len(" ".join(text[:size].split()))
+        if shown >= _EDGE_CHARS or size >= len(text):
+            return min(shown, _EDGE_CHARS)
+        size *= 4
+
+
+_EDGE_READ = 4 * _EDGE_CHARS  # the first prefix collapsed
 
 
 def strip_nav_bars(scope: LexborNode, title: str = "") -> None:
@@ -87,13 +141,8 @@ def strip_nav_bars(scope: LexborNode, title: str = "") -> None:
     title_words = frozenset(_words(title))
     bars: dict[int, LexborNode] = {}
     total: int | None = None
-    for node in scope.css(_CANDIDATES):
-        if node.mem_id == scope_id or not is_nav_bar(node, title_words):
-            continue
-        if (
-            _text_beside(node, scope_id, before=True) >= _EDGE_CHARS
-            and _text_beside(node, scope_id, before=False) >= _EDGE_CHARS
-        ):
+    for node in _at_edges(scope):
+        if not is_nav_bar(node, title_words):
             continue
         if total is None:
             total = len(" ".join(scope.text(deep=True).split()))

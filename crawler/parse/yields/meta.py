@@ -11,7 +11,8 @@ extraction strips scripts:
   article:published_time / article:modified_time (og:updated_time), else meta tags (DC, DC
   terms, ``date``, ``last-modified``...), else microdata; a date in another form is passed over;
 - ``opengraph``: each og:*, twitter:* and OpenGraph object property (article:*, book:*,
-  profile:*, music:*, video:*) -> its first value, from <meta property> or <meta name>;
+  profile:*, music:*, video:*; fb:* and product:* too, as extruct reads them) -> its first
+  value, from <meta property> or <meta name>;
 - ``jsonld``: the items of its JSON-LD blocks (`crawler.parse.yields.jsonld`);
 - ``microdata``: its microdata items (`crawler.parse.yields.microdata`);
 - ``skipped``: what was left out, by reason -> count (empty when nothing was).
@@ -43,7 +44,9 @@ MAX_META_TAGS = 10_000
 MAX_VALUE_CHARS = 10_000
 """Longest value kept (a description, an OpenGraph value)."""
 
-_OG_PREFIXES = ("og:", "twitter:", "article:", "book:", "profile:", "music:", "video:")
+_OG_PREFIXES = (
+    "og:", "twitter:", "article:", "book:", "profile:", "music:", "video:", "fb:", "product:",
+)  # fmt: skip
 _PUBLISHED = ("article:published_time", "og:published_time", "date", "dc.date",
               "dc.date.issued", "dc.date.created", "dcterms.issued", "dcterms.created",
               "dcterms.date", "citation_publication_date", "pubdate", "publishdate",

@@ -112,8 +112,38 @@ def _value(node: LexborNode, attrs: dict[str, str | None], base: str) -> str:
     elif attrs.get("content"):  # not HTML's rule, but schema.org's examples' (and extruct's)
         value = attrs.get("content") or ""
     else:
-        value = " ".join(node.text(deep=True)[: 4 * MAX_VALUE_CHARS].split())
+        value = " ".join(_shown_text(node)[: 4 * MAX_VALUE_CHARS].split())
     return value[:MAX_VALUE_CHARS]
+
+
+_UNSHOWN = frozenset(("script", "style", "template"))
+_UNSHOWN_CSS = ", ".join(sorted(_UNSHOWN))
+
+
+def _shown_text(node: LexborNode) -> str:
+    """`node`'s text without what scripts, styles and templates hold (their code is not the
+    value's text; as extruct reads it), at most 4 * MAX_VALUE_CHARS characters."""
+    if node.css_first(_UNSHOWN_CSS) is None:
+        return node.text(deep=True)
+    parts: list[str] = []
+    size = 0
+    child, parents = node.child, list[LexborNode]()
+    while size < 4 * MAX_VALUE_CHARS:
+        if child is None:
+            if not parents:
+                break
+            child = parents.pop().next
+            continue
+        if child.tag == "-text":
+            text = child.text_content or ""
+            parts.append(text)
+            size += len(text)
+        elif child.child is not None and child.tag not in _UNSHOWN:
+            parents.append(child)
+            child = child.child
+            continue
+        child = child.next
+    return "".join(parts)
 
 
 def _absolute(url: str, base: str) -> str:
