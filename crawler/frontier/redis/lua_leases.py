@@ -34,7 +34,8 @@ __all__ = ["DONE", "RECLAIM", "REFUSE", "RENEW", "SET_ROBOTS", "Completion", "Do
 # ``crawler.frontier.hosts``): ``down`` = the reason in its hash, and ``refile`` makes its queued
 # pages (a retry among them) refusals.
 # Returns per entry 1, 2 when it put its host down, or 0 when its lease is not current
-# (expired and reclaimed, or done).
+# (expired and reclaimed, or done). DONE, RECLAIM and REFUSE publish on ``{prefix}wake`` when
+# they freed a slot (``crawler.frontier.redis.wake``: the waiting processes claim at once).
 DONE: Final = (
     COMMON
     + r"""
@@ -98,7 +99,12 @@ local function finish(at)
     return answer
 end
 local out = {}
-for at = 11, #ARGV, 9 do out[#out + 1] = finish(at) end
+local freed = false
+for at = 11, #ARGV, 9 do
+    out[#out + 1] = finish(at)
+    freed = freed or out[#out] ~= 0
+end
+if freed then redis.call('PUBLISH', P .. 'wake', '') end  -- a slot is free: wake the waiting
 return out
 """
 )
@@ -119,6 +125,7 @@ for _, id in ipairs(ids) do
         refile(host)
     end
 end
+if #ids > 0 then redis.call('PUBLISH', P .. 'wake', '') end  -- slots freed, entries back
 return #ids
 """
 )
@@ -174,6 +181,7 @@ for i = #ARGV, 3, -1 do
         refile(host)
     end
 end
+if #out > 0 then redis.call('PUBLISH', P .. 'wake', '') end  -- their hosts' slots are free
 return out
 """
 )
