@@ -252,7 +252,9 @@ def one_slot_table(server: RedisServer, tmp: Path, max_pages: int) -> None:
     for r in rows:
         print(f"Redis, {r['procs']:.0f} process(es): {r['pages']:.0f} pages "
               f"({r['distinct']:.0f} distinct) in {r['wall']:.2f} s, {r['rate']:.0f} pages/s, "
-              f"{r['wall'] / rows[0]['wall']:.2f}x one process's time")  # fmt: skip
+              f"{r['wall'] / rows[0]['wall']:.2f}x one process's time; steady "
+              f"{r['steady']:.0f} pages/s, {rows[0]['steady'] / r['steady']:.2f}x; "
+              f"{r['commands'] / r['pages']:.2f} trips/page")  # fmt: skip
 
 
 def main() -> None:

@@ -97,13 +97,17 @@ async def test_reclaim_wakes_a_waiting_get(
     assert claims.count == 2
 
 
-async def test_a_lost_wake_up_costs_one_fallback_wait(
+async def test_a_wake_up_is_for_the_others_and_a_lost_one_costs_a_fallback_wait(
     clients: list[Redis], clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    a, _, first = await two(clients, clock)
+    a, b, first = await two(clients, clock)
     await a.wakes.listen()
-    assert await a.wakes.wait(0.05) is False  # nothing published: the bounded wait ends
-    await a.done(first)  # its own completion publishes too
+    await b.wakes.listen()
+    assert await b.wakes.wait(0.05) is False  # nothing published: the bounded wait ends
+    await a.done(first)
     async with asyncio.timeout(WATCHDOG):
-        assert await a.wakes.wait(POLL) is True
+        assert await b.wakes.wait(POLL) is True
+    assert await a.wakes.wait(0.05) is False  # its own completion is not news to a
+    assert (a.wakes.heard, b.wakes.heard) == (0, 1)
     await a.wakes.close()
+    await b.wakes.close()

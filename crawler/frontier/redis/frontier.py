@@ -157,10 +157,10 @@ class RedisFrontier(RedisQueues):
         self._candidates = sharing.candidates
         self.turn = float(sharing.turn)
         self._sleep = sleep  # None: wait for a wake-up (else an injected clock's sleep)
-        self.wakes = Wakes(client, prefix)
         self._rng = rng if rng is not None else random.Random()
         owner = sharing.owner
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{random.getrandbits(32):x}"
+        self.wakes = Wakes(client, prefix, self.owner)
         self.user_agent = sharing.user_agent
         self._policies: dict[str, tuple[str, RobotsPolicy]] = {}  # host -> (version, policy)
         self._down: dict[str, str] = {}  # host -> why it is down, as its refusals said
@@ -322,7 +322,7 @@ class RedisFrontier(RedisQueues):
         """One DONE call for `completions` (none: no call); its answer per completion."""
         if not completions:
             return []
-        args = done_args(self.prefix, self._now_arg(), self.politeness, completions)
+        args = done_args(self.prefix, self._now_arg(), self.politeness, completions, self.owner)
         return [int(x) for x in await self._run("done", args)]
 
     async def maybe_reclaim(self) -> None:

@@ -3,12 +3,14 @@ wake-up channel.
 
 The scripts that free a host's slot or give work back (``DONE``, ``RECLAIM``, ``REFUSE`` in
 ``crawler.frontier.redis.lua_leases``) publish on the crawl's channel ``{prefix}wake``
-(`CHANNEL`). Each waiting process subscribes (one connection of its pool, held while it waits
-for work) and a process whose claim found nothing waits for that message, not for a poll
-interval: it claims again as soon as another process's completion frees a slot. A host's next
-allowed start is not a message: the claim says how far it is and the waiter sets its timer to
-it. A message lost (a dropped connection, a process that subscribed after it) costs at most the
-bounded fallback wait (``poll_interval``), so a crawl never hangs on one.
+(`CHANNEL`; a completion's message is the name of the process that sent it, which ignores its
+own: it claims after its completions anyway). Each waiting process subscribes (one connection of
+its pool, held while it waits for work) and a process whose claim found nothing waits for that
+message, not for a poll interval: it claims again as soon as another process's completion frees
+a slot. A host's next allowed start is not a message: the claim says how far it is and the
+waiter sets its timer to it. A message lost (a dropped connection, a process that subscribed
+after it) costs at most the bounded fallback wait (``poll_interval``), so a crawl never hangs on
+one.
 
 Clear before the claim, wait after it (`clear`, `wait`): a message that comes while the claim is
 on its way is kept, so the wait after an empty claim returns at once.
@@ -39,10 +41,11 @@ class Wakes:
     """The wake-ups of one process (module docstring). `heard`: messages heard; `on_wake`: called
     on each (``SharedWork`` sets its own event with it)."""
 
-    __slots__ = ("_channel", "_client", "_event", "_task", "heard", "on_wake")
+    __slots__ = ("_channel", "_client", "_event", "_own", "_task", "heard", "on_wake")
 
-    def __init__(self, client: Redis, prefix: str) -> None:
+    def __init__(self, client: Redis, prefix: str, owner: str) -> None:
         self._client = client
+        self._own = owner  # the message of this process's own completions: not for it
         self._channel = prefix + CHANNEL
         self._event = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -66,7 +69,10 @@ class Wakes:
         try:
             while True:
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
-                if message is not None and message.get("type") == "message":
+                if message is not None and message["type"] == "message":
+                    data = message["data"]
+                    if (data.decode() if isinstance(data, bytes) else data) == self._own:
+                        continue
                     self.heard += 1
                     self._event.set()
                     if self.on_wake is not None:
