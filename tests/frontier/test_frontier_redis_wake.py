@@ -111,3 +111,21 @@ async def test_a_wake_up_is_for_the_others_and_a_lost_one_costs_a_fallback_wait(
     assert (a.wakes.heard, b.wakes.heard) == (0, 1)
     await a.wakes.close()
     await b.wakes.close()
+
+
+async def test_wake_ups_resume_after_their_connection_is_lost(
+    clients: list[Redis], clock: Clock
+) -> None:
+    a, b, first = await two(clients, clock)
+    await b.wakes.listen()
+    assert await clients[0].client_kill_filter(_type="pubsub") == 1
+    for _ in range(int(WATCHDOG / 0.01)):  # the listener sees its connection closed
+        if not b.wakes.listening:
+            break
+        await asyncio.sleep(0.01)
+    assert not b.wakes.listening
+    await b.wakes.listen()  # as every claim round does: subscribed again
+    await a.done(first)
+    async with asyncio.timeout(WATCHDOG):
+        assert await b.wakes.wait(POLL) is True
+    await b.wakes.close()

@@ -55,7 +55,7 @@ class Wakes:
     async def listen(self) -> None:
         """Subscribe, unless listening already (again after a lost connection); a
         `SharedStateError` if Redis cannot be reached."""
-        if self._task is not None and not self._task.done():
+        if self.listening:
             return
         pubsub = self._client.pubsub(ignore_subscribe_messages=True)
         try:
@@ -82,6 +82,11 @@ class Wakes:
         finally:
             with contextlib.suppress(RedisError, OSError):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    @property
+    def listening(self) -> bool:
+        """Whether wake-ups are heard now (False before `listen` and after a lost connection)."""
+        return self._task is not None and not self._task.done()
 
     def clear(self) -> None:
         """Forget the wake-ups heard so far (call it before a claim)."""

@@ -99,12 +99,12 @@ class SharedWork:
     async def _claim_loop(self) -> None:
         frontier = self._frontier
         try:
-            await frontier.wakes.listen()
             while not self._closed:
                 waiting = [w for w in self._waiters if not w.done()]
                 self._waiters = deque(waiting)
                 if not waiting:
                     return
+                await frontier.wakes.listen()  # (again, if its connection was lost)
                 await frontier.maybe_reclaim()
                 self._kick.clear()
                 entries, ready_in, queued, leased = await frontier.claim(len(waiting))
