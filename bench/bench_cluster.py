@@ -26,6 +26,10 @@ On loopback, one more row: 2 processes with content dedup on (``[dedup] enabled`
 content index, `crawler.content.redis`, one more script call per HTML page), and the index's
 Redis memory per distinct page (``MEMORY USAGE`` of its keys).
 
+Last, one host of one slot (per-host concurrency 1, the default; delay 0): the PostgreSQL docs
+crawled by 1 and 2 processes, whose slot passes from one process to the other (a completion's
+wake-up, `crawler.frontier.redis.wake`): two should take no more than 1.5x one's time.
+
 Run: `python -m bench cluster` (BENCH_QUICK=1: a smaller site subset).
 """
 
@@ -231,6 +235,28 @@ def site_table(
     return max((r for r in rows if "dedup" not in r), key=lambda r: r["steady"])
 
 
+ONE_SLOT_SITE = Path("/usr/share/doc/postgresql-doc-15/html")
+
+
+def one_slot_table(server: RedisServer, tmp: Path, max_pages: int) -> None:
+    """1 and 2 processes on one host of one slot at delay 0 (the PostgreSQL docs); print them."""
+    if not ONE_SLOT_SITE.is_dir():
+        print(f"\none host, one slot: skipped ({ONE_SLOT_SITE} missing: postgresql-doc-15)")
+        return
+    config = tmp / "one-slot.toml"
+    config.write_text(CONFIG.format(max_pages=max_pages, per_host=1))
+    with Nginx(ONE_SLOT_SITE) as site:
+        seed = f"{site.base_url}index.html"
+        rows = [run(n, seed, config, tmp, server.url, f"one-slot-{n}") for n in (1, 2)]
+    print(f"\none host of one slot, delay 0 ({ONE_SLOT_SITE}) via nginx on loopback")
+    for r in rows:
+        print(f"Redis, {r['procs']:.0f} process(es): {r['pages']:.0f} pages "
+              f"({r['distinct']:.0f} distinct) in {r['wall']:.2f} s, {r['rate']:.0f} pages/s, "
+              f"{r['wall'] / rows[0]['wall']:.2f}x one process's time; steady "
+              f"{r['steady']:.0f} pages/s, {rows[0]['steady'] / r['steady']:.2f}x; "
+              f"{r['commands'] / r['pages']:.2f} trips/page")  # fmt: skip
+
+
 def main() -> None:
     max_pages = 300 if QUICK else 0
     print("settings: concurrency 32 per process (per host too), delay 0, robots off, "
@@ -240,6 +266,7 @@ def main() -> None:
         tmp = Path(tmp_name)
         busiest = [site_table(site, server, tmp, max_pages) for site in SITES]
         site_table(SITES[1], server, tmp, max_pages, slow=True)
+        one_slot_table(server, tmp, max_pages)
         per_url, sieve_bytes = asyncio.run(memory_per_queued_url(server.url, False))
         per_url_exact, _ = asyncio.run(memory_per_queued_url(server.url, True))
     mib = sieve_bytes / 2**20

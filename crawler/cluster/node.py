@@ -52,8 +52,11 @@ __all__ = ["ClusterNode", "SentCache", "check_cluster_config", "crawl_prefix", "
 
 log = logging.getLogger(__name__)
 
-FORMAT = "3"  # the shared keys' layout (3: the Sieve's stages over 64 MiB split into segments)
-POLL_INTERVAL = 0.1  # seconds between the claims of a process that found nothing to do
+FORMAT = "3"  # the shared keys' layout (3: the Sieve's stages over 64 MiB in segments; DONE names
+# the process whose completion publishes a wake-up)
+POLL_INTERVAL = 1.0  # the longest wait of a process that found nothing to do (it is woken
+# when a slot frees up: `crawler.frontier.redis.wake`; this bounds the wait for a lost wake-up)
+TURN = 0.25  # seconds a process leaves a contended one-slot host to a hungry one (`Sharing`)
 MAX_CONNECTIONS = 64  # to Redis, per process; more calls at once wait for a free connection
 POOL_WAIT = 60.0  # seconds a call waits for one before it fails as a Redis error
 LEASE_TTL = 30.0  # default [cluster] lease_ttl: renewed every third of it while the process lives
@@ -156,7 +159,7 @@ class ClusterNode:
             self._client, self.prefix, capacity=s.capacity, error_rate=s.error_rate,
             ratio=s.ratio, growth=s.growth,
         )  # fmt: skip
-        sharing = Sharing(lease_ttl=c.lease_ttl or LEASE_TTL, turn=2.5 * POLL_INTERVAL,
+        sharing = Sharing(lease_ttl=c.lease_ttl or LEASE_TTL, turn=TURN,
                           exact=self.exact, user_agent=config.crawl.user_agent)  # fmt: skip
         self.frontier = RedisFrontier(
             self._client, self.prefix, self.sieve, p.politeness(), config.crawl.queue_limits(),

@@ -13,6 +13,7 @@ script's arguments packed by one `*_args` function beside it, its answers an `In
 | `members` | How the Redis frontier writes an entry: a queue member, and back |
 | `queues` | The queues of the Redis frontier: what goes in, and what is queued |
 | `settings` | How one process shares the Redis frontier with the others: `Sharing` (its ... |
+| `wake` | A freed slot wakes the processes that wait for one: `Wakes`, one process's ... |
 | `work` | The shared frontier as the engine's workers see it: `SharedWork` |
 """
 

@@ -12,8 +12,10 @@ delay`` and takes the host out of ``ready`` while its concurrency is used up; no
 host for a batch, so processes take turns on it. With ``turn`` > 0 they also take turns when
 they race for a host of one slot that frees up: while another process's claim came back empty
 in the last ``turn`` seconds, such a host that this process claimed last is left to the others
-for ``turn`` seconds after it becomes ready (the engine's `crawler.cluster.SharedWork` polls
-more often than that); a host of several slots is shared slot by slot.
+for ``turn`` seconds after it becomes ready (the others are woken when its slot frees up); a
+host of several slots is shared slot by slot. A process whose claim found nothing waits for a
+wake-up (``crawler.frontier.redis.wake``: published when a completion or the reclaim frees a
+slot), or until the host that is ready first may start, at most ``poll_interval``.
 
 Leases: every entry handed out is leased (id, owner, expiry = now + ``lease_ttl``, default the
 fetch's total timeout 60 s + 30 s). ``done()`` takes the lease back: a finisher whose lease
@@ -57,8 +59,8 @@ Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
      a late) one returns False instead of raising, since another process may legitimately hold
      the entry now.
   7. kept (``max_queued``, ``max_queued_per_host``, closed); put_many returns False and counts.
-  8. ``get()`` waits (never busy-loops: it sleeps until the earliest ready time or
-     ``poll_interval``, whichever is sooner) and returns None once nothing is queued and nothing
+  8. ``get()`` waits (never busy-loops: until a wake-up, the earliest ready time or
+     ``poll_interval``, whichever is soonest) and returns None once nothing is queued and nothing
      is leased by any process, or after ``close()``.
   9. ``pending()`` returns (not yields) every queued entry, host by host (by name), each host's
      in hand-out order.
@@ -73,7 +75,6 @@ the reclaim that ``get()`` runs on its timer).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import random
@@ -111,6 +112,7 @@ from crawler.frontier.redis.lua_queue import CLAIM, DOWN, Claimed, claim_args, c
 from crawler.frontier.redis.members import ROBOTS_CLASS, entry_of, member_tail
 from crawler.frontier.redis.queues import RedisQueues
 from crawler.frontier.redis.settings import Sharing
+from crawler.frontier.redis.wake import Wakes
 from crawler.frontier.refusals import UNREACHABLE
 from crawler.frontier.robots import REFUSED_ATTEMPTS, RobotsPolicy, policy_from_response
 from crawler.frontier.settings import Politeness, QueueLimits
@@ -127,7 +129,7 @@ class RedisFrontier(RedisQueues):
 
     __slots__ = ("_candidates", "_down", "_flying", "_next_reclaim", "_policies", "_rng",
                  "_robots_asked", "_sleep", "lease_ttl", "owner", "politeness", "poll_interval",
-                 "reclaim_interval", "resolution", "turn", "user_agent")  # fmt: skip
+                 "reclaim_interval", "resolution", "turn", "user_agent", "wakes")  # fmt: skip
 
     def __init__(
         self,
@@ -154,10 +156,11 @@ class RedisFrontier(RedisQueues):
         self.poll_interval = sharing.poll_interval
         self._candidates = sharing.candidates
         self.turn = float(sharing.turn)
-        self._sleep = sleep if sleep is not None else asyncio.sleep
+        self._sleep = sleep  # None: wait for a wake-up (else an injected clock's sleep)
         self._rng = rng if rng is not None else random.Random()
         owner = sharing.owner
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{random.getrandbits(32):x}"
+        self.wakes = Wakes(client, prefix, self.owner)
         self.user_agent = sharing.user_agent
         self._policies: dict[str, tuple[str, RobotsPolicy]] = {}  # host -> (version, policy)
         self._down: dict[str, str] = {}  # host -> why it is down, as its refusals said
@@ -243,18 +246,24 @@ class RedisFrontier(RedisQueues):
     async def get(self) -> Entry | None:
         """The next entry that may be fetched now, waiting politely; None once nothing is
         queued or leased anywhere, or after ``close()`` (rule 8)."""
+        if self._sleep is None:
+            await self.wakes.listen()
         while not self._closed:
             await self.maybe_reclaim()
+            self.wakes.clear()
             entries, ready_in, queued, leased = await self.claim()
             if entries:
                 return entries[0]
             if queued == 0 and leased == 0:
-                return None
+                break
             wait = self.poll_interval if ready_in is None else min(self.poll_interval, ready_in)
             if self.resolution is not None and self.resolution.pending:
                 await self.resolution.wait(wait)  # a host resolved may be claimed at once
-            else:
+            elif self._sleep is not None:
                 await self._sleep(wait)
+            else:
+                await self.wakes.wait(wait)
+        await self.wakes.close()
         return None
 
     async def done(
@@ -313,7 +322,7 @@ class RedisFrontier(RedisQueues):
         """One DONE call for `completions` (none: no call); its answer per completion."""
         if not completions:
             return []
-        args = done_args(self.prefix, self._now_arg(), self.politeness, completions)
+        args = done_args(self.prefix, self._now_arg(), self.politeness, completions, self.owner)
         return [int(x) for x in await self._run("done", args)]
 
     async def maybe_reclaim(self) -> None:

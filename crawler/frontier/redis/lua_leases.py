@@ -20,21 +20,22 @@ __all__ = ["DONE", "RECLAIM", "REFUSE", "RENEW", "SET_ROBOTS", "Completion", "Do
            "NewHost", "RefuseAnswer", "Requeue", "RobotsAnswer", "done_args", "reclaim_args",
            "refuse_args", "renew_args", "set_robots_args"]  # fmt: skip
 
-# ARGV: prefix, now, backoff_base, backoff_max, max_retry_after, suspect streak,
-# max_host_failures (0: never), the reason a host is down, adaptive delay ('1'/''), max_delay,
-# then per entry: lease id, retry ('1'; '2': given back unfetched, not counted as a retry;
-# ''), retry tail (key\npayload with retries + 1), blame ('host', 'suspect', 'url', ''),
-# attempt, wait ('' or seconds, Retry-After), jitter, latency ('' or seconds to the response
-# headers), status ('' none). The adaptive delay (``hosts.PolitenessRules.response``):
-# the host's ``delay`` moves to the mean of itself and latency / its concurrency, never below
-# its ``floor`` (its delay with robots.txt's Crawl-delay; ``base`` before any) nor above
-# max(max_delay, floor); an error status never lowers it; the host's next start is then no
-# sooner than its ``last`` start + the new delay. The max_host_failures-th HOST failure in a
-# row (the ``failures`` the backoff counts) puts the host down (circuit breaker,
-# ``crawler.frontier.hosts``): ``down`` = the reason in its hash, and ``refile`` makes its queued
-# pages (a retry among them) refusals.
-# Returns per entry 1, 2 when it put its host down, or 0 when its lease is not current
-# (expired and reclaimed, or done).
+# ARGV: prefix, now, backoff_base, backoff_max, max_retry_after, suspect streak, max_host_failures
+# (0: never), the reason a host is down, adaptive delay ('1'/''), max_delay, the calling process's
+# name (the message of its wake-up, which it ignores), then per entry: lease id, retry ('1'; '2':
+# given back unfetched, not counted as a retry; ''), retry tail (key\npayload with retries + 1),
+# blame ('host', 'suspect', 'url', ''), attempt, wait ('' or seconds, Retry-After), jitter,
+# latency ('' or seconds to the response headers), status ('' none). The adaptive delay
+# (``hosts.PolitenessRules.response``): the host's ``delay`` moves to the mean of itself and
+# latency / its concurrency, never below its ``floor`` (its delay with robots.txt's Crawl-delay;
+# ``base`` before any) nor above max(max_delay, floor); an error status never lowers it; the
+# host's next start is then no sooner than its ``last`` start + the new delay. The
+# max_host_failures-th HOST failure in a row (the ``failures`` the backoff counts) puts the host
+# down (circuit breaker, ``crawler.frontier.hosts``): ``down`` = the reason in its hash, and
+# ``refile`` makes its queued pages (a retry among them) refusals. Returns per entry 1, 2 when it
+# put its host down, or 0 when its lease is not current (expired and reclaimed, or done). DONE,
+# RECLAIM and REFUSE publish on ``{prefix}wake`` when they freed a slot
+# (``crawler.frontier.redis.wake``: the waiting processes claim at once).
 DONE: Final = (
     COMMON
     + r"""
@@ -98,7 +99,12 @@ local function finish(at)
     return answer
 end
 local out = {}
-for at = 11, #ARGV, 9 do out[#out + 1] = finish(at) end
+local freed = false
+for at = 12, #ARGV, 9 do
+    out[#out + 1] = finish(at)
+    freed = freed or out[#out] ~= 0
+end
+if freed then redis.call('PUBLISH', P .. 'wake', ARGV[11]) end  -- a slot is free: wake them
 return out
 """
 )
@@ -119,6 +125,7 @@ for _, id in ipairs(ids) do
         refile(host)
     end
 end
+if #ids > 0 then redis.call('PUBLISH', P .. 'wake', '') end  -- slots freed, entries back
 return #ids
 """
 )
@@ -174,6 +181,7 @@ for i = #ARGV, 3, -1 do
         refile(host)
     end
 end
+if #out > 0 then redis.call('PUBLISH', P .. 'wake', '') end  -- their hosts' slots are free
 return out
 """
 )
@@ -269,15 +277,16 @@ class Completion(NamedTuple):
 
 
 def done_args(
-    prefix: str, now: str, politeness: Politeness, entries: Sequence[Completion]
+    prefix: str, now: str, politeness: Politeness, entries: Sequence[Completion], owner: str = ""
 ) -> list[Arg]:
-    """DONE's ARGV (its comment above): the host rules of `politeness`, then each entry's."""
+    """DONE's ARGV (its comment above): the host rules of `politeness`, the name of the
+    process that calls (its own wake-up is not for it), then each entry's."""
     p = politeness
     failures = p.max_host_failures
     args: list[Arg] = [prefix, now, repr(float(p.backoff_base)), repr(float(p.backoff_max)),
                        repr(float(p.max_retry_after)), SUSPECT_STREAK, failures,
                        down_reason(failures), flag(p.adaptive),
-                       repr(max(float(p.max_delay), float(p.delay)))]  # fmt: skip
+                       repr(max(float(p.max_delay), float(p.delay))), owner]  # fmt: skip
     for lease, requeue, tail, outcome, jitter in entries:
         blame, wait = _blame(outcome)
         latency, status = _latency(outcome)

@@ -6,10 +6,11 @@ and ``refusal()`` without awaiting, as with the in-memory frontier. Here:
 - ``get()`` joins a queue of waiting workers; one claim task serves them all, claiming as many
   entries as workers wait in one round trip (``RedisFrontier.claim(count)``: each claim still
   takes one host's best entry under its politeness, so processes take turns on a host). When
-  nothing is ready it sleeps until the earliest ready time or the poll interval, and wakes at
-  once when a completion of this process frees a host. It answers None, to every waiting
-  worker, once nothing is queued and nothing is leased by any process (the shared crawl is
-  over), or after ``close()``.
+  nothing is ready it waits until the earliest ready time or the poll interval (a bounded
+  fallback), and claims again at once when a completion of any process frees a slot (this
+  process's own, or a wake-up from Redis: ``crawler.frontier.redis.wake``). It answers None,
+  to every waiting worker, once nothing is queued and nothing is leased by any process (the
+  shared crawl is over), or after ``close()``.
 - The completion of a URL whose result the engine emitted (``emitted(key)``) is held until the
   crawl's consumer has taken that result (``consumed(key)``; the CLI writes it first): the
   lease is released only once the result is out of the process, so a process killed with
@@ -73,6 +74,7 @@ class SharedWork:
         # may be ready
         if frontier.resolution is not None:
             frontier.resolution.recorded = self._kick.set
+        frontier.wakes.on_wake = self._kick.set  # another process freed a slot
         self._claimer: asyncio.Task[None] | None = None
         self._flusher: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
@@ -102,6 +104,7 @@ class SharedWork:
                 self._waiters = deque(waiting)
                 if not waiting:
                     return
+                await frontier.wakes.listen()  # (again, if its connection was lost)
                 await frontier.maybe_reclaim()
                 self._kick.clear()
                 entries, ready_in, queued, leased = await frontier.claim(len(waiting))
@@ -225,6 +228,7 @@ class SharedWork:
             self._claimer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._claimer
+        await self._frontier.wakes.close()
         if self._flusher is not None and not self._flusher.done():
             # let a flush under way finish: a Redis call cancelled mid-reply may swallow the
             # cancellation (redis-py), leaving the task waiting for work that never comes
