@@ -61,8 +61,9 @@ class RedisServer:
             str(self._dir), "--save", "", "--appendonly", "yes" if self.appendonly else "no",
             "--daemonize", "no", "--logfile", str(self._dir / "redis.log"),
         ]  # fmt: skip
-        if self.cluster:
-            args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
+        if self.cluster:  # its bus on a free port of its own (port + 10000: taken, or > 65535)
+            args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                     "--cluster-port", str(_free_port())]  # fmt: skip
         self._proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + timeout
         while True:
@@ -75,6 +76,9 @@ class RedisServer:
                 pass
             if self._proc.poll() is not None or time.monotonic() > deadline:
                 err = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
+                log = self._dir / "redis.log"  # where the server says why
+                if log.exists():
+                    err += log.read_text(errors="replace")[-2000:]
                 self.stop()
                 raise RuntimeError(f"redis-server did not start on port {self.port}: {err}")
             time.sleep(0.02)

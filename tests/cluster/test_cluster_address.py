@@ -6,8 +6,6 @@ the requests of both, not of each."""
 from __future__ import annotations
 
 import asyncio
-import itertools
-import statistics
 
 import pytest
 from aiohttp import web
@@ -16,6 +14,7 @@ from crawler.config.load import Config
 from crawler.engine.crawler import Crawler
 from crawler.output.results import CrawlResult
 from tests.support.server import serve
+from tests.support.spacing import assert_spaced
 
 HOSTS = [f"v{i}.test" for i in range(6)]
 PAGES = 3  # per host, robots.txt apart
@@ -50,10 +49,7 @@ async def test_two_crawlers_hold_one_address_to_its_delay_at_the_server(redis_ur
     assert len(ra) + len(rb) == len(HOSTS) * PAGES
     assert ra and rb, "both took part"
     assert len(starts) == len(HOSTS) * (PAGES + 1)  # robots.txt counts
-    gaps = [y - x for x, y in itertools.pairwise(starts)]
-    # logged when the server sees them (one late arrival shortens one gap): the median holds
-    # the delay, two gaps in a row hold two (by host only, 2 crawlers x 6 hosts go at once)
-    assert statistics.median(gaps) >= IP_DELAY - 0.001
-    spans = [z - x for x, z in zip(starts, starts[2:], strict=False)]
-    assert min(spans) >= 2 * IP_DELAY - 0.04
+    # arrival times at a real server, judged with no tight gap (by host only, 2 crawlers x 6
+    # hosts go at once); the exact gaps: tests/frontier/test_frontier_redis_address.py
+    assert_spaced(starts, IP_DELAY, "one address, two crawlers")
     assert a.stats_dict()["addresses"]["addresses"] == 1

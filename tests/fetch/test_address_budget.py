@@ -5,9 +5,7 @@ once, by the frontier, and the connection goes to the address it pinned (`Addres
 from __future__ import annotations
 
 import asyncio
-import itertools
 import socket
-import statistics
 from collections import Counter
 
 import pytest
@@ -18,6 +16,7 @@ from crawler.config.load import Config
 from crawler.engine.crawler import Crawler
 from crawler.fetch.resolver import AddressBook, DnsTtl, OverrideResolver, numeric
 from tests.support.server import serve
+from tests.support.spacing import assert_spaced
 
 HOSTS = [f"v{i}.test" for i in range(6)]
 PAGES = 4  # per host, robots.txt apart
@@ -57,13 +56,10 @@ async def test_virtual_hosts_on_one_address_share_its_delay_at_the_server(
             stats = crawler.stats_dict()
     assert len(results) == len(HOSTS) * PAGES
     assert len(starts) == len(HOSTS) * (PAGES + 1)  # robots.txt counts
-    gaps = [b - a for a, b in itertools.pairwise(starts)]
-    # as test_crawl's crawl-delay test: logged when the server sees them, so one late arrival
-    # shortens one gap; the median holds the delay, and two gaps in a row hold two delays
-    # (without the address budget the 6 hosts start together: gaps of ~0)
-    assert statistics.median(gaps) >= IP_DELAY - 0.001
-    spans = [c - a for a, c in zip(starts, starts[2:], strict=False)]
-    assert min(spans) >= 2 * IP_DELAY - 0.04
+    # arrival times at a real server: judged on the whole and on the median, with no tight gap
+    # (one late arrival shortens its gap); without the address budget the 6 hosts start
+    # together, gaps of ~0. The exact gaps: tests/frontier/test_frontier_address.py
+    assert_spaced(starts, IP_DELAY, "one address")
     assert asked == dict.fromkeys(HOSTS, 1)  # one resolution per name, by the frontier
     assert stats["addresses"]["ip_delay"] == IP_DELAY
     assert stats["addresses"]["addresses"] == 1

@@ -118,6 +118,10 @@ async def test_wake_ups_resume_after_their_connection_is_lost(
 ) -> None:
     a, b, first = await two(clients, clock)
     await b.wakes.listen()
+    for _ in range(int(WATCHDOG / 0.01)):  # its SUBSCRIBE reached the server (on a busy machine
+        if await clients[0].client_list(_type="pubsub"):  # it may come a moment later)
+            break
+        await asyncio.sleep(0.01)
     assert await clients[0].client_kill_filter(_type="pubsub") == 1
     for _ in range(int(WATCHDOG / 0.01)):  # the listener sees its connection closed
         if not b.wakes.listening:
