@@ -54,6 +54,7 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
+from bench.crawl_runs import bench_config
 from bench.doc_sites import HELD_OUT, SITES, DocSite
 from bench.nginx import Nginx
 from crawler.config.load import Config
@@ -143,19 +144,7 @@ async def crawl(base: str, mirror: str, config: Config) -> tuple[Results, float,
 
 
 def config(*, enabled: bool = True, follow: bool = True) -> Config:
-    return (
-        Config()
-        .override(
-            "politeness",
-            delay=0.0,
-            ip_delay=0.0,
-            ip_concurrency=0,
-            respect_robots=False,
-            per_host_concurrency=32,
-        )
-        .override("crawl", concurrency=32, max_depth=0)
-        .override("dedup", enabled=enabled, follow_duplicates=follow)
-    )
+    return bench_config().override("dedup", enabled=enabled, follow_duplicates=follow)
 
 
 def shingles(text: str) -> set[bytes]:

@@ -45,6 +45,7 @@ from urllib.parse import unquote
 
 from redis.asyncio import Redis
 
+from bench.crawl_runs import bench_config as loopback_config
 from bench.focus_sites import (
     BUDGET,
     SITE,
@@ -75,18 +76,7 @@ class Crawl:
 
 
 def bench_config(topic: str | None, budget: int, concurrency: int = CONCURRENCY) -> Config:
-    config = (
-        Config()
-        .override(
-            "politeness",
-            delay=0.0,
-            ip_delay=0.0,
-            ip_concurrency=0,
-            respect_robots=False,
-            per_host_concurrency=concurrency,
-        )
-        .override("crawl", concurrency=concurrency, max_depth=0, max_pages=budget)
-    )
+    config = loopback_config(max_pages=budget, concurrency=concurrency)
     if topic is not None:
         config = config.override("focus", keywords=(topic,))
     return config
