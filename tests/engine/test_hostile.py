@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from typing import Any
 
 import pytest
@@ -27,6 +28,8 @@ from tests.support.hostile import (
 )
 
 __all__ = ["server"]  # the fixture, from tests.support.hostile
+
+WATCHDOG = 60.0  # seconds: catches a hang only
 
 
 async def crawl(
@@ -184,23 +187,37 @@ async def test_tag_flood(server: HostileServer) -> None:
 async def test_a_page_stuck_in_the_parser_does_not_hold_up_the_others(
     server: HostileServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Stray end tags hide the nesting from the guard: lexbor parses that page in ~0.5 s. Once
-    # the only parse thread counts as stuck, a spare one parses the pages queued behind it.
+    """The only parse thread held by one page (here: held until every other page is done,
+    whatever the machine's speed): a spare thread parses the pages queued behind it, so they
+    all come out first. Without the spare, they would wait behind it until the watchdog."""
     monkeypatch.setattr(parsing, "PARSE_THREADS", 1)
     monkeypatch.setattr(parsing, "STUCK_SECONDS", 0.05)
+    monkeypatch.setattr(parsing, "THREAD_PARSE_BYTES", 0)  # every page through the threads
     slow = server.url("/stray-end-tags")
     others = [server.url(f"/filler/{i}") for i in range(8)]
-    with caplog.at_level(logging.WARNING, logger="crawler.parse.thread"):
-        async with (
-            asyncio.timeout(30),
-            Crawler(hostile_config(server, politeness={"per_host_concurrency": 4})) as c,
-        ):
-            order = [r.url async for r in c.crawl([slow, *others])]
-    assert sorted(order) == sorted([slow, *others])
-    # The others did not wait for it: without a spare thread the fillers fetched after it would
-    # all queue behind its ~0.5 s parse (only the ~3 fetched alongside it could go first). On a
-    # loaded machine one filler may still finish after it, so "last" would be flaky.
-    assert order.index(slow) >= len(others) - 2
+    release = threading.Event()
+    real_parse = parsing.parse_tree
+
+    def parse_tree(data: bytes, url: str) -> Any:
+        if url == slow:
+            release.wait(WATCHDOG)  # stuck until the others are out
+        return real_parse(data, url)
+
+    monkeypatch.setattr(parsing, "parse_tree", parse_tree)
+    order: list[str] = []
+    try:
+        with caplog.at_level(logging.WARNING, logger="crawler.parse.thread"):
+            async with (
+                asyncio.timeout(WATCHDOG),
+                Crawler(hostile_config(server, politeness={"per_host_concurrency": 4})) as c,
+            ):
+                async for result in c.crawl([slow, *others]):
+                    order.append(result.url)
+                    if set(others) <= set(order):
+                        release.set()
+    finally:
+        release.set()
+    assert order == [*order[:-1], slow] and sorted(order) == sorted([slow, *others])
     assert "stuck on a slow page" in caplog.text
 
 
