@@ -302,23 +302,34 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-@pytest.mark.slow
-async def test_the_command_says_an_internal_error_exits_1_and_how_to_resume(
-    site: FixtureSite, tmp_path: Path
-) -> None:
+def command_args(site: FixtureSite, tmp_path: Path) -> list[str]:
+    """`crawl`'s arguments for the fixture site, with a state and an output in `tmp_path`."""
     resolve = ", ".join(f'"{h}" = "127.0.0.1"' for h in site.resolve)
     (tmp_path / "c.toml").write_text(
         f"[politeness]\ndelay = 0.0\nip_delay = 0.0\n[fetch]\nresolve = {{ {resolve} }}\n"
     )
-    args = [*site.seeds, "--config", str(tmp_path / "c.toml"), "--state", str(tmp_path / "st"),
+    return [*site.seeds, "--config", str(tmp_path / "c.toml"), "--state", str(tmp_path / "st"),
             "-o", str(tmp_path / "out.jsonl")]  # fmt: skip
+
+
+async def faulty_command(code: str, args: list[str]) -> tuple[int | None, str]:
+    """The command run by `code` (a fault injected, then `main`) on `args`: its exit status and
+    its stderr."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _FAULTY_CRAWL, *args,
+        sys.executable, "-c", code, *args,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     _, err = await asyncio.wait_for(proc.communicate(), WATCHDOG)
-    text = err.decode()
-    assert proc.returncode == 1, text
+    return proc.returncode, err.decode()
+
+
+@pytest.mark.slow
+async def test_the_command_says_an_internal_error_exits_1_and_how_to_resume(
+    site: FixtureSite, tmp_path: Path
+) -> None:
+    args = command_args(site, tmp_path)
+    returncode, text = await faulty_command(_FAULTY_CRAWL, args)
+    assert returncode == 1, text
     assert "Traceback" in text and "injected fault in Packer.unpack" in text  # for a report
     lines = text.rstrip().splitlines()
     assert lines[-3].startswith("crawl: internal error: ")
@@ -359,19 +370,8 @@ async def test_running_out_of_memory_ends_the_crawl_with_what_to_lower_and_how_t
 ) -> None:
     """A MemoryError while handling a page was that page's ``internal: MemoryError`` result (a
     bad page, to the reader), and one in the first pages read as "no seed could be fetched"."""
-    resolve = ", ".join(f'"{h}" = "127.0.0.1"' for h in site.resolve)
-    (tmp_path / "c.toml").write_text(
-        f"[politeness]\ndelay = 0.0\n[fetch]\nresolve = {{ {resolve} }}\n"
-    )
-    args = [*site.seeds, "--config", str(tmp_path / "c.toml"), "--state", str(tmp_path / "st"),
-            "-o", str(tmp_path / "out.jsonl")]  # fmt: skip
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _CRAWL_OUT_OF_MEMORY, *args,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    _, err = await asyncio.wait_for(proc.communicate(), WATCHDOG)
-    text = err.decode()
-    assert proc.returncode == 1, text
+    returncode, text = await faulty_command(_CRAWL_OUT_OF_MEMORY, command_args(site, tmp_path))
+    assert returncode == 1, text
     assert "Traceback" not in text and "no seed could be fetched" not in text
     lines = text.rstrip().splitlines()
     assert lines[-2].startswith("crawl: error: out of memory: lower [crawl] concurrency")
