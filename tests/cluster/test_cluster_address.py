@@ -8,11 +8,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from aiohttp import web
 
-from crawler.config.load import Config
 from crawler.engine.crawler import Crawler
 from crawler.output.results import CrawlResult
+from tests.support.address_site import address_config, logging_site
 from tests.support.server import serve
 from tests.support.spacing import assert_spaced
 
@@ -30,17 +29,8 @@ async def crawl_all(crawler: Crawler, seeds: list[str]) -> list[CrawlResult]:
 async def test_two_crawlers_hold_one_address_to_its_delay_at_the_server(redis_url: str) -> None:
     starts: list[float] = []
 
-    async def handler(request: web.Request) -> web.StreamResponse:
-        starts.append(asyncio.get_running_loop().time())
-        if request.path == "/robots.txt":
-            return web.Response(text="User-agent: *\nAllow: /\n")
-        links = "".join(f'<a href="/p{n}">{n}</a>' for n in range(1, PAGES))
-        return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
-
-    async with serve(handler) as port:
-        config = Config().override("fetch", resolve=dict.fromkeys(HOSTS, "127.0.0.1"))
-        config = config.override("politeness", delay=0.0, ip_delay=IP_DELAY)
-        config = config.override("crawl", concurrency=8)
+    async with serve(logging_site(starts, PAGES)) as port:
+        config = address_config(HOSTS, IP_DELAY)
         config = config.override("cluster", redis=redis_url, crawl_id="addr")
         a, b = Crawler(config), Crawler(config)
         seeds = [f"http://{h}:{port}/" for h in HOSTS]

@@ -9,12 +9,11 @@ import socket
 from collections import Counter
 
 import pytest
-from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from crawler.config.load import Config
 from crawler.engine.crawler import Crawler
 from crawler.fetch.resolver import AddressBook, DnsTtl, OverrideResolver, numeric
+from tests.support.address_site import address_config, logging_site
 from tests.support.server import serve
 from tests.support.spacing import assert_spaced
 
@@ -40,17 +39,8 @@ async def test_virtual_hosts_on_one_address_share_its_delay_at_the_server(
 
     monkeypatch.setattr(OverrideResolver, "resolve", counted)
 
-    async def handler(request: web.Request) -> web.StreamResponse:
-        starts.append(asyncio.get_running_loop().time())
-        if request.path == "/robots.txt":
-            return web.Response(text="User-agent: *\nAllow: /\n")
-        links = "".join(f'<a href="/p{n}">{n}</a>' for n in range(1, PAGES))
-        return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
-
-    async with serve(handler) as port:
-        config = Config().override("fetch", resolve=dict.fromkeys(HOSTS, "127.0.0.1"))
-        config = config.override("politeness", delay=0.0, ip_delay=IP_DELAY)
-        config = config.override("crawl", concurrency=8)
+    async with serve(logging_site(starts, PAGES)) as port:
+        config = address_config(HOSTS, IP_DELAY)
         async with asyncio.timeout(60), Crawler(config) as crawler:
             results = [r async for r in crawler.crawl([f"http://{h}:{port}/" for h in HOSTS])]
             stats = crawler.stats_dict()
