@@ -30,20 +30,23 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import RedisCluster
 from redis.exceptions import RedisError
 
+from crawler.cluster.connect import connect, discover
 from crawler.config.load import Config
 from crawler.errors import ConfigError, SharedStateError
 from crawler.fetch.steering import HostRule
 from crawler.focus.shared_budget import SharedBudget
 from crawler.frontier.addresses import Names
 from crawler.frontier.entries import Entry
-from crawler.frontier.redis.frontier import RedisFrontier
+from crawler.frontier.redis.frontier import default_owner
 from crawler.frontier.redis.lua_admit import AdmitFlag
 from crawler.frontier.redis.settings import Sharing
+from crawler.frontier.redis.sharded import ShardedFrontier
+from crawler.frontier.redis.shards import GROUPS_PER_MASTER, Keyspace
 from crawler.frontier.redis.work import SharedWork
-from crawler.sieve.redis import RedisSieve, text
+from crawler.sieve.redis import RedisClient, RedisSieve, text
 
 if TYPE_CHECKING:
     from crawler.content.redis import RedisContentIndex
@@ -57,8 +60,6 @@ FORMAT = "3"  # the shared keys' layout (3: the Sieve's stages over 64 MiB in se
 POLL_INTERVAL = 1.0  # the longest wait of a process that found nothing to do (it is woken
 # when a slot frees up: `crawler.frontier.redis.wake`; this bounds the wait for a lost wake-up)
 TURN = 0.25  # seconds a process leaves a contended one-slot host to a hungry one (`Sharing`)
-MAX_CONNECTIONS = 64  # to Redis, per process; more calls at once wait for a free connection
-POOL_WAIT = 60.0  # seconds a call waits for one before it fails as a Redis error
 LEASE_TTL = 30.0  # default [cluster] lease_ttl: renewed every third of it while the process lives
 
 
@@ -125,8 +126,8 @@ class ClusterNode:
     """This process in the shared crawl (see the module docstring). ``await open()`` first,
     ``await close()`` last."""
 
-    __slots__ = ("_beat", "_budget", "_client", "_run_id", "_settings", "cache", "config", "exact",
-                 "frontier", "owner", "prefix", "rescued", "sieve", "started", "url",
+    __slots__ = ("_beat", "_budget", "_client", "_parts", "_run_id", "_settings", "cache", "config",
+                 "exact", "frontier", "keyspace", "owner", "prefix", "rescued", "started", "url",
                  "work")  # fmt: skip
 
     def __init__(
@@ -140,7 +141,7 @@ class ClusterNode:
     ) -> None:
         """`names` resolves hosts for the budget by address (the fetcher's `addresses`; unused
         when `[politeness]` sets neither ip_delay nor ip_concurrency)."""
-        c, p, s = config.cluster, config.politeness, config.sieve
+        c, p = config.cluster, config.politeness
         self.config = config
         self.url = c.redis
         self.prefix = crawl_prefix(c.crawl_id)
@@ -149,25 +150,11 @@ class ClusterNode:
         self.exact = config.sieve.confirm != "none"
         self._settings = {**settings, "sieve.confirm": "exact" if self.exact else "none"}
         self.rescued = 0
-        # a blocking pool: redis-py's default one raises "Too many connections" past 100
-        # calls at once (a shared crawl of concurrency 100+, each worker awaiting Redis)
-        pool = BlockingConnectionPool.from_url(
-            c.redis, max_connections=MAX_CONNECTIONS, timeout=POOL_WAIT, socket_connect_timeout=5.0
-        )
-        self._client = Redis.from_pool(pool)
-        self.sieve = RedisSieve(
-            self._client, self.prefix, capacity=s.capacity, error_rate=s.error_rate,
-            ratio=s.ratio, growth=s.growth,
-        )  # fmt: skip
-        sharing = Sharing(lease_ttl=c.lease_ttl or LEASE_TTL, turn=TURN,
-                          exact=self.exact, user_agent=config.crawl.user_agent)  # fmt: skip
-        self.frontier = RedisFrontier(
-            self._client, self.prefix, self.sieve, p.politeness(), config.crawl.queue_limits(),
-            sharing, clock=clock, host_rule=host_rule,
-        )  # fmt: skip
-        if names is not None and p.by_address:
-            self.frontier.resolve_by(names)
-        self.owner = self.frontier.owner
+        self._client: RedisClient = connect(c.redis)
+        self._parts = (clock, host_rule, names if p.by_address else None)
+        self.owner = default_owner()
+        self.keyspace = Keyspace(c.crawl_id)
+        self.frontier = self._frontier(self.keyspace)  # the crawl's own, once open() knows it
         self.work = SharedWork(self.frontier, poll_interval=POLL_INTERVAL)
         self.cache = SentCache()
         self.started = time.time()
@@ -175,25 +162,61 @@ class ClusterNode:
         self._budget: SharedBudget | None = None
         self._run_id = ""  # the Redis server's run id: a restart changes it
 
+    def _frontier(self, keyspace: Keyspace) -> ShardedFrontier:
+        """The crawl's frontier laid out by `keyspace`: a Sieve per group, one frontier."""
+        c, s, p = self.config.cluster, self.config.sieve, self.config.politeness
+        clock, host_rule, names = self._parts
+        capacity = max(1000, s.capacity // keyspace.groups)  # each group's first stage
+        sieves = [RedisSieve(self._client, prefix, capacity=capacity, error_rate=s.error_rate,
+                             ratio=s.ratio, growth=s.growth)
+                  for prefix in keyspace.prefixes]  # fmt: skip
+        sharing = Sharing(lease_ttl=c.lease_ttl or LEASE_TTL, turn=TURN, exact=self.exact,
+                          user_agent=self.config.crawl.user_agent, owner=self.owner)  # fmt: skip
+        frontier = ShardedFrontier(self._client, keyspace, sieves, p.politeness(),
+                                   self.config.crawl.queue_limits(), sharing, clock=clock,
+                                   host_rule=host_rule)  # fmt: skip
+        if names is not None:
+            frontier.resolve_by(names)
+        return frontier
+
     async def open(self, stats: Callable[[], dict[str, Any]]) -> None:
         """Join (or create) the shared crawl; SharedStateError if Redis is unreachable or the
         crawl was started with other settings. `stats` gives this process's stats for its
         heartbeats."""
         where = f"Redis at {redacted(self.url)}"
-        meta = self.prefix + "meta"
         mine = json.dumps(self._settings, sort_keys=True)
         try:
-            await self._refuse_cluster(where)
+            self._client, masters = await discover(self._client, self.url)
+            keyspace = Keyspace(self.config.cluster.crawl_id, cluster=masters > 0)
+            meta = keyspace.prefix + "meta"
+            groups = self.config.cluster.groups or max(1, GROUPS_PER_MASTER * masters)
             # the first process's fields win, in one transaction
             pipe = self._client.pipeline(transaction=True)
             pipe.hsetnx(meta, "format", FORMAT)
             pipe.hsetnx(meta, "settings", mine)
             pipe.hsetnx(meta, "created", _iso(time.time()))
+            pipe.hsetnx(meta, "groups", groups)
             pipe.hgetall(meta)
             *_, stored = await pipe.execute()
+        except SharedStateError as exc:
+            raise SharedStateError(f"cannot use {where}: {exc}") from None
         except (RedisError, OSError) as exc:
             raise SharedStateError(f"cannot use {where}: {exc}") from exc
         have = {text(k): text(v) for k, v in stored.items()}
+        self._check_meta(have, where, groups)
+        self.keyspace = Keyspace(keyspace.crawl_id, int(have["groups"]), cluster=masters > 0)
+        self.prefix = self.keyspace.prefix
+        self.frontier = self._frontier(self.keyspace)
+        self.work = SharedWork(self.frontier, poll_interval=POLL_INTERVAL)
+        await self.frontier.open()
+        await self._heartbeat(stats)
+        self._beat = asyncio.create_task(self._upkeep(stats), name="cluster-upkeep")
+        log.info("joined the shared crawl %r in %s as %s (%d group%s of hosts)", self.prefix,
+                 where, self.owner, self.keyspace.groups,
+                 "" if self.keyspace.groups == 1 else "s")  # fmt: skip
+
+    def _check_meta(self, have: dict[str, str], where: str, groups: int) -> None:
+        """SharedStateError if the crawl as stored (`have`) is not one this process may join."""
         if have.get("format") != FORMAT:
             raise SharedStateError(f"the crawl {self.prefix!r} in {where} has format "
                                    f"{have.get('format')!r}, expected {FORMAT}")  # fmt: skip
@@ -206,20 +229,14 @@ class ClusterNode:
                 f"({', '.join(changed)}): join it with the same config, or use another "
                 "--crawl-id"
             )
-        await self.frontier.open()
-        await self._heartbeat(stats)
-        self._beat = asyncio.create_task(self._upkeep(stats), name="cluster-upkeep")
-        log.info("joined the shared crawl %r in %s as %s", self.prefix, where, self.owner)
-
-    async def _refuse_cluster(self, where: str) -> None:
-        """SharedStateError if `where` is a node of a Redis Cluster (``INFO cluster``)."""
-        info = await self._client.info("cluster")
-        if int(info.get("cluster_enabled", 0)):
+        stored = int(have.get("groups") or 1)
+        if self.config.cluster.groups and stored != groups:
             raise SharedStateError(
-                f"{where} is a node of a Redis Cluster: a shared crawl needs one Redis node "
-                "today (its scripts read and write keys of many hosts at once, which a cluster "
-                "spreads over nodes by slot); use a standalone redis-server"
+                f"the shared crawl {self.prefix!r} in {where} has {stored} groups of hosts, not "
+                f"the {groups} of [cluster] groups: leave it out to join, or use another "
+                "--crawl-id"
             )
+        have["groups"] = str(stored)
 
     async def admit(
         self, entries: Sequence[Entry], max_admitted: int = 0, *, seeds: bool = False
@@ -278,12 +295,15 @@ class ClusterNode:
         pipe = self._client.pipeline(transaction=False)
         pipe.hset(self.prefix + "procs", self.owner, json.dumps(record))
         pipe.zadd(self.prefix + "alive", {self.owner: now})
-        pipe.hget(self.prefix + "stats", "rescued")
-        pipe.info("server")
+        for prefix in self.keyspace.prefixes:
+            pipe.hget(prefix + "stats", "rescued")
         try:
-            *_, rescued, server = await pipe.execute()
-            self.rescued = int(rescued or 0)
+            _, _, *rescued = await pipe.execute()
+            self.rescued = sum(int(x or 0) for x in rescued)
             await self.work.refresh()
+            if isinstance(self._client, RedisCluster):  # a failover is not a restart
+                return
+            server = await self._client.info("server")
         except (RedisError, OSError) as exc:
             raise SharedStateError(f"Redis at {redacted(self.url)}: {exc}") from exc
         run_id = str(server.get("run_id", ""))
@@ -295,14 +315,17 @@ class ClusterNode:
         self._run_id = run_id
 
     def sieve_stats(self) -> dict[str, Any]:
-        sieve = self.sieve
+        """The shared Sieve's figures, every group's (a lookup asks one group: the bound is
+        the largest group's)."""
+        sieves = self.frontier.sieves
         return {
             "kind": "scalable",
-            "count": sieve.count,
-            "approx_items": round(sieve.approx_items),
-            "stages": sieve.stages,
-            "size_in_bytes": sieve.size_in_bytes,
-            "false_positive_bound": sieve.false_positive_bound,
+            "count": sum(s.count for s in sieves),
+            "approx_items": round(sum(s.approx_items for s in sieves)),
+            "stages": max(s.stages for s in sieves),
+            "size_in_bytes": sum(s.size_in_bytes for s in sieves),
+            "false_positive_bound": max(s.false_positive_bound for s in sieves),
+            "groups": len(sieves),
             "shared": True,
             "confirm": "exact" if self.exact else "none",
             "rescued_false_positives": self.rescued,  # by every process
@@ -322,7 +345,7 @@ class ClusterNode:
                 if self._budget is not None:  # its page results count for the next runs
                     await self._budget.drain()
             if self.work.error is None and self._beat is not None:  # it had joined the crawl
-                await self.sieve.refresh()
+                await asyncio.gather(*(sieve.refresh() for sieve in self.frontier.sieves))
                 await self._heartbeat(stats, left=True)
         except SharedStateError as exc:
             log.warning("leaving the shared crawl: %s", exc)

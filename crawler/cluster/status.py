@@ -10,14 +10,16 @@ import asyncio
 import json
 import sys
 import time
+from collections import Counter
 from typing import IO, Any
 
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from crawler.cluster.node import crawl_prefix, redacted
+from crawler.cluster.connect import connect, discover
+from crawler.cluster.node import redacted
 from crawler.errors import SharedStateError
-from crawler.sieve.redis import text
+from crawler.frontier.redis.shards import Keyspace
+from crawler.sieve.redis import RedisClient, text
 
 __all__ = ["format_status", "read_status", "status_command"]
 
@@ -29,24 +31,35 @@ async def read_status(url: str, crawl_id: str, *, recent: float = 30.0) -> dict[
     """The shared crawl's progress as a dict; SharedStateError if Redis is unreachable or has
     no crawl by that name. A process is "active" if it sent a heartbeat in the last `recent`
     seconds and has not left the crawl (its last heartbeat says so when it ends cleanly)."""
-    p = crawl_prefix(crawl_id)
-    client = Redis.from_url(url, socket_connect_timeout=5.0)
+    client: RedisClient = connect(url)
     try:
+        client, masters = await discover(client, url)
+        keyspace = Keyspace(crawl_id, cluster=masters > 0)
+        meta = await client.hgetall(keyspace.prefix + "meta")
+        if meta:
+            keyspace = Keyspace(crawl_id, int(meta.get(b"groups") or 1), cluster=masters > 0)
+        p = keyspace.prefix
         pipe = client.pipeline(transaction=False)
-        pipe.hgetall(p + "meta")
-        pipe.hgetall(p + "stats")
-        pipe.scard(p + "hosts")
-        pipe.zcard(p + "leases")
         pipe.hgetall(p + "procs")
-        pipe.get(p + "sieve:count")
         pipe.hlen(p + "content:urls")  # the shared content index (crawler.content.redis)
-        meta, counts, hosts, leased, procs, seen, contents = await pipe.execute()
+        for g in keyspace.prefixes:  # each group's figures, summed
+            pipe.hgetall(g + "stats")
+            pipe.scard(g + "hosts")
+            pipe.zcard(g + "leases")
+            pipe.get(g + "sieve:count")
+        procs, contents, *groups = await pipe.execute()
     except (RedisError, OSError) as exc:
         raise SharedStateError(f"cannot read Redis at {redacted(url)}: {exc}") from exc
     finally:
         await client.aclose()
     if not meta:
         raise SharedStateError(f"no crawl {crawl_id!r} in Redis at {redacted(url)}")
+    counts: Counter[bytes] = Counter()
+    hosts = leased = seen = 0
+    for i in range(0, len(groups), 4):
+        counts.update({k: int(v) for k, v in groups[i].items()})
+        hosts, leased = hosts + int(groups[i + 1]), leased + int(groups[i + 2])
+        seen += int(groups[i + 3] or 0)
     c = {text(k): int(v) for k, v in counts.items()}
     now = time.time()
     processes = []

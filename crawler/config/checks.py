@@ -151,6 +151,9 @@ def _check_by_kind(obj: Any, where: str) -> None:
         if not _CRAWL_ID.fullmatch(obj.crawl_id):
             raise ConfigError(f"{where} crawl_id: 1-64 letters, digits, '.', '_' or '-' "
                               f"(not first), got {obj.crawl_id!r}")  # fmt: skip
+        if not 0 <= obj.groups <= 1024:
+            raise ConfigError(f"{where} groups: 0 (as many as the Redis deployment suits) or "
+                              f"1..1024, got {obj.groups!r}")  # fmt: skip
         if obj.redis and not obj.redis.startswith(("redis://", "rediss://", "unix://")):
             raise ConfigError(f"{where} redis: a redis://HOST:PORT/DB URL (or rediss://, "
                               "unix://), got one without that scheme")  # fmt: skip

@@ -277,6 +277,7 @@ class ClusterConfig:
     crawl_id: str = "default"
     lease_ttl: float = 0.0  # 0: crawler.cluster.node.LEASE_TTL (30 s)
     heartbeat: float = 5.0
+    groups: int = 0  # groups of hosts (crawler.frontier.redis.shards); 0: 1 on one node, 4 a master
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 from redis.exceptions import RedisError
 
 from crawler.content.fingerprint import Fingerprint
@@ -122,7 +122,7 @@ class RedisContentIndex:
 
     __slots__ = ("_client", "_keys", "_layout", "_script", "checked", "distance")
 
-    def __init__(self, client: Redis, prefix: str, distance: int = 3) -> None:
+    def __init__(self, client: Redis | RedisCluster, prefix: str, distance: int = 3) -> None:
         if isinstance(distance, bool) or not isinstance(distance, int):
             raise TypeError(f"distance must be an int, got {distance!r}")
         if not 0 <= distance <= MAX_DISTANCE:

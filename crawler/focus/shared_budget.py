@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 from redis.exceptions import RedisError
 
 from crawler.errors import SharedStateError
@@ -38,7 +38,9 @@ class SharedBudget(FetchBudget):
 
     __slots__ = ("_client", "_key", "_lock", "_pending", "_poll", "_sender", "shared")
 
-    def __init__(self, client: Redis, key: str, limit: int, *, poll: float = 0.2) -> None:
+    def __init__(
+        self, client: Redis | RedisCluster, key: str, limit: int, *, poll: float = 0.2
+    ) -> None:
         super().__init__(limit)
         self._client = client
         self._key = key

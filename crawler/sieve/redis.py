@@ -31,9 +31,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from enum import IntEnum
-from typing import Any
+from typing import Any, TypeAlias
 
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 from redis.exceptions import RedisError
 
 from crawler.errors import SharedStateError
@@ -47,7 +47,11 @@ from crawler.sieve.format import SEED
 from crawler.sieve.segments import SEGMENT_BITS
 from crawler.sieve.segments import Stage as _Stage
 
-__all__ = ["SEGMENT_BITS", "RedisSieve", "SharedStateError", "text"]
+__all__ = ["SEGMENT_BITS", "RedisClient", "RedisSieve", "SharedStateError", "text"]
+
+RedisClient: TypeAlias = Redis | RedisCluster
+"""A client of one Redis node, or of a Redis Cluster (a sharded crawl:
+`crawler.frontier.redis.shards`)."""
 
 log = logging.getLogger("crawler.sieve")  # the logger name the docs give for growth warnings
 
@@ -91,7 +95,7 @@ class RedisSieve:
 
     def __init__(
         self,
-        client: Redis,
+        client: RedisClient,
         prefix: str,
         *,
         capacity: int = 1_000_000,

@@ -1,4 +1,5 @@
-"""A node of a Redis Cluster is refused when joining, with a message saying why."""
+"""A node of a Redis Cluster is found out (``INFO cluster``); one that cannot serve the crawl
+(its slots not all covered) is refused in one line saying why."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ def cluster_node() -> Iterator[RedisServer]:
         yield server
 
 
-async def test_a_redis_cluster_node_is_refused_in_one_line(cluster_node: RedisServer) -> None:
+async def test_a_cluster_node_without_slots_is_refused_in_one_line(
+    cluster_node: RedisServer,
+) -> None:
     config = Config().override("cluster", redis=cluster_node.url, crawl_id="c1")
     node = ClusterNode(config, settings(config))
     with pytest.raises(SharedStateError) as caught:
@@ -27,6 +30,8 @@ async def test_a_redis_cluster_node_is_refused_in_one_line(cluster_node: RedisSe
     await node.close(dict)
     message = str(caught.value)
     assert "\n" not in message
-    assert "is a node of a Redis Cluster" in message
-    assert "needs one Redis node" in message
+    assert message.startswith(f"cannot use Redis at {cluster_node.url}")
+    assert "Redis Cluster of that node cannot serve the crawl" in message
+    assert "0 of 16384 covered" in message
+    assert "redis-cli --cluster check" in message
     assert "MOVED" not in message and "CLUSTERDOWN" not in message

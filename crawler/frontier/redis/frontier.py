@@ -82,8 +82,6 @@ import socket
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 
-from redis.asyncio import Redis
-
 from crawler.fetch.steering import HostRule
 from crawler.frontier.addresses import Names
 from crawler.frontier.entries import Entry, EntryKind, Outcome
@@ -116,11 +114,16 @@ from crawler.frontier.redis.wake import Wakes
 from crawler.frontier.refusals import UNREACHABLE
 from crawler.frontier.robots import REFUSED_ATTEMPTS, RobotsPolicy, policy_from_response
 from crawler.frontier.settings import Politeness, QueueLimits
-from crawler.sieve.redis import RedisSieve
+from crawler.sieve.redis import RedisClient, RedisSieve
 
-__all__ = ["AdmitFlag", "RedisFrontier"]
+__all__ = ["AdmitFlag", "RedisFrontier", "default_owner"]
 
 logger = logging.getLogger(__name__)
+
+
+def default_owner() -> str:
+    """A process's name in the leases: host, pid and a random tag."""
+    return f"{socket.gethostname()}:{os.getpid()}:{random.getrandbits(32):x}"
 
 
 class RedisFrontier(RedisQueues):
@@ -133,7 +136,7 @@ class RedisFrontier(RedisQueues):
 
     def __init__(
         self,
-        client: Redis,
+        client: RedisClient,
         prefix: str,
         sieve: RedisSieve,
         politeness: Politeness = Politeness(respect_robots=False),
@@ -158,8 +161,7 @@ class RedisFrontier(RedisQueues):
         self.turn = float(sharing.turn)
         self._sleep = sleep  # None: wait for a wake-up (else an injected clock's sleep)
         self._rng = rng if rng is not None else random.Random()
-        owner = sharing.owner
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{random.getrandbits(32):x}"
+        self.owner = sharing.owner or default_owner()
         self.wakes = Wakes(client, prefix, self.owner)
         self.user_agent = sharing.user_agent
         self._policies: dict[str, tuple[str, RobotsPolicy]] = {}  # host -> (version, policy)

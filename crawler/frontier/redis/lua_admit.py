@@ -32,9 +32,10 @@ end
 # queued). ARGV: prefix, '' (no clock), stages, max_queued, max_queued_per_host, keys, respect
 # robots.txt ('1': a new host starts in robots state 'need'), max admitted (0: no cap; the
 # crawl's ``max_pages``: a key is refused, and stays unseen, once the Sieve's shared count has
-# reached it), exact tier ('1'/''), then (segment bits, k) per stage, then per key: host, tail
-# (key\npayload), score, delay, concurrency, then (start, step) per stage (the segment folded
-# into the start: `SEGMENT_KEY`), then its fingerprint's
+# reached it; ``=N``: at most N new keys in this call, the crawl-wide count being kept by the
+# caller, as a sharded crawl does), exact tier ('1'/''), then (segment bits, k) per stage, then
+# per key: host, tail (key\npayload), score, delay, concurrency, then (start, step) per stage
+# (the segment folded into the start: `SEGMENT_KEY`), then its fingerprint's
 # bucket and the fingerprint (the Sieve's h1, signed 64-bit, decimal), and its scope host (the
 # key's host, port left out: `crawler.admission.scope.split_host`; after a '!' for a seed, which
 # counts but is not refused, as in memory); last, the URLs a host may have
@@ -62,8 +63,14 @@ end
 local exact = ARGV[9] == '1'
 local rescued = 0
 local robots_state = (ARGV[7] == '1') and 'need' or ''
-local cap = tonumber(ARGV[8])
-local admitted = (cap > 0) and tonumber(redis.call('GET', P .. 'sieve:count') or '0') or 0
+local cap, admitted, capped = ARGV[8], 0, false
+if string.sub(cap, 1, 1) == '=' then  -- at most this many new keys in this call
+    cap, capped = tonumber(string.sub(cap, 2)), true
+else
+    cap = tonumber(cap)
+    capped = cap > 0
+    if capped then admitted = tonumber(redis.call('GET', P .. 'sieve:count') or '0') end
+end
 local over = 0
 local base = 10 + 2 * nst
 local width = 8 + 2 * nst
@@ -85,7 +92,7 @@ for i = 0, n - 1 do
     if checked and host_cap > 0
        and tonumber(redis.call('HGET', host_admitted, shost) or '0') >= host_cap then
         flag = 5
-    elseif cap > 0 and admitted + new >= cap then
+    elseif capped and admitted + new >= cap then
         flag = 4
         over = over + 1
     elseif queued >= maxq then
@@ -271,6 +278,7 @@ class AdmitBounds:
     exact: bool
     max_admitted: int = 0
     max_per_host: int = 0
+    per_call: bool = False  # max_admitted is this call's new keys, not the Sieve's count
 
 
 class AdmitRow(NamedTuple):
@@ -308,7 +316,7 @@ def admit_args(
     toward their hosts' caps but are not refused by them."""
     layout = stages.layout()
     args: list[Arg] = [prefix, "", len(layout), bounds.max_queued, bounds.max_queued_per_host,
-                       len(rows), flag(bounds.respect_robots), bounds.max_admitted,
+                       len(rows), flag(bounds.respect_robots), _cap(bounds),
                        flag(bounds.exact), *_sieve_head(layout)]  # fmt: skip
     mark = "!" if seeds else ""
     for row in rows:
@@ -317,6 +325,10 @@ def admit_args(
         args += (*starts, *fingerprint, mark + split_host(row.key))
     args.append(bounds.max_per_host)
     return args
+
+
+def _cap(bounds: AdmitBounds) -> Arg:
+    return f"={bounds.max_admitted}" if bounds.per_call else bounds.max_admitted
 
 
 def admit_reply(reply: list[Any]) -> AdmitReply | None:

@@ -14,7 +14,6 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
@@ -38,7 +37,7 @@ from crawler.frontier.redis.lua_keys import Arg
 from crawler.frontier.redis.lua_queue import REPRIORITIZE, Reprioritized, reprioritize_args
 from crawler.frontier.redis.members import entry_of, member_tail, text
 from crawler.frontier.settings import Politeness, QueueLimits
-from crawler.sieve.redis import RedisSieve, SharedStateError
+from crawler.sieve.redis import RedisClient, RedisSieve, SharedStateError
 
 __all__ = ["RedisQueues"]
 
@@ -54,7 +53,7 @@ class RedisQueues:
 
     def __init__(
         self,
-        client: Redis,
+        client: RedisClient,
         prefix: str,
         sieve: RedisSieve,
         politeness: Politeness,
@@ -104,12 +103,14 @@ class RedisQueues:
         max_per_host: int = 0,
         *,
         seeds: bool = False,
+        per_call: bool = False,
     ) -> list[AdmitFlag]:
         """`put_many` telling why each entry was or was not queued (`AdmitFlag`): OVER_LIMIT
         once the shared Sieve counts `max_admitted` keys, HOST_LIMIT once the entry's host (its
         key's, port left out) had `max_per_host` URLs admitted by any process (0: no cap; a
         refused key stays unseen). `seeds` count toward their hosts' caps but are not refused
-        by them (as in memory)."""
+        by them (as in memory). `per_call`: `max_admitted` is the new keys this call may take
+        (0: none), the crawl-wide count being kept by the caller (a sharded crawl)."""
         if self._closed:
             self._dropped_closed += len(batch)
             return [AdmitFlag.FULL] * len(batch)
@@ -117,7 +118,7 @@ class RedisQueues:
             return []
         rows = [self._row(entry) for entry in batch]
         bounds = AdmitBounds(self._max_queued, self._max_queued_per_host, self.respect_robots,
-                             self.exact, max_admitted, max_per_host)  # fmt: skip
+                             self.exact, max_admitted, max_per_host, per_call)  # fmt: skip
         while True:
             args = admit_args(self.prefix, self.sieve, bounds, rows, seeds=seeds)
             answer = admit_reply(await self._run("admit", args))
@@ -201,11 +202,13 @@ class RedisQueues:
             await self._redis(self._client.script_load(REPRIORITIZE))
             self._raise_loaded = sha
         pipe = self._client.pipeline(transaction=False)
+        route = self.prefix + "stats"  # (the slot's node, on a cluster)
         for url, key, priority in items:
             if priority != priority:
                 raise ValueError(f"priority must be a number, got {priority!r} for {url!r}")
-            pipe.evalsha(sha, 0, *reprioritize_args(self.prefix, host_key(url), key, priority,
-                                                    lower=lower, was=True))  # fmt: skip
+            args = reprioritize_args(self.prefix, host_key(url), key, priority, lower=lower,
+                                     was=True)  # fmt: skip
+            pipe.evalsha(sha, 1, route, *args)
         if not items:
             return []
         replies = await self._redis(pipe.execute())
@@ -224,6 +227,10 @@ class RedisQueues:
     def close(self) -> None:
         """Stop handing out work here (other processes go on)."""
         self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     async def pending(self) -> list[Entry]:
         """Every queued entry with its priority, host by host (by name), each in hand-out order
@@ -286,7 +293,8 @@ class RedisQueues:
         return float(secs) + float(micros) / 1e6
 
     async def _run(self, name: str, args: list[Arg]) -> Any:
-        return await self._redis(self._scripts[name](keys=[], args=args))
+        # one key named (never read as KEYS): a cluster routes the call to its slot's node
+        return await self._redis(self._scripts[name](keys=[self.prefix + "stats"], args=args))
 
     @staticmethod
     async def _redis(call: Awaitable[Any]) -> Any:

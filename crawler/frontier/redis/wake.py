@@ -21,14 +21,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
-from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
 from crawler.errors import SharedStateError
+from crawler.sieve.redis import RedisClient
 
 __all__ = ["CHANNEL", "Wakes"]
 
@@ -41,16 +41,19 @@ class Wakes:
     """The wake-ups of one process (module docstring). `heard`: messages heard; `on_wake`: called
     on each (``SharedWork`` sets its own event with it)."""
 
-    __slots__ = ("_channel", "_client", "_event", "_own", "_task", "heard", "on_wake")
+    __slots__ = ("_channels", "_client", "_event", "_own", "_task", "heard", "on_heard", "on_wake")
 
-    def __init__(self, client: Redis, prefix: str, owner: str) -> None:
+    def __init__(self, client: RedisClient, prefix: str | Sequence[str], owner: str) -> None:
+        """`prefix`: the crawl's, or each group's of a sharded crawl (one channel each)."""
         self._client = client
         self._own = owner  # the message of this process's own completions: not for it
-        self._channel = prefix + CHANNEL
+        prefixes = [prefix] if isinstance(prefix, str) else list(prefix)
+        self._channels = [p + CHANNEL for p in prefixes]
         self._event = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.heard = 0
         self.on_wake: Callable[[], None] | None = None
+        self.on_heard: Callable[[], None] | None = None  # the frontier's own, before `on_wake`
 
     async def listen(self) -> None:
         """Subscribe, unless listening already (again after a lost connection); a
@@ -59,7 +62,7 @@ class Wakes:
             return
         pubsub = self._client.pubsub(ignore_subscribe_messages=True)
         try:
-            await pubsub.subscribe(self._channel)
+            await pubsub.subscribe(*self._channels)
         except (RedisError, OSError) as exc:
             await pubsub.aclose()  # type: ignore[no-untyped-call]
             raise SharedStateError(f"Redis: {exc}") from exc
@@ -75,6 +78,8 @@ class Wakes:
                         continue
                     self.heard += 1
                     self._event.set()
+                    if self.on_heard is not None:
+                        self.on_heard()
                     if self.on_wake is not None:
                         self.on_wake()
         except (RedisError, OSError) as exc:

@@ -35,6 +35,7 @@ from crawler.errors import SharedStateError
 from crawler.frontier.base import FrontierStats
 from crawler.frontier.entries import Entry, Outcome
 from crawler.frontier.redis.frontier import RedisFrontier
+from crawler.frontier.redis.sharded import ShardedFrontier
 from crawler.frontier.robots import RobotsPolicy
 
 __all__ = ["SharedWork"]
@@ -61,7 +62,9 @@ class SharedWork:
                  "_leased", "_outbox", "_queued", "_spare", "_unconsumed", "_waiters", "_wake",
                  "poll_interval", "stats")  # fmt: skip
 
-    def __init__(self, frontier: RedisFrontier, *, poll_interval: float = 0.2) -> None:
+    def __init__(
+        self, frontier: RedisFrontier | ShardedFrontier, *, poll_interval: float = 0.2
+    ) -> None:
         self._frontier = frontier
         self.poll_interval = poll_interval
         self._waiters: deque[asyncio.Future[Entry | None]] = deque()
