@@ -3,11 +3,13 @@
 The folders under tests/ mirror crawler/; helpers shared by several modules live in
 tests/support/, never in another test module. Markers (`pytest -m`, see docs/quickstart.md):
 
-- `redis`: the test starts Debian's redis-server (it uses the `redis_server` fixture, or its
-  module starts a `RedisServer` itself): marked here, from the fixtures a test asks for;
+- `redis`: the test starts Debian's redis-server (it uses the `redis_server` or `redis_cluster`
+  fixture, or its module starts a `RedisServer` or `RedisClusterServer` itself): marked here, from
+  the fixtures a test asks for;
 - `browser`: the test drives the real Chromium (its module uses `requires_browser`): marked here;
 - `slow`: marked by hand on each test that takes over about a second (a crawl in a subprocess, a
-  real server's timing, a large property run).
+  real server's timing, a large property run); marked here on a test of a Redis Cluster (a
+  `redis_cluster` fixture, or a `RedisClusterServer` in its module): one takes ~2 s to form.
 
 `make test-fast` runs the rest: the edit-and-test loop.
 
@@ -34,6 +36,7 @@ from hypothesis import settings
 from pytest_asyncio import is_async_test
 
 from crawler.testing.fixture import FixtureSite
+from crawler.testing.redis_cluster import RedisClusterServer
 from crawler.testing.redis_server import RedisServer
 from crawler.testing.simtime import SimulatedLoop
 
@@ -44,7 +47,8 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fixed"))
 
 
-REDIS_FIXTURES = frozenset({"redis_server", "redis_url"})
+CLUSTER_FIXTURES = frozenset({"redis_cluster", "redis_cluster_url"})
+REDIS_FIXTURES = frozenset({"redis_server", "redis_url"}) | CLUSTER_FIXTURES
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -68,8 +72,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             raise pytest.UsageError(f"{item.nodeid}: the simtime marker is for async tests")
         module = vars(item.module) if isinstance(item, pytest.Function) else {}
         fixtures = set(getattr(item, "fixturenames", ()))
-        if fixtures & REDIS_FIXTURES or "RedisServer" in module:
+        cluster = bool(fixtures & CLUSTER_FIXTURES) or "RedisClusterServer" in module
+        if fixtures & REDIS_FIXTURES or "RedisServer" in module or cluster:
             item.add_marker(pytest.mark.redis)
+        if cluster:
+            item.add_marker(pytest.mark.slow)
         if "requires_browser" in module:
             item.add_marker(pytest.mark.browser)
 
@@ -108,3 +115,19 @@ async def redis_url(redis_server: RedisServer) -> str:
     await client.flushall()
     await client.aclose()
     return redis_server.url
+
+
+@pytest.fixture(scope="module")
+def redis_cluster() -> Iterator[RedisClusterServer]:
+    """A throwaway Redis Cluster (3 masters, one replica each) on loopback, one per test module."""
+    with RedisClusterServer() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def redis_cluster_url(redis_cluster: RedisClusterServer) -> str:
+    """The module's Redis Cluster, whole again (a node killed by a test before is back, as a
+    replica) and emptied for this test: redis:// of a master, for a cluster client to start from."""
+    redis_cluster.revive()
+    redis_cluster.flushall()
+    return redis_cluster.url
