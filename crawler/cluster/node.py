@@ -118,6 +118,11 @@ class SentCache:
     def __len__(self) -> int:
         return len(self._new) + len(self._old)
 
+    def clear(self) -> None:
+        """Forget every key (Redis may have lost some: they are sent again)."""
+        self._new.clear()
+        self._old.clear()
+
     def __repr__(self) -> str:
         return f"SentCache(size={len(self)}, capacity={self.capacity}, hits={self.hits})"
 
@@ -207,6 +212,9 @@ class ClusterNode:
         self.keyspace = Keyspace(keyspace.crawl_id, int(have["groups"]), cluster=masters > 0)
         self.prefix = self.keyspace.prefix
         self.frontier = self._frontier(self.keyspace)
+        if masters and len(getattr(self._client, "get_replicas", list)()) >= masters:
+            self.frontier.durable = 1  # completions wait for a replica (replicas.py)
+        self.frontier.on_lost = self.cache.clear
         self.work = SharedWork(self.frontier, poll_interval=POLL_INTERVAL)
         await self.frontier.open()
         await self._heartbeat(stats)
@@ -351,6 +359,7 @@ class ClusterNode:
             log.warning("leaving the shared crawl: %s", exc)
         finally:
             with contextlib.suppress(RedisError, OSError):
+                await self.frontier.replicas.close()
                 await self._client.aclose()
 
     def __repr__(self) -> str:

@@ -224,6 +224,11 @@ class RedisQueues:
             return None
         return (int(status) if status else None), bytes(body or b"")
 
+    async def sync(self) -> bool:
+        """Whether this process's admissions are safe before its completions go out: always,
+        on one node (`crawler.frontier.redis.replicas`: a cluster's replicas are waited for)."""
+        return True
+
     def close(self) -> None:
         """Stop handing out work here (other processes go on)."""
         self._closed = True

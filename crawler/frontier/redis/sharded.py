@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields, replace
 from typing import Any, Final, TypeVar
 
@@ -37,6 +37,7 @@ from crawler.frontier.entries import Entry, Outcome
 from crawler.frontier.hosts import host_key
 from crawler.frontier.redis.frontier import RedisFrontier, default_owner
 from crawler.frontier.redis.lua_admit import AdmitFlag
+from crawler.frontier.redis.replicas import Replicas
 from crawler.frontier.redis.settings import Sharing
 from crawler.frontier.redis.shards import Keyspace
 from crawler.frontier.redis.wake import Wakes
@@ -85,9 +86,9 @@ class ShardedFrontier:
     group over `sieves` (one per group, same client); see the module docstring. ``await
     open()`` before use."""
 
-    __slots__ = ("_asked", "_cursor", "_due", "_figures", "_flying", "_reserve", "client",
-                 "groups", "keyspace", "lease_ttl", "owner", "poll_interval", "resolution",
-                 "wakes")  # fmt: skip
+    __slots__ = ("_asked", "_cursor", "_due", "_figures", "_flying", "_reserve", "_written",
+                 "client", "durable", "groups", "keyspace", "lease_ttl", "on_lost", "owner",
+                 "poll_interval", "replicas", "resolution", "wakes")  # fmt: skip
 
     def __init__(
         self,
@@ -121,6 +122,10 @@ class ShardedFrontier:
         self._figures = [(0, 0)] * n  # (queued, leased) of each group, as last read
         self._flying: dict[int, int] = {}  # id(entry) -> its group
         self._reserve = client.register_script(RESERVE)
+        self._written: set[int] = set()  # groups admitted to since the last `sync`
+        self.replicas = Replicas(client, keyspace)
+        self.durable = 0  # replicas a completion waits for (`sync`); set for a cluster's
+        self.on_lost: Callable[[], None] | None = None  # writes may be lost: forget what was sent
 
     def resolve_by(self, names: Names) -> None:
         """Schedule by address too (`RedisFrontier.resolve_by`), in every group."""
@@ -219,6 +224,21 @@ class ShardedFrontier:
                 out[i] = value
         return out
 
+    async def sync(self) -> bool:
+        """Before completions: whether the admissions made here since the last call are on
+        ``durable`` replicas of each master that took them (True at once when none are asked
+        for). False when a master that took some is gone (its replica may have taken over
+        without them): the caller gives its pages back instead of completing them, and
+        `on_lost` forgets the keys this process sent (they may have to be sent again)."""
+        written, self._written = self._written, set()
+        if not self.durable or not written:
+            return True
+        if await self.replicas.wait(sorted(written), self.durable):
+            return True
+        if self.on_lost is not None:
+            self.on_lost()
+        return False
+
     async def done_many(self, items: Iterable[tuple[Entry, Outcome | None, bool]]) -> list[bool]:
         batch = list(items)
         parts: dict[int, list[tuple[int, tuple[Entry, Outcome | None, bool]]]] = {}
@@ -258,9 +278,11 @@ class ShardedFrontier:
     ) -> list[AdmitFlag]:  # fmt: skip
         """`RedisQueues.admit` over the groups; ``max_admitted`` crawl-wide (module docstring)."""
         if len(self.groups) == 1:
+            self._written.add(0)
             return await self.groups[0].admit(batch, max_admitted, max_per_host, seeds=seeds)
         parts = self._split(batch, lambda e: e.url)
         self.wake(parts)
+        self._written.update(parts)
         if not max_admitted:
             return await self._each(
                 parts, lambda group, xs: group.admit(xs, 0, max_per_host, seeds=seeds), len(batch)

@@ -204,14 +204,23 @@ class SharedWork:
             for item in items:
                 if isinstance(item, _Robots):
                     if run:
-                        await frontier.done_many(run)
+                        await self._complete(run)
                         run = []
                     await frontier.set_robots(item.key, item.policy, item.body)
                 else:
                     run.append(item)
             if run:
-                await frontier.done_many(run)
+                await self._complete(run)
             self._kick.set()
+
+    async def _complete(self, run: list[_Done]) -> None:
+        """Send completions once the links their pages admitted are safe (`sync`: on a
+        replica, on a cluster that has them); else give the pages back, to be fetched again."""
+        frontier = self._frontier
+        if await frontier.sync():
+            await frontier.done_many(run)
+        else:
+            await frontier.release([entry for entry, _, _ in run])
 
     def refusal(self, entry: Entry) -> str:
         return self._frontier.refusal(entry)
