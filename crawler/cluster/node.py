@@ -171,7 +171,7 @@ class ClusterNode:
         """The crawl's frontier laid out by `keyspace`: a Sieve per group, one frontier."""
         c, s, p = self.config.cluster, self.config.sieve, self.config.politeness
         clock, host_rule, names = self._parts
-        capacity = max(1000, s.capacity // keyspace.groups)  # each group's first stage
+        capacity = -(-s.capacity // keyspace.groups)  # each group's first stage: its share
         sieves = [RedisSieve(self._client, prefix, capacity=capacity, error_rate=s.error_rate,
                              ratio=s.ratio, growth=s.growth)
                   for prefix in keyspace.prefixes]  # fmt: skip

@@ -11,7 +11,6 @@ import io
 import json
 import os
 import signal
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,66 +20,14 @@ import pytest
 from crawler.cluster import format_status, read_status
 from crawler.testing.fixture import FixtureSite
 from crawler.testing.redis_server import RedisServer
-from crawler.urls.canonical import UrlNormalizer
+from tests.support.shared_procs import DELAY, URLS, finish, keys_of, start, write_config
 from tests.support.spacing import assert_spaced
-
-# The delay is kept between claims (Redis's clock); the server sees it give or take how long each
-# process took from its claim to its request (scheduling on a shared 2-core machine: three crawl
-# processes, Redis and this test's server): judged with no tight gap (tests/support/spacing.py).
-# Without shared politeness the gaps would be ~0.
-DELAY = 0.15
-URLS = UrlNormalizer()
 
 
 @pytest.fixture
 def redis() -> Iterator[RedisServer]:
     with RedisServer() as server:
         yield server
-
-
-def write_config(site: FixtureSite, path: Path, *, lease_ttl: float = 0.0) -> Path:
-    resolve = ", ".join(f'"{h}" = "{a}"' for h, a in site.resolve.items())
-    path.write_text(
-        f"[crawl]\nconcurrency = 4\n[politeness]\ndelay = {DELAY}\nbackoff_base = 0.05\n"
-        f"[fetch]\nresolve = {{ {resolve} }}\n"
-        f"[cluster]\nlease_ttl = {lease_ttl}\nheartbeat = 0.5\n"
-    )
-    return path
-
-
-async def start(
-    site: FixtureSite, config: Path, url: str, out: Path, *extra: str
-) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "crawler.cli", *site.seeds, "--config", str(config),
-        "--redis", url, "--crawl-id", "procs", "-o", str(out), *(extra or ["-q"]),
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-
-
-async def finish(procs: list[asyncio.subprocess.Process], seconds: float) -> list[str]:
-    """Wait for the processes; their stderr. On a timeout, kill them and fail with their logs."""
-    try:
-        async with asyncio.timeout(seconds):  # read every pipe at once: none may fill up
-            return [
-                err.decode() for _, err in await asyncio.gather(*(p.communicate() for p in procs))
-            ]
-    except TimeoutError:
-        for p in procs:
-            if p.returncode is None:
-                p.kill()
-        logs = []
-        for p in procs:  # what each said before it was killed: the way to the hang
-            assert p.stderr is not None
-            logs.append((await p.stderr.read()).decode(errors="replace")[-3000:])
-        pytest.fail(f"crawl processes still running after {seconds} s:\n" + "\n---\n".join(logs))
-
-
-def keys_of(path: Path) -> list[str]:
-    """The canonical keys of the results in a JSON Lines file (a cut last line is left out)."""
-    lines = path.read_text().splitlines() if path.exists() else []
-    keys = [URLS.canonicalize(json.loads(line)["url"]) for line in lines if line.endswith("}")]
-    return [k for k in keys if k is not None]
 
 
 @pytest.mark.slow
