@@ -1,10 +1,12 @@
 """One process's part in a shared crawl: `ClusterNode` (``crawl --redis URL``).
 
-It connects to Redis, joins the crawl named ``[cluster] crawl_id`` (every key under
-``crawl:{crawl_id}:``; the first process creates it), refuses to join one started with other
-settings (the scope, URL and Sieve settings that decide which URLs are admitted and how they
-are keyed, as ``--state`` does; named in the error), and builds the shared Sieve and frontier
-(`crawler.sieve.redis`, `crawler.frontier.redis.frontier`) and the engine's view of them
+It connects to Redis (one node, or any node of a Redis Cluster: `crawler.cluster.connect`),
+joins the crawl named ``[cluster] crawl_id`` (its keys under ``crawl:{crawl_id}:``, or on a
+cluster under each group's hash tag: `crawler.frontier.redis.shards`; the first process creates
+it and its number of groups), refuses to join one started with other settings (the scope, URL
+and Sieve settings that decide which URLs are admitted and how they are keyed, as ``--state``
+does; named in the error), and builds the shared Sieve and frontier of each group
+(`crawler.sieve.redis`, `crawler.frontier.redis.sharded`) and the engine's view of them
 (`crawler.frontier.redis.work.SharedWork`).
 
 Admission (`admit`) sends a page's new keys in one atomic Lua call (Sieve test-and-set and

@@ -7,9 +7,10 @@ each script: the one function that packs its arguments (``*_args``: the callers 
 ARGV themselves) and an `IntEnum` of its answers (a reply that is a count or a table has a
 ``*_reply`` function that reads it instead).
 
-Every script takes the crawl's key prefix as ``ARGV[1]`` and builds its keys from it (plain,
-non-cluster Redis allows keys not declared in KEYS; a sharded layout would put each host's keys
-under one hash tag). Times are seconds as floats: ``ARGV[2]`` is "now" from the caller's
+Every script takes its group's key prefix as ``ARGV[1]`` and builds its keys from it, and is
+called with one key of that group in KEYS (never read: a Redis Cluster client routes the call by
+it). On a cluster each group's prefix holds a hash tag of its own
+(``crawler.frontier.redis.shards``), so all the keys a script touches share one slot. Times are seconds as floats: ``ARGV[2]`` is "now" from the caller's
 injected clock, or empty for Redis ``TIME`` (one clock for every process). Times written back are
 formatted ``%.6f`` (Lua's default number format keeps only 14 digits).
 

@@ -2,8 +2,9 @@
 wake-up channel.
 
 The scripts that free a host's slot or give work back (``DONE``, ``RECLAIM``, ``REFUSE`` in
-``crawler.frontier.redis.lua_leases``) publish on the crawl's channel ``{prefix}wake``
-(`CHANNEL`; a completion's message is the name of the process that sent it, which ignores its
+``crawler.frontier.redis.lua_leases``) publish on the channel ``{prefix}wake`` of their group
+(`CHANNEL`; a process listens on every group's, one connection; PUBLISH reaches every node of a
+Redis Cluster; a completion's message is the name of the process that sent it, which ignores its
 own: it claims after its completions anyway). Each waiting process subscribes (one connection of
 its pool, held while it waits for work) and a process whose claim found nothing waits for that
 message, not for a poll interval: it claims again as soon as another process's completion frees
