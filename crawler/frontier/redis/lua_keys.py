@@ -10,9 +10,10 @@ ARGV themselves) and an `IntEnum` of its answers (a reply that is a count or a t
 Every script takes its group's key prefix as ``ARGV[1]`` and builds its keys from it, and is
 called with one key of that group in KEYS (never read: a Redis Cluster client routes the call by
 it). On a cluster each group's prefix holds a hash tag of its own
-(``crawler.frontier.redis.shards``), so all the keys a script touches share one slot. Times are seconds as floats: ``ARGV[2]`` is "now" from the caller's
-injected clock, or empty for Redis ``TIME`` (one clock for every process). Times written back are
-formatted ``%.6f`` (Lua's default number format keeps only 14 digits).
+(``crawler.frontier.redis.shards``), so all the keys a script touches share one slot. Times
+are seconds as floats: ``ARGV[2]`` is "now" from the caller's injected clock, or empty for
+Redis ``TIME`` (one clock for every process). Times written back are formatted ``%.6f`` (Lua's
+default number format keeps only 14 digits).
 
 Keys: ``q:{host}`` queue (sorted set: score ``-priority``, member ``{class}{seq:015d}{key}\\n
 {payload}``, class ``0`` for retried/reclaimed entries, ``1`` for new ones, so equal scores pop

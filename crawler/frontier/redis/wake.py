@@ -25,6 +25,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from redis.asyncio import RedisCluster
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
@@ -58,7 +59,9 @@ class Wakes:
 
     async def listen(self) -> None:
         """Subscribe, unless listening already (again after a lost connection); a
-        `SharedStateError` if Redis cannot be reached."""
+        `SharedStateError` if Redis cannot be reached. On a Redis Cluster a node that cannot be
+        reached (a failover under way) leaves this process waiting by the clock until the
+        next call: the crawl's own calls retry through the failover."""
         if self.listening:
             return
         pubsub = self._client.pubsub(ignore_subscribe_messages=True)
@@ -66,6 +69,10 @@ class Wakes:
             await pubsub.subscribe(*self._channels)
         except (RedisError, OSError) as exc:
             await pubsub.aclose()  # type: ignore[no-untyped-call]
+            if isinstance(self._client, RedisCluster):
+                log.warning("wake-ups from Redis unavailable (%s): waiting by the clock for "
+                            "now", exc)  # fmt: skip
+                return
             raise SharedStateError(f"Redis: {exc}") from exc
         self._task = asyncio.create_task(self._listen(pubsub), name="redis-wakes")
 
