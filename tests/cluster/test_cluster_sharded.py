@@ -77,10 +77,13 @@ async def test_a_process_killed_mid_crawl_loses_nothing(
     assert status["finished"] and status["reclaimed"] >= len(repeats)
 
 
+@pytest.mark.parametrize("victim", ["busiest", "wake"])
 async def test_a_master_killed_mid_crawl_fails_over_and_loses_nothing(
     site: FixtureSite, redis_cluster: RedisClusterServer, redis_cluster_url: str,
-    tmp_path: Path,
+    tmp_path: Path, victim: str,
 ) -> None:  # fmt: skip
+    # "wake": the master of slot 0, where every process's wake-up subscription is (the first
+    # group's channel) as well as the first groups' keys
     config = write_config(site, tmp_path / "c.toml", lease_ttl=5.0)
     outs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
     procs = [await start(site, config, redis_cluster_url, out, "-v") for out in outs]
@@ -90,7 +93,8 @@ async def test_a_master_killed_mid_crawl_fails_over_and_loses_nothing(
             await asyncio.sleep(0.02)
     counts = await key_counts(redis_cluster)
     busiest = redis_cluster.masters()[counts.index(max(counts))]
-    dead = redis_cluster.kill_master(busiest)  # the master holding most of the crawl
+    port = busiest if victim == "busiest" else int(redis_cluster.url.split(":")[2].split("/")[0])
+    dead = redis_cluster.kill_master(port)
     redis_cluster.wait_failover(dead)
     errs = await finish(procs, 180)
     assert [p.returncode for p in procs] == [0, 0], errs
