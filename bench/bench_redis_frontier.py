@@ -9,7 +9,8 @@ A throwaway redis-server (Debian's, ``tests.redis_server``) on loopback; one Red
   CPU us = Redis's own figures: ``INFO commandstats`` usec of EVALSHA (the scripts, inner
   commands included) and ``INFO cpu`` (user + sys of the whole server) deltas, per unit;
   round trips = EVALSHA calls per unit (nothing else is sent meanwhile);
-  memory = ``used_memory`` delta per queued URL (queue member, key index, Sieve bits amortized);
+  memory = ``used_memory`` delta per queued URL (its chunk, key index, Sieve bits amortized;
+  the queue's own figures: ``bench.bench_queue_memory``);
   refused = pages robots.txt disallows (``respect_robots``, every host's robots.txt preloaded
   as ``Disallow: /``): claim (the claim script + the one REFUSE call that gives back the slots
   of its refusals), done (releasing the refusal's lease), one entry per claim, then 10.
@@ -107,7 +108,7 @@ async def run(url: str) -> list[tuple[str, int, float, float, float]]:
     await client.aclose()
     queue = mem1 - mem0 - sieve.size_in_bytes
     print(
-        f"Redis memory per queued URL: {queue / KEYS:.0f} bytes (queue member + key index), "
+        f"Redis memory per queued URL: {queue / KEYS:.0f} bytes (chunk + key index), "
         f"beside the Sieve's {sieve.size_in_bytes / 2**20:.1f} MiB for 1M keys at 1e-4"
     )
     return rows

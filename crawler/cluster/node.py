@@ -57,8 +57,9 @@ __all__ = ["ClusterNode", "SentCache", "check_cluster_config", "crawl_prefix", "
 
 log = logging.getLogger(__name__)
 
-FORMAT = "3"  # the shared keys' layout (3: the Sieve's stages over 64 MiB in segments; DONE names
-# the process whose completion publishes a wake-up)
+FORMAT = "4"  # the shared keys' layout (3: the Sieve's stages over 64 MiB in segments; DONE names
+# the process whose completion publishes a wake-up; 4: host queues in chunks, ``ql:{host}``,
+# and the groups of hosts, ``groups`` in meta)
 POLL_INTERVAL = 1.0  # the longest wait of a process that found nothing to do (it is woken
 # when a slot frees up: `crawler.frontier.redis.wake`; this bounds the wait for a lost wake-up)
 TURN = 0.25  # seconds a process leaves a contended one-slot host to a hungry one (`Sharing`)

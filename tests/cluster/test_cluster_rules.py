@@ -117,14 +117,15 @@ async def test_processes_must_agree_on_the_adaptive_delay(redis_url: str) -> Non
 
 
 async def test_a_crawl_of_the_previous_format_is_refused(redis_url: str) -> None:
-    # format 2 kept a Sieve stage of up to 512 MB in one string: joined, its big stages
-    # would be read as segments (format 1 also lacked the per-host cap and adaptive delay)
+    # format 3 kept one queue member per URL in ``q:{host}`` and again in ``qk:{host}``: its
+    # queues would be read as chunks (format 2 also kept a Sieve stage of up to 512 MB in one
+    # string, format 1 lacked the per-host cap and adaptive delay)
     client = Redis.from_url(redis_url)
     try:
-        await client.hset("crawl:r:meta", mapping={"format": "2", "settings": json.dumps({})})
+        await client.hset("crawl:r:meta", mapping={"format": "3", "settings": json.dumps({})})
     finally:
         await client.aclose()
-    with pytest.raises(SharedStateError, match=r"format '2', expected 3"):
+    with pytest.raises(SharedStateError, match=r"format '3', expected 4"):
         await _crawl(_config(redis_url), ["http://127.0.0.1:1/"])
 
 

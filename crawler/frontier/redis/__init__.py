@@ -10,7 +10,7 @@ script's arguments packed by one `*_args` function beside it, its answers an `In
 | `lua_keys` | The Redis frontier's keys, and the Lua every one of its scripts starts with |
 | `lua_leases` | The Lua scripts of the Redis frontier's leases and the host state they ... |
 | `lua_queue` | The Lua scripts of the Redis frontier's queues: the claim of hosts' best ... |
-| `members` | How the Redis frontier writes an entry: a queue member, and back |
+| `members` | How the Redis frontier writes an entry in its host's queue, and reads it back |
 | `queues` | The queues of the Redis frontier: what goes in, and what is queued |
 | `settings` | How one process shares the Redis frontier with the others: `Sharing` (its ... |
 | `wake` | A freed slot wakes the processes that wait for one: `Wakes`, one process's ... |

@@ -29,7 +29,7 @@ and the views (``pending``, ``stats``) are :class:`crawler.frontier.redis.queues
 which this class extends with the hand-out, the leases and robots.txt.
 
 Rules of ``FrontierBackend`` (numbers as in ``crawler.frontier.base``):
-  1. kept: score ``-priority``; members ``{class}{seq}...`` pop FIFO on equal priorities.
+  1. kept: score ``-priority``; equal priorities pop FIFO (chunks in the order queued).
   2. kept among the first ``candidates`` ready hosts (earliest ready first): the best priority
      wins, ties the earliest ready; hosts ready at the same time tie by name, not by filing.
   3. kept: retries and reclaimed leases come back with class 0, before equal-priority new work.
@@ -216,15 +216,15 @@ class RedisFrontier(RedisQueues):
     async def _claimed(self, claimed: Claimed) -> Entry:
         """The entry of a claim: a down host's page or one its robots.txt disallows REFUSED, a
         ROBOTS entry, or the page (without its session id, when robots.txt says so)."""
-        lease, host, score, member, version, _ = claimed
+        lease, host, score, record, version, _ = claimed
         if version.startswith(DOWN):  # its host is down: why
             self._down[host] = version.removeprefix(DOWN)
-            return replace(entry_of(host, member, -float(score)), kind=EntryKind.REFUSED)
-        if member.startswith(ROBOTS_CLASS):
+            return replace(entry_of(host, record, -float(score)), kind=EntryKind.REFUSED)
+        if record.startswith(ROBOTS_CLASS):
             url = robots_url(host)
             self._robots_asked[host] = lease
             return Entry(url=url, key=url, kind=EntryKind.ROBOTS)
-        entry = entry_of(host, member, -float(score))
+        entry = entry_of(host, record, -float(score))
         if version:
             policy = await self._policy(host, version)
             fetch = policy.fetchable(entry.url, entry.key)

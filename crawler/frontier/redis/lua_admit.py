@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Final, NamedTuple, Protocol
 
-from crawler.frontier.redis.lua_keys import COMMON, Arg, flag
+from crawler.frontier.redis.lua_keys import COMMON, QUEUED, Arg, flag
+from crawler.frontier.redis.lua_keys import fingerprint as queue_fingerprint
 from crawler.sieve.bloom import hash_pair
 from crawler.urls.host import split_host
 
@@ -34,8 +35,8 @@ end
 # crawl's ``max_pages``: a key is refused, and stays unseen, once the Sieve's shared count has
 # reached it; ``=N``: at most N new keys in this call, the crawl-wide count being kept by the
 # caller, as a sharded crawl does), exact tier ('1'/''), then (segment bits, k) per stage, then
-# per key: host, tail (key\npayload), score, delay, concurrency, then (start, step) per stage
-# (the segment folded into the start: `SEGMENT_KEY`), then its fingerprint's
+# per key: host, tail (`members.member_tail`), score, delay, concurrency, then (start, step) per
+# stage (the segment folded into the start: `SEGMENT_KEY`), then its fingerprint's
 # bucket and the fingerprint (the Sieve's h1, signed 64-bit, decimal), and its scope host (the
 # key's host, port left out: `crawler.admission.scope.split_host`; after a '!' for a seed, which
 # counts but is not refused, as in memory); last, the URLs a host may have
@@ -84,7 +85,6 @@ local dropped_full, dropped_host = 0, 0
 for i = 0, n - 1 do
     local at = base + i * width
     local host = ARGV[at]
-    local q = P .. 'q:' .. host
     local flag
     local shost = ARGV[at + 7 + 2 * nst]
     local checked = string.sub(shost, 1, 1) ~= '!'  -- '!': a seed, counted but not refused
@@ -98,7 +98,7 @@ for i = 0, n - 1 do
     elseif queued >= maxq then
         flag = 2
         dropped_full = dropped_full + 1
-    elseif redis.call('ZCARD', q) >= maxh then
+    elseif redis.call('HLEN', P .. 'qk:' .. host) >= maxh then
         flag = 3
         dropped_host = dropped_host + 1
     else
@@ -140,9 +140,7 @@ for i = 0, n - 1 do
             flag = 1
             if exact then redis.call('SADD', fp_set, fp) end
             if tonumber(ARGV[at + 2]) ~= 0 then scored = true end
-            local m = '1' .. string.format('%015d', redis.call('INCR', P .. 'seq')) .. ARGV[at + 1]
-            redis.call('ZADD', q, ARGV[at + 2], m)
-            redis.call('HSET', P .. 'qk:' .. host, key_of(m), m)
+            enqueue(host, ARGV[at + 2], ARGV[at + 1])
             if redis.call('SADD', P .. 'hosts', host) == 1 then
                 redis.call('HSET', P .. 'h:' .. host, 'delay', ARGV[at + 3], 'base', ARGV[at + 3],
                            'conc', ARGV[at + 4], 'in_flight', 0, 'next', 0, 'backoff_until', 0,
@@ -181,9 +179,8 @@ return out
 # else the score (-priority) it is queued at (a string), else SEEN (fetched, in flight, refused)
 # or NEW} (the `PeekAnswer`s; read by `peek_reply`).
 PEEK: Final = (
-    r"""
-local P = ARGV[1]
-"""
+    "\nlocal P = ARGV[1]"
+    + QUEUED
     + SEGMENT_KEY
     + r"""
 local nst = tonumber(ARGV[3])
@@ -199,8 +196,8 @@ local width = 5 + 2 * nst
 local host_cap = tonumber(ARGV[#ARGV])
 local out = {0}
 for at = base, #ARGV - 1, width do
-    local host, key = ARGV[at], ARGV[at + 1]
-    local member = redis.call('HGET', P .. 'qk:' .. host, key)
+    local host = ARGV[at]
+    local member = queued_member(host, ARGV[at + 1])
     local score = member and redis.call('ZSCORE', P .. 'q:' .. host, member)
     if host_cap > 0 and tonumber(redis.call('HGET', P .. 'host_admitted', ARGV[at + 4 + 2 * nst])
                                  or '0') >= host_cap then
@@ -282,7 +279,7 @@ class AdmitBounds:
 
 
 class AdmitRow(NamedTuple):
-    """One entry to admit: its host (`host_key`), queue member tail, priority, and the delay
+    """One entry to admit: its host (`host_key`), queue tail, priority, and the delay
     and concurrency its host starts with if new; `key` is what the Sieve tests."""
 
     host: str
@@ -346,7 +343,7 @@ def peek_args(
     args: list[Arg] = [prefix, "", len(layout), flag(exact), *_sieve_head(layout)]
     for host, key in items:
         starts, fingerprint = _fingerprint(stages, key)
-        args += (host, key, *starts, *fingerprint, split_host(key))
+        args += (host, queue_fingerprint(key), *starts, *fingerprint, split_host(key))
     args.append(max_per_host)
     return args
 

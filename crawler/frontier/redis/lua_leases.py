@@ -23,7 +23,8 @@ __all__ = ["DONE", "RECLAIM", "REFUSE", "RENEW", "SET_ROBOTS", "Completion", "Do
 # ARGV: prefix, now, backoff_base, backoff_max, max_retry_after, suspect streak, max_host_failures
 # (0: never), the reason a host is down, adaptive delay ('1'/''), max_delay, the calling process's
 # name (the message of its wake-up, which it ignores), then per entry: lease id, retry ('1'; '2':
-# given back unfetched, not counted as a retry; ''), retry tail (key\npayload with retries + 1),
+# given back unfetched, not counted as a retry; ''), retry tail (`members.member_tail`, retries
+# + 1),
 # blame ('host', 'suspect', 'url', ''), attempt, wait ('' or seconds, Retry-After), jitter,
 # latency ('' or seconds to the response headers), status ('' none). The adaptive delay
 # (``hosts.PolitenessRules.response``): the host's ``delay`` moves to the mean of itself and
@@ -92,7 +93,7 @@ local function finish(at)
     local latency = tonumber(ARGV[at + 7])
     if adaptive and latency then adapt(hk, latency, tonumber(ARGV[at + 8])) end
     if ARGV[at + 1] ~= '' then
-        requeue(host, score, string.sub(member, 1, 16) .. ARGV[at + 2])
+        requeue(host, score, string.sub(member, 1, 7) .. ARGV[at + 2])
         if ARGV[at + 1] == '1' then redis.call('HINCRBY', P .. 'stats', 'retries', 1) end
     end
     refile(host)
@@ -265,7 +266,7 @@ class Requeue(Enum):
 
 
 class Completion(NamedTuple):
-    """One entry for ``DONE``: its lease, whether it goes back (`tail`: its queue member's tail
+    """One entry for ``DONE``: its lease, whether it goes back (`tail`: its queue tail
     as re-queued, retries counted), the outcome (None: no response to account for) and the
     backoff's jitter factor."""
 

@@ -9,7 +9,7 @@ from enum import IntEnum
 from typing import Any, Final, NamedTuple
 
 from crawler.frontier.redis.lua_keys import COMMON, Arg, flag
-from crawler.frontier.redis.members import text
+from crawler.frontier.redis.members import fingerprint, text
 
 __all__ = ["CLAIM", "DOWN", "REPRIORITIZE", "ClaimReply", "Claimed", "Reprioritized",
            "claim_args", "claim_reply", "reprioritize_args"]  # fmt: skip
@@ -17,12 +17,13 @@ __all__ = ["CLAIM", "DOWN", "REPRIORITIZE", "ClaimReply", "Claimed", "Reprioriti
 # ARGV: prefix, now, count, lease_ttl, owner, candidates (ready hosts compared by their best
 # priority once any entry has one other than 0; else the earliest ready host goes), respect
 # robots.txt ('1'/''): a host whose policy is unknown or expired hands out its ROBOTS entry
-# (member class 2) first, and nothing else until ``set_robots``; turn (seconds, 0: off): taking
+# (record class 2) first, and nothing else until ``set_robots``; turn (seconds, 0: off): taking
 # turns on a host, below; resolve (seconds a host asked to be resolved waits for its answer; 0:
 # hosts are not resolved here). Returns {seconds until a host is ready or '', queued, in flight,
 # n, the n hosts to resolve (``ADDRESS`` answers them), then per claim: id, host, score,
-# member, the host's robots.txt version (its ``robots_expires``, '' when not respected), the
-# address it was counted against ('' none)}. A host with an address (``addr``) is handed out
+# record (``crawler.frontier.redis.members``), the host's robots.txt version (its
+# ``robots_expires``, '' when not respected), the address it was counted against ('' none)}.
+# A host with an address (``addr``) is handed out
 # only when that address's budget allows it too (``a:{address}``: ``ip_delay`` since its last
 # start, a free slot of ``ip_concurrency``), else parked on the address (keys: ``lua_keys``).
 # The queued pages of a host that is down (filed in ``ready`` at -inf, so first) are handed
@@ -146,23 +147,24 @@ while claimed < want do
     if down then
         local q = P .. 'q:' .. down
         local why = redis.call('HGET', P .. 'h:' .. down, 'down')
-        local items = redis.call('ZRANGE', q, 0, want - claimed - 1, 'WITHSCORES')
         local expiry = fmt(now + ttl)
-        for j = 1, #items, 2 do
-            redis.call('ZREM', q, items[j])
-            redis.call('HDEL', P .. 'qk:' .. down, key_of(items[j]))
+        local n = 0
+        while claimed + n < want do
+            local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+            if #head == 0 then break end
+            local record = take_head(down, head[1])
             local id = redis.call('INCR', P .. 'lid')
             redis.call('ZADD', P .. 'leases', expiry, id)
-            redis.call('HSET', P .. 'lease', id, down .. '\n' .. items[j + 1] .. '\n' .. owner ..
-                       '\n\n' .. items[j])  -- no next start: no slot held
+            redis.call('HSET', P .. 'lease', id, down .. '\n' .. head[2] .. '\n' .. owner ..
+                       '\n\n' .. record)  -- no next start: no slot held
             out[#out + 1] = tostring(id)
             out[#out + 1] = down
-            out[#out + 1] = items[j + 1]
-            out[#out + 1] = items[j]
+            out[#out + 1] = head[2]
+            out[#out + 1] = record
             out[#out + 1] = 'down:' .. (why or '')
             out[#out + 1] = ''
+            n = n + 1
         end
-        local n = #items / 2
         claimed = claimed + n
         redis.call('HINCRBY', P .. 'stats', 'queued', -n)
         redis.call('HINCRBY', P .. 'stats', 'refused_robots', n)
@@ -170,13 +172,12 @@ while claimed < want do
     elseif robots ~= nil then
         redis.call('HSET', P .. 'h:' .. robots, 'robots', 'fetching')
         redis.call('HINCRBY', P .. 'stats', 'robots_fetches', 1)
-        lease(robots, '0', '2000000000000000robots\n[]')
+        lease(robots, '0', '2000000[]\nrobots')
     elseif best ~= nil then
-        redis.call('ZREM', P .. 'q:' .. best, best_member)
-        redis.call('HDEL', P .. 'qk:' .. best, key_of(best_member))
+        local record = take_head(best, best_member)
         redis.call('HINCRBY', P .. 'stats', 'queued', -1)
         redis.call('HINCRBY', P .. 'stats', 'handed_out', 1)
-        lease(best, best_score, best_member)
+        lease(best, best_score, record)
     elseif not removed then
         break  -- every candidate was left to a hungry process
     end
@@ -200,25 +201,22 @@ return head
 """
 )
 
-# ARGV: prefix, host, key, new score (-priority), lower ('1': lowering allowed too), was ('1':
-# return the old score, nil when none is queued: set_priority). 1 when changed (the entry goes
-# after its new equals), 0 otherwise (rule 10).
+# ARGV: prefix, host, the key's fingerprint (`members.fingerprint`), new score (-priority),
+# lower ('1': lowering allowed too), was ('1': return the old score, nil when none is queued:
+# set_priority). 1 when changed (the entry goes after its new equals), 0 otherwise (rule 10).
 REPRIORITIZE: Final = (
     COMMON
     + r"""
-local host, key, score, lower = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5] == '1'
+local host, fp, score, lower = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5] == '1'
 local was = ARGV[6] == '1'
-local member = redis.call('HGET', P .. 'qk:' .. host, key)
+local member = queued_member(host, fp)
 if not member then return (not was) and 0 or nil end
 local q = P .. 'q:' .. host
 local raw = redis.call('ZSCORE', q, member)
 local old = tonumber(raw)
 if old == nil then return (not was) and 0 or nil end
 if score == old or (score > old and not lower) then return was and raw or 0 end
-redis.call('ZREM', q, member)
-local m = '1' .. string.format('%015d', redis.call('INCR', P .. 'seq')) .. string.sub(member, 17)
-redis.call('ZADD', q, ARGV[4], m)
-redis.call('HSET', P .. 'qk:' .. host, key, m)
+enqueue(host, ARGV[4], take_out(host, member, fp))
 if score < old then redis.call('HINCRBY', P .. 'stats', 'raised', 1) end
 redis.call('HSET', P .. 'stats', 'scored', 1)
 return was and raw or 1
@@ -230,13 +228,13 @@ DOWN: Final = "down:"  # a claim's version when its host is down: the reason fol
 
 
 class Claimed(NamedTuple):
-    """One entry a claim handed out: its lease, host, score (-priority) and queue member, and
-    its host's robots.txt version (``DOWN`` and the reason for a down host's refusal)."""
+    """One entry a claim handed out: its lease, host, score (-priority) and record, and its
+    host's robots.txt version (``DOWN`` and the reason for a down host's refusal)."""
 
     lease: str
     host: str
     score: str
-    member: str
+    record: str
     version: str
     address: str  # the address it was counted against ('' none): connect there
 
@@ -288,4 +286,4 @@ def reprioritize_args(
 ) -> list[Arg]:
     """REPRIORITIZE's ARGV; with `was` the script answers the old score (None: not queued)
     instead of a `Reprioritized`."""
-    return [prefix, host, key, repr(-float(priority)), flag(lower), flag(was)]
+    return [prefix, host, fingerprint(key), repr(-float(priority)), flag(lower), flag(was)]

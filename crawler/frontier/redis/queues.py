@@ -35,7 +35,15 @@ from crawler.frontier.redis.lua_admit import (
 )
 from crawler.frontier.redis.lua_keys import Arg
 from crawler.frontier.redis.lua_queue import REPRIORITIZE, Reprioritized, reprioritize_args
-from crawler.frontier.redis.members import entry_of, member_tail, text
+from crawler.frontier.redis.members import (
+    chunk_records,
+    entry_of,
+    fingerprint,
+    is_chunk,
+    member_tail,
+    queued_member,
+    text,
+)
 from crawler.frontier.settings import Politeness, QueueLimits
 from crawler.sieve.redis import RedisClient, RedisSieve, SharedStateError
 
@@ -144,9 +152,10 @@ class RedisQueues:
     # -- priorities ---------------------------------------------------------------------------
     async def queued_priority(self, url: str, key: str) -> float | None:
         host = host_key(url)
-        member = await self._redis(self._client.hget(self._key(f"qk:{host}"), key))
-        if member is None:
+        found = await self._redis(self._client.hget(self._key(f"qk:{host}"), fingerprint(key)))
+        if found is None:
             return None
+        member = queued_member(text(found))
         score = await self._redis(self._client.zscore(self._key(f"q:{host}"), member))
         return None if score is None else -float(score)
 
@@ -247,7 +256,15 @@ class RedisQueues:
         for host in hosts:
             items = await self._redis(self._client.zrange(self._key(f"q:{host}"), 0, -1,
                                                           withscores=True))  # fmt: skip
-            out += [entry_of(host, text(member), -float(score)) for member, score in items]
+            members = [(text(member), -float(score)) for member, score in items]
+            ids = [member[1:] for member, _ in members if is_chunk(member)]
+            found = (
+                await self._redis(self._client.hmget(self._key(f"ql:{host}"), ids)) if ids else []
+            )
+            chunks = iter(found)
+            for member, priority in members:
+                chunk = text(next(chunks)) if is_chunk(member) else None
+                out += [entry_of(host, r, priority) for r in chunk_records(member, chunk)]
         return out
 
     async def stats(self) -> FrontierStats:
