@@ -122,7 +122,7 @@ def print_cluster(one_node: Sequence[dict[str, Any]], rows: Sequence[dict[str, A
               f"CPU {m['cpu'] * 1e3:.2f} ms/page")  # fmt: skip
     print(f"  waiting for replicas: {med['on']['steady'] / med['off']['steady']:.2f}x the steady "
           f"rate, {med['on']['rate'] / med['off']['rate']:.2f}x wall-clock, "
-          f"+{med['on']['commands'] + med['on']['waits'] - med['off']['commands']:.2f} "
+          f"{med['on']['commands'] + med['on']['waits'] - med['off']['commands']:+.2f} "
           "trips/page")  # fmt: skip
 
 
@@ -374,13 +374,14 @@ def extrapolate(
           f"{per_url:.0f} us = {rate * per_url / 1e6:.2f} cores more")  # fmt: skip
     sieve = sieve_bytes(urls, urls)
     exact = buckets[max(buckets)]
-    host = memory["cluster, exact off, seen"]
+    measured = memory["cluster, exact off, seen"]
+    host = max(measured, 0.0)  # the hosts' records a URL: about 0 (noise may make it negative)
     queued = memory["cluster, exact off, queued"] - host
-    total = sieve + urls * (exact[0] + max(host, 0.0)) + queue * queued
+    total = sieve + urls * (exact[0] + host) + queue * queued
     print(f"memory: Sieve {sieve / 2**30:.1f} GiB (capacity 1B) + 1B x ({exact[0]:.1f} bytes "
           f"exact tier as intsets [{exact[1]:.1f} as hash tables] + {host:.0f} bytes left per "
-          f"seen URL) + {queue:,} queued x {queued:.0f} bytes = {total / 2**30:.0f} GiB over the "
-          "masters (as much again on their replicas)")  # fmt: skip
+          f"seen URL [measured {measured:.0f}]) + {queue:,} queued x {queued:.0f} bytes = "
+          f"{total / 2**30:.0f} GiB over the masters (as much again on the replicas)")  # fmt: skip
 
 
 def main(parts: Sequence[str]) -> None:
