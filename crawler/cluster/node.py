@@ -215,8 +215,8 @@ class ClusterNode:
         self.keyspace = Keyspace(keyspace.crawl_id, int(have["groups"]), cluster=masters > 0)
         self.prefix = self.keyspace.prefix
         self.frontier = self._frontier(self.keyspace)
-        if masters and len(getattr(self._client, "get_replicas", list)()) >= masters:
-            self.frontier.durable = 1  # completions wait for a replica (replicas.py)
+        if masters:  # completions wait for a replica where a master has one (replicas.py)
+            self.frontier.durable = 1
         self.frontier.on_lost = self.cache.clear
         self.work = SharedWork(self.frontier, poll_interval=POLL_INTERVAL)
         await self.frontier.open()

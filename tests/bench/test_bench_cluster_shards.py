@@ -59,7 +59,7 @@ async def test_memory_tells_queued_from_seen_and_the_exact_tier(
     figures = {(exact, seen): await shards.url_memory(url, [url], exact=exact, seen=seen)
                for exact in (False, True) for seen in (False, True)}  # fmt: skip
     for exact in (False, True):
-        assert figures[exact, False] > 3 * max(figures[exact, True], 1.0)  # the queue goes
+        assert figures[exact, False] > figures[exact, True] + 50  # the queue goes once drained
     assert figures[True, True] > figures[False, True] + 8  # the fingerprints stay
 
 

@@ -121,6 +121,10 @@ async def test_max_pages_is_exact_over_the_groups(redis_cluster_url: str) -> Non
     stats = await nodes[0].frontier.stats()
     assert stats.queued == 100 and stats.hosts == 100
     assert len({nodes[0].keyspace.group_of(b[0].url) for b in batches}) > 1
+    # before completions: the admissions are on a replica of each master that took them
+    assert nodes[0].frontier.durable == 1 and await nodes[0].frontier.sync()
+    assert nodes[0].frontier.replicas.waits >= 1
+    assert await nodes[0].frontier.sync() and nodes[0].frontier.replicas.waits >= 1  # none new
     for node in nodes:
         await node.close(dict)
 

@@ -132,3 +132,19 @@ async def test_the_figures_are_every_groups_summed(client: Redis) -> None:
     assert len(await f.pending()) == 40
     entry: Entry = (await f.claim())[0][0]
     assert await f.queued_priority(entry.url, entry.key) is None  # in flight, not queued
+
+
+async def test_a_wake_up_makes_only_its_group_worth_asking(client: Redis) -> None:
+    a, b = sharded(client, per_host_concurrency=1), sharded(client, per_host_concurrency=1)
+    await a.open()
+    await b.open()
+    await b.wakes.listen()
+    await a.admit([page("http://one.test/1"), page("http://one.test/2")])
+    (first,), _, _, _ = await a.claim()
+    b._due = [float("inf")] * 4  # as if every group had been asked and found idle
+    b.wakes.clear()
+    assert await a.done(first)  # frees one.test's slot: its group's channel speaks
+    assert await b.wakes.wait(10.0)  # (a generous watchdog)
+    g = b.keyspace.group_of("http://one.test:80")
+    assert [due == 0.0 for due in b._due] == [i == g for i in range(4)]
+    await b.wakes.close()

@@ -11,8 +11,9 @@ sent it). A master that cannot be reached (dead, or its slots moved: a failover)
 and the caller gives its pages back instead of completing them: they are fetched again and their
 links admitted again (a repeat, never a loss). A replica that does not answer within the timeout
 is waited for twice more, then said on stderr and let go (its master is alive: nothing is lost
-unless it dies in that window); a master that has no replica (``ROLE``: its replica promoted
-after a failover, its old master gone) is not waited for until one joins it again.
+unless it dies in that window). Each master is asked ``ROLE`` first (and again when a replica
+came short): one with no replica (none set up, or its replica promoted after a failover, its old
+master gone) is not waited for, and asked again every `RECHECK` seconds.
 
 Cost: one round trip per master that took admissions, per batch of completions (measured in
 docs/scale-out.md). With no replicas there is nothing to wait for: a master that dies takes its
@@ -25,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -39,6 +41,7 @@ __all__ = ["WAIT_MS", "Replicas"]
 log = logging.getLogger(__name__)
 
 WAIT_MS: Final = 1000  # a replica's answer, at most (then twice more)
+RECHECK: Final = 5.0  # seconds before a master without a replica is asked again (``ROLE``)
 
 
 def _replicas_of(role: Any) -> int:
@@ -55,7 +58,7 @@ class Replicas:
     def __init__(self, client: RedisClient, keyspace: Keyspace) -> None:
         self._client, self._keyspace = client, keyspace
         self._nodes: dict[str, Redis] = {}  # a client of each master, by its address
-        self._has: dict[str, int] = {}  # replicas each master said it has, when one came short
+        self._has: dict[str, tuple[int, float]] = {}  # master -> (replicas, when asked)
         self.waits = 0  # WAITs sent (for the benchmark)
 
     async def wait(self, groups: Sequence[int], replicas: int) -> bool:
@@ -80,10 +83,8 @@ class Replicas:
             node = self._nodes[name] = Redis(host=host, port=port, socket_connect_timeout=2.0,
                                              socket_timeout=WAIT_MS / 1000 + 5.0)  # fmt: skip
         try:
-            if self._has.get(name, 1) == 0:  # none when last asked: has one come (back)?
-                self._has[name] = _replicas_of(await node.role())
-                if self._has[name] == 0:
-                    return True
+            if not await self._has_replicas(name, node):
+                return True
             for _ in range(3):
                 pipe = node.pipeline(transaction=False)  # one connection: INCR, then WAIT
                 pipe.incr(key)
@@ -92,10 +93,8 @@ class Replicas:
                 self.waits += 1
                 if int(acked) >= replicas:
                     return True
-                self._has[name] = _replicas_of(await node.role())
-                if self._has[name] == 0:  # e.g. a replica promoted, its old master gone
-                    log.warning("Redis at %s has no replica: its writes are not waited for "
-                                "(a failover of it would stop the crawl)", name)  # fmt: skip
+                self._has.pop(name, None)  # ask again: a replica may be gone
+                if not await self._has_replicas(name, node):
                     return True
             log.warning("Redis at %s: no replica confirmed the crawl's writes within %g s; "
                         "going on", name, 3 * WAIT_MS / 1000)  # fmt: skip
@@ -107,6 +106,19 @@ class Replicas:
             self._nodes.pop(name, None)
             await node.aclose()
             return False
+
+    async def _has_replicas(self, name: str, node: Redis) -> bool:
+        """Whether the master `name` has a replica (``ROLE``), as known within `RECHECK`
+        seconds; said on stderr when it has none (its writes are then not waited for)."""
+        known = self._has.get(name)
+        now = time.monotonic()
+        if known is None or (known[0] == 0 and now - known[1] >= RECHECK):
+            count = _replicas_of(await node.role())
+            if count == 0 and (known is None or known[0] != 0):
+                log.warning("Redis at %s has no replica: its writes are not waited for (a "
+                            "failover of it would lose them)", name)  # fmt: skip
+            self._has[name] = known = (count, now)
+        return known[0] > 0
 
     async def close(self) -> None:
         nodes, self._nodes = list(self._nodes.values()), {}

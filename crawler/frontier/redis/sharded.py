@@ -11,7 +11,7 @@ Claims: a claim asks the groups in turn, from a cursor that moves one group a cl
 group starves), until it has what its workers wait for. A group that had nothing ready is not
 asked again before the time it said its next host is ready, or `STALE` seconds (work another
 process admitted there is found that late at most: 12 groups cost an idle process 24 claims a
-second), unless a wake-up (any group's), an address recorded there, or a completion or
+second), unless a wake-up of that group, an address recorded there, or a completion or
 admission of this process makes it worth asking at once. The crawl
 is over when every group, asked afresh, has nothing queued and nothing leased.
 
@@ -122,7 +122,7 @@ class ShardedFrontier:
         self.lease_ttl = self.groups[0].lease_ttl
         self.poll_interval = sharing.poll_interval
         self.wakes = Wakes(client, keyspace.prefixes, self.owner)
-        self.wakes.on_heard = self.wake  # another process freed a slot: every group may have one
+        self.wakes.on_heard = lambda g: self.wake([g])  # another process freed a slot there
         self.resolution: _Resolutions | None = None
         n = len(self.groups)
         self._cursor = 0

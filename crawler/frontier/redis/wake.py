@@ -30,7 +30,7 @@ from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
 from crawler.errors import SharedStateError
-from crawler.sieve.redis import RedisClient
+from crawler.sieve.redis import RedisClient, text
 
 __all__ = ["CHANNEL", "Wakes"]
 
@@ -43,7 +43,8 @@ class Wakes:
     """The wake-ups of one process (module docstring). `heard`: messages heard; `on_wake`: called
     on each (``SharedWork`` sets its own event with it)."""
 
-    __slots__ = ("_channels", "_client", "_event", "_own", "_task", "heard", "on_heard", "on_wake")
+    __slots__ = ("_channels", "_client", "_event", "_index", "_own", "_task", "heard", "on_heard",
+                 "on_wake")  # fmt: skip
 
     def __init__(self, client: RedisClient, prefix: str | Sequence[str], owner: str) -> None:
         """`prefix`: the crawl's, or each group's of a sharded crawl (one channel each)."""
@@ -51,11 +52,13 @@ class Wakes:
         self._own = owner  # the message of this process's own completions: not for it
         prefixes = [prefix] if isinstance(prefix, str) else list(prefix)
         self._channels = [p + CHANNEL for p in prefixes]
+        self._index = {channel: i for i, channel in enumerate(self._channels)}
         self._event = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.heard = 0
         self.on_wake: Callable[[], None] | None = None
-        self.on_heard: Callable[[], None] | None = None  # the frontier's own, before `on_wake`
+        # the frontier's own, before `on_wake`: the index of the prefix whose channel spoke
+        self.on_heard: Callable[[int], None] | None = None
 
     async def listen(self) -> None:
         """Subscribe, unless listening already (again after a lost connection); a
@@ -87,7 +90,7 @@ class Wakes:
                     self.heard += 1
                     self._event.set()
                     if self.on_heard is not None:
-                        self.on_heard()
+                        self.on_heard(self._index.get(text(message["channel"]), 0))
                     if self.on_wake is not None:
                         self.on_wake()
         except (RedisError, OSError) as exc:
