@@ -46,11 +46,10 @@ from crawler.config.load import Config
 from crawler.frontier.entries import Entry
 from crawler.frontier.redis.lua_admit import AdmitFlag
 from crawler.frontier.redis.settings import Sharing
-from crawler.frontier.redis.sharded import ShardedFrontier
+from crawler.frontier.redis.sharded import ShardedFrontier, group_sieves
 from crawler.frontier.redis.shards import GROUPS_PER_MASTER, Keyspace
 from crawler.frontier.settings import Politeness, QueueLimits
 from crawler.sieve.bloom import stage_params, stage_shape
-from crawler.sieve.redis import RedisSieve
 from crawler.testing.redis_cluster import RedisClusterServer
 from crawler.testing.redis_server import RedisServer
 
@@ -167,9 +166,8 @@ async def _frontier(url: str, crawl_id: str, politeness: Politeness, exact: bool
     groups = GROUPS_PER_MASTER * masters or 1
     keyspace = Keyspace(crawl_id, groups, cluster=masters > 0)
     s = Config().sieve
-    share = -(-capacity // groups)
-    sieves = [RedisSieve(client, prefix, capacity=share, error_rate=s.error_rate, ratio=s.ratio,
-                         growth=s.growth) for prefix in keyspace.prefixes]  # fmt: skip
+    sieves = group_sieves(client, keyspace, capacity, error_rate=s.error_rate, ratio=s.ratio,
+                          growth=s.growth)  # fmt: skip
     frontier = ShardedFrontier(client, keyspace, sieves, politeness, QUEUE_LIMITS,
                                Sharing(exact=exact, owner="bench"))  # fmt: skip
     await frontier.open()

@@ -45,10 +45,10 @@ from crawler.frontier.entries import Entry
 from crawler.frontier.redis.frontier import default_owner
 from crawler.frontier.redis.lua_admit import AdmitFlag
 from crawler.frontier.redis.settings import Sharing
-from crawler.frontier.redis.sharded import ShardedFrontier
+from crawler.frontier.redis.sharded import ShardedFrontier, group_sieves
 from crawler.frontier.redis.shards import GROUPS_PER_MASTER, Keyspace
 from crawler.frontier.redis.work import SharedWork
-from crawler.sieve.redis import RedisClient, RedisSieve, text
+from crawler.sieve.redis import RedisClient, text
 
 if TYPE_CHECKING:
     from crawler.content.redis import RedisContentIndex
@@ -174,10 +174,8 @@ class ClusterNode:
         """The crawl's frontier laid out by `keyspace`: a Sieve per group, one frontier."""
         c, s, p = self.config.cluster, self.config.sieve, self.config.politeness
         clock, host_rule, names = self._parts
-        capacity = -(-s.capacity // keyspace.groups)  # each group's first stage: its share
-        sieves = [RedisSieve(self._client, prefix, capacity=capacity, error_rate=s.error_rate,
-                             ratio=s.ratio, growth=s.growth)
-                  for prefix in keyspace.prefixes]  # fmt: skip
+        sieves = group_sieves(self._client, keyspace, s.capacity, error_rate=s.error_rate,
+                              ratio=s.ratio, growth=s.growth)  # fmt: skip
         sharing = Sharing(lease_ttl=c.lease_ttl or LEASE_TTL, turn=TURN, exact=self.exact,
                           user_agent=self.config.crawl.user_agent, owner=self.owner)  # fmt: skip
         frontier = ShardedFrontier(self._client, keyspace, sieves, p.politeness(),

@@ -55,6 +55,7 @@ RedisClient: TypeAlias = Redis | RedisCluster
 
 log = logging.getLogger("crawler.sieve")  # the logger name the docs give for growth warnings
 
+EXACT_BUCKETS = 65_536  # the exact tier's sets of fingerprints (`crawler.frontier.redis.lua_admit`)
 _FORMAT = "2"  # 2: a stage over `SEGMENT_BITS` is split into segments
 
 # KEYS: the number of stages; ARGV: the number the caller saw. Opens one more stage unless
@@ -89,8 +90,8 @@ class RedisSieve:
     """
 
     __slots__ = (
-        "_count_unsent", "_grow", "_redis", "_stages", "_unsent", "count", "error_rate", "growth",
-        "initial_capacity", "prefix", "ratio", "segment_bits",
+        "_count_unsent", "_grow", "_redis", "_stages", "_unsent", "count", "error_rate",
+        "exact_buckets", "growth", "initial_capacity", "prefix", "ratio", "segment_bits",
     )  # fmt: skip
 
     def __init__(
@@ -115,6 +116,9 @@ class RedisSieve:
         self.ratio = float(ratio)
         self.growth = float(growth)
         self.count = 0  # the shared exact count at the last refresh or batch
+        # the exact tier's sets beside this filter (the shared frontier's: 65,536 over a crawl,
+        # split among its groups so a sharded crawl's sets fill as one node's do)
+        self.exact_buckets = EXACT_BUCKETS
         self._stages: list[_Stage] = []
         self._unsent: dict[int, int] = {}  # stage -> bits flipped here, not yet added in Redis
         self._count_unsent = 0

@@ -44,11 +44,11 @@ end
 # ``host_admitted``, for every process: a key of a host at the cap is refused before the Sieve's
 # test, as the in-memory scope does, and stays unseen). The exact tier confirms
 # a key the Bloom filter takes as seen against ``exact:{bucket}`` (sets of fingerprints: 65,536
-# buckets by their top 16 bits, kept as Redis intsets of 8 bytes per key up to 512 keys a
-# bucket, ~33M keys); a key not there is a false positive, rescued (counted in ``stats``
-# ``rescued``) and admitted. Packed by `admit_args`. Returns {SIEVE_GREW, stages} when the
-# Sieve grew meanwhile (call again), else {set bits of the newest stage, count, then an
-# `AdmitFlag` per key} (read by `admit_reply`).
+# buckets by their top 16 bits over the crawl, 65,536 / G in each of G groups, kept as Redis
+# intsets of 8 bytes per key up to 512 keys a bucket, ~33M keys); a key not there is a false
+# positive, rescued (counted in ``stats`` ``rescued``) and admitted. Packed by `admit_args`.
+# Returns {SIEVE_GREW, stages} when the Sieve grew meanwhile (call again), else {set bits of the
+# newest stage, count, then an `AdmitFlag` per key} (read by `admit_reply`).
 ADMIT: Final = (
     COMMON
     + SEGMENT_KEY
@@ -258,6 +258,8 @@ SIEVE_GREW: Final = -1  # ADMIT's and PEEK's first reply when another process op
 class Stages(Protocol):
     """The Sieve's stages as the scripts test and set them (`crawler.sieve.redis.RedisSieve`)."""
 
+    exact_buckets: int  # the exact tier's sets (of fingerprints) in this group
+
     def layout(self) -> list[tuple[int, int]]: ...
 
     def starts(self, h1: int, h2: int) -> list[int]: ...
@@ -303,7 +305,7 @@ def _sieve_head(stages: Sequence[tuple[int, int]]) -> list[Arg]:
 def _fingerprint(stages: Stages, key: str) -> tuple[list[int], list[Arg]]:
     """A key's (start, step) per stage, and its exact-tier bucket and fingerprint."""
     h1, h2 = hash_pair(key)
-    return stages.starts(h1, h2), [format((h1 >> 48) & 0xFFFF, "x"), h1]
+    return stages.starts(h1, h2), [format(((h1 >> 48) & 0xFFFF) % stages.exact_buckets, "x"), h1]
 
 
 def admit_args(

@@ -45,9 +45,9 @@ from crawler.frontier.redis.shards import Keyspace
 from crawler.frontier.redis.wake import Wakes
 from crawler.frontier.robots import RobotsPolicy
 from crawler.frontier.settings import Politeness, QueueLimits
-from crawler.sieve.redis import RedisClient, RedisSieve
+from crawler.sieve.redis import EXACT_BUCKETS, RedisClient, RedisSieve
 
-__all__ = ["RESERVE", "ShardedFrontier"]
+__all__ = ["RESERVE", "ShardedFrontier", "group_sieves"]
 
 T = TypeVar("T")
 
@@ -63,6 +63,21 @@ return room
 STALE: Final = 0.5  # seconds a group that had nothing ready is not asked again, unless woken
 _SUMMED: Final = tuple(f.name for f in fields(FrontierStats)
                        if f.name not in ("ip_delay", "ip_concurrency"))  # fmt: skip
+
+
+def group_sieves(
+    client: RedisClient, keyspace: Keyspace, capacity: int, *, error_rate: float, ratio: float,
+    growth: float,
+) -> list[RedisSieve]:  # fmt: skip
+    """A Sieve for each group of `keyspace`: the crawl's `capacity` and exact-tier sets shared
+    out among them (each group's bound P holds by itself: a key is tested in one group only)."""
+    groups = keyspace.groups
+    share = -(-capacity // groups)
+    sieves = [RedisSieve(client, prefix, capacity=share, error_rate=error_rate, ratio=ratio,
+                         growth=growth) for prefix in keyspace.prefixes]  # fmt: skip
+    for sieve in sieves:
+        sieve.exact_buckets = EXACT_BUCKETS // groups
+    return sieves
 
 
 class _Resolutions:
