@@ -27,7 +27,7 @@ from crawler.frontier.entries import Entry
 from crawler.frontier.redis.frontier import RedisFrontier
 from crawler.frontier.redis.settings import Sharing
 from crawler.frontier.settings import Politeness
-from crawler.sieve.redis import RedisSieve
+from crawler.sieve.redis import RedisSieve, exact_buckets
 from crawler.testing.redis_server import RedisServer
 
 QUICK = bool(os.environ.get("BENCH_QUICK"))
@@ -77,6 +77,7 @@ async def measure(url: str, name: str, *, exact: bool, scored: bool) -> Run:
     await client.flushall()
     prefix = "crawl:bench:"
     sieve = RedisSieve(client, prefix, capacity=1_000_000, error_rate=1e-4)
+    sieve.exact_buckets = exact_buckets(1_000_000)  # as a crawl of that capacity lays them out
     frontier = RedisFrontier(client, prefix, sieve, Politeness(delay=60.0, respect_robots=False),
                              sharing=Sharing(exact=exact))  # fmt: skip
     await frontier.open()

@@ -47,7 +47,15 @@ from crawler.sieve.format import SEED
 from crawler.sieve.segments import SEGMENT_BITS
 from crawler.sieve.segments import Stage as _Stage
 
-__all__ = ["SEGMENT_BITS", "RedisClient", "RedisSieve", "SharedStateError", "text"]
+__all__ = [
+    "EXACT_BUCKETS",
+    "SEGMENT_BITS",
+    "RedisClient",
+    "RedisSieve",
+    "SharedStateError",
+    "exact_buckets",
+    "text",
+]
 
 RedisClient: TypeAlias = Redis | RedisCluster
 """A client of one Redis node, or of a Redis Cluster (a sharded crawl:
@@ -56,6 +64,16 @@ RedisClient: TypeAlias = Redis | RedisCluster
 log = logging.getLogger("crawler.sieve")  # the logger name the docs give for growth warnings
 
 EXACT_BUCKETS = 65_536  # the exact tier's sets of fingerprints (`crawler.frontier.redis.lua_admit`)
+EXACT_FILL = 400  # fingerprints a set holds at the crawl's capacity: under Redis's default
+# set-max-intset-entries (512), so each stays an intset of 8 bytes a fingerprint
+
+
+def exact_buckets(capacity: int, groups: int = 1) -> int:
+    """The exact tier's sets in each of `groups` groups for a crawl of `capacity` URLs: about
+    `EXACT_FILL` fingerprints a set at capacity (64 at least, 2**24 at most)."""
+    return max(64, min(2**24, capacity // (EXACT_FILL * groups)))
+
+
 _FORMAT = "2"  # 2: a stage over `SEGMENT_BITS` is split into segments
 
 # KEYS: the number of stages; ARGV: the number the caller saw. Opens one more stage unless
@@ -116,8 +134,8 @@ class RedisSieve:
         self.ratio = float(ratio)
         self.growth = float(growth)
         self.count = 0  # the shared exact count at the last refresh or batch
-        # the exact tier's sets beside this filter (the shared frontier's: 65,536 over a crawl,
-        # split among its groups so a sharded crawl's sets fill as one node's do)
+        # the exact tier's sets beside this filter (the shared frontier's; a crawl sets it from
+        # its capacity and groups: `exact_buckets`)
         self.exact_buckets = EXACT_BUCKETS
         self._stages: list[_Stage] = []
         self._unsent: dict[int, int] = {}  # stage -> bits flipped here, not yet added in Redis

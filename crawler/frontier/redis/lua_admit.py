@@ -43,9 +43,10 @@ end
 # admitted (``[scope] max_pages_per_host``, 0: no cap; counted per scope host in
 # ``host_admitted``, for every process: a key of a host at the cap is refused before the Sieve's
 # test, as the in-memory scope does, and stays unseen). The exact tier confirms
-# a key the Bloom filter takes as seen against ``exact:{bucket}`` (sets of fingerprints: 65,536
-# buckets by their top 16 bits over the crawl, 65,536 / G in each of G groups, kept as Redis
-# intsets of 8 bytes per key up to 512 keys a bucket, ~33M keys); a key not there is a false
+# a key the Bloom filter takes as seen against ``exact:{bucket}`` (sets of fingerprints: buckets
+# by their top 32 bits, about 400 fingerprints a bucket at the crawl's capacity
+# (`crawler.sieve.redis.exact_buckets`), kept as Redis intsets of 8 bytes per key up to 512 keys
+# a bucket); a key not there is a false
 # positive, rescued (counted in ``stats`` ``rescued``) and admitted. Packed by `admit_args`.
 # Returns {SIEVE_GREW, stages} when the Sieve grew meanwhile (call again), else {set bits of the
 # newest stage, count, then an `AdmitFlag` per key} (read by `admit_reply`).
@@ -305,7 +306,10 @@ def _sieve_head(stages: Sequence[tuple[int, int]]) -> list[Arg]:
 def _fingerprint(stages: Stages, key: str) -> tuple[list[int], list[Arg]]:
     """A key's (start, step) per stage, and its exact-tier bucket and fingerprint."""
     h1, h2 = hash_pair(key)
-    return stages.starts(h1, h2), [format(((h1 >> 48) & 0xFFFF) % stages.exact_buckets, "x"), h1]
+    return stages.starts(h1, h2), [
+        format(((h1 >> 32) & 0xFFFFFFFF) % stages.exact_buckets, "x"),
+        h1,
+    ]
 
 
 def admit_args(

@@ -45,7 +45,7 @@ from crawler.frontier.redis.shards import Keyspace
 from crawler.frontier.redis.wake import Wakes
 from crawler.frontier.robots import RobotsPolicy
 from crawler.frontier.settings import Politeness, QueueLimits
-from crawler.sieve.redis import EXACT_BUCKETS, RedisClient, RedisSieve
+from crawler.sieve.redis import RedisClient, RedisSieve, exact_buckets
 
 __all__ = ["RESERVE", "ShardedFrontier", "group_sieves"]
 
@@ -69,14 +69,15 @@ def group_sieves(
     client: RedisClient, keyspace: Keyspace, capacity: int, *, error_rate: float, ratio: float,
     growth: float,
 ) -> list[RedisSieve]:  # fmt: skip
-    """A Sieve for each group of `keyspace`: the crawl's `capacity` and exact-tier sets shared
-    out among them (each group's bound P holds by itself: a key is tested in one group only)."""
+    """A Sieve for each group of `keyspace`: the crawl's `capacity` shared out among them (each
+    group's bound P holds by itself: a key is tested in one group only), and exact-tier sets
+    for it (`exact_buckets`)."""
     groups = keyspace.groups
     share = -(-capacity // groups)
     sieves = [RedisSieve(client, prefix, capacity=share, error_rate=error_rate, ratio=ratio,
                          growth=growth) for prefix in keyspace.prefixes]  # fmt: skip
     for sieve in sieves:
-        sieve.exact_buckets = EXACT_BUCKETS // groups
+        sieve.exact_buckets = exact_buckets(capacity, groups)
     return sieves
 
 
