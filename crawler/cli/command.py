@@ -64,9 +64,9 @@ def entry() -> NoReturn:
         from crawler.cli.main import entry as command
     except KeyboardInterrupt:  # (not raised while our handler is in place)
         interrupted()
-    if _LOADING:  # a KeyboardInterrupt from here on, caught below
-        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        if _LOADING:  # a KeyboardInterrupt from here on (its installing included), caught below
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         command(args)
     except KeyboardInterrupt:  # Ctrl-C outside the crawl's own handler (crawler.cli.run)
         interrupted("(SIGINT)")
