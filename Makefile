@@ -44,11 +44,12 @@ chromium:
 
 # The suite runs in parallel (pytest-xdist): most tests wait on loopback servers, subprocesses
 # or a browser, so more workers than cores keeps both cores busy. Each test's servers, ports and
-# temporary directories are its own.
+# temporary directories are its own. The Redis Cluster tests share one worker (an xdist group:
+# tests/conftest.py), so one cluster of 6 nodes runs at a time.
 WORKERS ?= 4
 
 test: lint redis-server chromium
-	$(BIN)/pytest -q -n $(WORKERS)
+	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
 test-fast: $(STAMP)
 	$(BIN)/pytest -q -n 2 -m "not slow and not redis and not browser"

@@ -75,8 +75,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         cluster = bool(fixtures & CLUSTER_FIXTURES) or "RedisClusterServer" in module
         if fixtures & REDIS_FIXTURES or "RedisServer" in module or cluster:
             item.add_marker(pytest.mark.redis)
-        if cluster:
-            item.add_marker(pytest.mark.slow)
+        if cluster:  # one worker runs them all (`--dist loadgroup`): one cluster of 6 nodes
+            item.add_marker(pytest.mark.slow)  # at a time on the machine, not one a worker
+            item.add_marker(pytest.mark.xdist_group("redis-cluster"))
         if "requires_browser" in module:
             item.add_marker(pytest.mark.browser)
 

@@ -39,13 +39,17 @@ function grow() {{ if (n++ < {MOST}) {{ kept.push(new Uint8Array(16 << 20).fill(
 PAGES = {
     "/after-load": f"<script>{GROW}\naddEventListener('load', () => setTimeout(() =>"
     " setInterval(grow, 100), 500));</script><a href='/x'>x</a>",
-    "/during-settle": f"<script>{GROW}\nsetInterval(() => {{ grow();"
-    " fetch('/tick?' + n).catch(() => 0); }, 100);</script>",
+    # a request always in flight (each held 1 s by the server, sent again when answered): the
+    # network is never quiet, however slowly a loaded machine runs the page's timers
+    "/during-settle": f"<script>{GROW}\nsetInterval(grow, 100);"
+    " function hold() { fetch('/hold?' + n).then(hold, hold); } hold();</script>",
     "/ok": "<title>ok</title><p>fine</p>",
 }
 
 
 async def handler(request: web.Request) -> web.StreamResponse:
+    if request.path == "/hold":
+        await asyncio.sleep(1.0)
     text = PAGES.get(request.path, "tick")
     return web.Response(text=text, content_type="text/html")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from crawler.render.browser import process_tree
 from crawler.testing.fixture import FixtureSite
 from tests.support.procs import output_keys, start, wait_for_lines, write_config
 from tests.support.render import WATCHDOG, requires_browser
@@ -26,14 +27,16 @@ async def app_site() -> AsyncIterator[FixtureSite]:
         yield site
 
 
-def browsers() -> int:
-    """Chromium processes launched by a crawl (their marker switch), on this machine."""
-    count = 0
+def browsers(pids: set[int] | None = None) -> set[int]:
+    """Chromium processes launched by a crawl (their marker switch), on this machine, of `pids`
+    only when given (another test's crawl may run a browser meanwhile)."""
+    found = set()
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
+        if entry.name.isdigit() and (pids is None or int(entry.name) in pids):
             with contextlib.suppress(OSError):
-                count += MARKER in (entry / "cmdline").read_bytes()
-    return count
+                if MARKER in (entry / "cmdline").read_bytes():
+                    found.add(int(entry.name))
+    return found
 
 
 @pytest.mark.slow
@@ -64,9 +67,10 @@ async def test_a_crawl_killed_leaves_no_browser_behind(
     write_config(app_site, tmp_path / "c.toml")
     proc = await start(app_site, tmp_path, "--render")
     await wait_for_lines(tmp_path, 3, proc)
-    assert browsers() >= 1
+    mine = browsers(set(process_tree(proc.pid)))  # this crawl's, not another test's
+    assert mine
     proc.kill()
     await proc.wait()
     async with asyncio.timeout(30):  # its pipe closed, the browser ends
-        while browsers():  # noqa: ASYNC110 - a process's end, polled: no event tells it
+        while browsers(mine):  # noqa: ASYNC110 - a process's end, polled: no event tells it
             await asyncio.sleep(0.1)
