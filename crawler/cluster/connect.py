@@ -31,7 +31,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from crawler.errors import SharedStateError
 from crawler.sieve.redis import RedisClient
 
-__all__ = ["FAILOVER_WAIT", "MAX_CONNECTIONS", "CrawlCluster", "connect", "discover"]
+__all__ = ["FAILOVER_WAIT", "MAX_CONNECTIONS", "CrawlCluster", "connect", "discover", "lost"]
 
 log = logging.getLogger("crawler.cluster")
 
@@ -58,8 +58,8 @@ class CrawlCluster(RedisCluster):
         while True:
             try:
                 reply = await super().execute_command(*args, **kwargs)
-            except _OUTAGE as exc:
-                if time.monotonic() + delay > deadline:
+            except (*_OUTAGE, AttributeError) as exc:
+                if not lost(exc) or time.monotonic() + delay > deadline:
                     raise
                 if not said:
                     log.warning("Redis Cluster: %s: %s; retrying through the cluster's "
@@ -73,6 +73,15 @@ class CrawlCluster(RedisCluster):
             if said:
                 log.warning("Redis Cluster: reachable again, the crawl goes on")
             return reply
+
+
+def lost(exc: BaseException) -> bool:
+    """Whether `exc` says a connection was lost: an outage, or redis-py's race when a connection
+    closed under a call writing to it (``'NoneType' object has no attribute 'writelines'``, met
+    in a failover: its other calls' connections are dropped as the slots are reloaded)."""
+    if isinstance(exc, AttributeError):
+        return "'NoneType' object has no attribute" in str(exc)
+    return isinstance(exc, _OUTAGE)
 
 
 def connect(url: str) -> Redis:

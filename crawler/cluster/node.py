@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from redis.asyncio import RedisCluster
 from redis.exceptions import RedisError
 
-from crawler.cluster.connect import connect, discover
+from crawler.cluster.connect import connect, discover, lost
 from crawler.config.load import Config
 from crawler.errors import ConfigError, SharedStateError
 from crawler.fetch.steering import HostRule
@@ -313,7 +313,9 @@ class ClusterNode:
             if isinstance(self._client, RedisCluster):  # a failover is not a restart
                 return
             server = await self._client.info("server")
-        except (RedisError, OSError) as exc:
+        except (RedisError, OSError, AttributeError) as exc:  # (redis-py: a connection lost)
+            if isinstance(exc, AttributeError) and not lost(exc):
+                raise
             raise SharedStateError(f"Redis at {redacted(self.url)}: {exc}") from exc
         run_id = str(server.get("run_id", ""))
         if self._run_id and run_id != self._run_id:

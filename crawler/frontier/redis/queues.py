@@ -324,6 +324,10 @@ class RedisQueues:
             return await call
         except (RedisError, OSError) as exc:
             raise SharedStateError(f"Redis: {exc}") from exc
+        except AttributeError as exc:  # redis-py: a connection closed under the call
+            if "'NoneType' object has no attribute" not in str(exc):
+                raise
+            raise SharedStateError(f"Redis: connection lost ({exc})") from exc
 
 
 def _known(answer: PeekAnswer | float) -> float | bool | None:
