@@ -58,6 +58,7 @@ async def test_a_browser_killed_mid_crawl_is_replaced_and_the_crawl_goes_on(
 
 @pytest.mark.slow
 @requires_browser
+@pytest.mark.xdist_group("render-memory")  # not beside the other browser eating memory
 async def test_a_browser_past_its_memory_cap_is_replaced(
     app_site: FixtureSite, monkeypatch: pytest.MonkeyPatch
 ) -> None:

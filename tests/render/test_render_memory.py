@@ -68,6 +68,7 @@ async def sample(peak: list[int]) -> None:
         await asyncio.sleep(0.1)
 
 
+@pytest.mark.xdist_group("render-memory")  # its PSS readings not beside another's 2 GB tab
 async def test_a_hostile_tabs_memory_is_stopped_or_the_browser_replaced(base: str) -> None:
     peak = [0]
     async with Fetcher(Transport(user_agent="t/1")) as fetcher:
@@ -96,4 +97,6 @@ async def test_a_hostile_tabs_memory_is_stopped_or_the_browser_replaced(base: st
             with contextlib.suppress(asyncio.CancelledError):
                 await sampler
             await renderer.close()
-    assert renderer.launches >= 2  # the browser past its cap was replaced
+    # stopped or replaced: a browser seen past its cap was replaced (on a loaded machine the
+    # page's timers may run too slowly for it to pass the cap before a reading stops it)
+    assert renderer.launches >= 2 or peak[0] <= CAP, (peak[0] >> 20, renderer.launches)
