@@ -69,8 +69,12 @@ async def test_a_browser_past_its_memory_cap_is_replaced(
     async with Crawler(config) as crawler:
         async with asyncio.timeout(WATCHDOG):
             results = [r async for r in crawler.crawl([app_site.url(scripted.APP, "/")])]
-    assert all(r.rendered for r in results if r.status == 200)
     figures = crawler.stats_dict()["render"]
+    pages = [r for r in results if r.status == 200]
+    unrendered = sum(not r.rendered for r in pages)
+    # a page cut by a replacement is rendered again once; one cut twice (a render slower than
+    # two readings, on a loaded machine) is a counted render failure, its static HTML read
+    assert unrendered <= figures["render_failures"] and unrendered < len(pages) / 2
     assert figures["browser_launches"] >= 2
     assert figures["browser_peak_pss"] > 1024 * 1024  # the browser's memory, measured
 
