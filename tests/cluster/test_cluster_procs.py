@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import os
 import signal
 from collections import Counter
 from collections.abc import Iterator
@@ -20,7 +19,15 @@ import pytest
 from crawler.cluster import format_status, read_status
 from crawler.testing.fixture import FixtureSite
 from crawler.testing.redis_server import RedisServer
-from tests.support.shared_procs import DELAY, URLS, finish, keys_of, start, write_config
+from tests.support.shared_procs import (
+    DELAY,
+    URLS,
+    finish,
+    keys_of,
+    kill_one_mid_crawl,
+    start,
+    write_config,
+)
 from tests.support.spacing import assert_spaced
 
 
@@ -67,18 +74,7 @@ async def test_a_process_killed_mid_crawl_loses_nothing(
     site: FixtureSite, redis: RedisServer, tmp_path: Path
 ) -> None:
     config = write_config(site, tmp_path / "c.toml", lease_ttl=2.0)
-    victim_out, other_out = tmp_path / "victim.jsonl", tmp_path / "other.jsonl"
-    victim = await start(site, config, redis.url, victim_out)
-    other = await start(site, config, redis.url, other_out, "-v")
-    async with asyncio.timeout(60):
-        while len(keys_of(victim_out)) < 5:
-            assert victim.returncode is None, "the victim finished before the kill"
-            await asyncio.sleep(0.02)
-    os.kill(victim.pid, signal.SIGKILL)
-    await victim.wait()
-    (err,) = await finish([other], 120)
-    assert other.returncode == 0, err
-    victim_keys, other_keys = keys_of(victim_out), keys_of(other_out)
+    victim_keys, other_keys = await kill_one_mid_crawl(site, config, redis.url, tmp_path)
     assert set(victim_keys) | set(other_keys) == site.expected() | site.refused()
     repeats = [k for k, n in Counter(victim_keys + other_keys).items() if n > 1]
     # a repeat is a URL the victim held leased when it died (fetched, not yet released)

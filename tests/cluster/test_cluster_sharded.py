@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import signal
 from collections import Counter
 from pathlib import Path
 
@@ -21,7 +19,7 @@ from crawler.frontier.entries import Entry
 from crawler.frontier.redis.lua_admit import AdmitFlag
 from crawler.testing.fixture import FixtureSite
 from crawler.testing.redis_cluster import RedisClusterServer
-from tests.support.shared_procs import finish, keys_of, start, write_config
+from tests.support.shared_procs import finish, keys_of, kill_one_mid_crawl, start, write_config
 
 
 async def key_counts(cluster: RedisClusterServer) -> list[int]:
@@ -58,18 +56,8 @@ async def test_a_process_killed_mid_crawl_loses_nothing(
     site: FixtureSite, redis_cluster_url: str, tmp_path: Path
 ) -> None:
     config = write_config(site, tmp_path / "c.toml", lease_ttl=2.0)
-    victim_out, other_out = tmp_path / "victim.jsonl", tmp_path / "other.jsonl"
-    victim = await start(site, config, redis_cluster_url, victim_out)
-    other = await start(site, config, redis_cluster_url, other_out, "-v")
-    async with asyncio.timeout(60):
-        while len(keys_of(victim_out)) < 5:
-            assert victim.returncode is None, "the victim finished before the kill"
-            await asyncio.sleep(0.02)
-    os.kill(victim.pid, signal.SIGKILL)
-    await victim.wait()
-    (err,) = await finish([other], 120)
-    assert other.returncode == 0, err
-    keys = keys_of(victim_out) + keys_of(other_out)
+    victim_keys, other_keys = await kill_one_mid_crawl(site, config, redis_cluster_url, tmp_path)
+    keys = victim_keys + other_keys
     assert set(keys) == site.expected() | site.refused()
     repeats = [k for k, n in Counter(keys).items() if n > 1]
     assert len(repeats) <= 4 + 2 * 4  # what the victim held leased: its workers and results

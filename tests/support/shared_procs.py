@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -66,3 +68,22 @@ def keys_of(path: Path) -> list[str]:
     lines = path.read_text().splitlines() if path.exists() else []
     keys = [URLS.canonicalize(json.loads(line)["url"]) for line in lines if line.endswith("}")]
     return [k for k in keys if k is not None]
+
+
+async def kill_one_mid_crawl(
+    site: FixtureSite, config: Path, url: str, tmp: Path
+) -> tuple[list[str], list[str]]:
+    """Two processes share the crawl; one is killed (SIGKILL) after 5 results and the other
+    finishes it: (the victim's keys, the other's keys)."""
+    victim_out, other_out = tmp / "victim.jsonl", tmp / "other.jsonl"
+    victim = await start(site, config, url, victim_out)
+    other = await start(site, config, url, other_out, "-v")
+    async with asyncio.timeout(60):
+        while len(keys_of(victim_out)) < 5:
+            assert victim.returncode is None, "the victim finished before the kill"
+            await asyncio.sleep(0.02)
+    os.kill(victim.pid, signal.SIGKILL)
+    await victim.wait()
+    (err,) = await finish([other], 120)
+    assert other.returncode == 0, err
+    return keys_of(victim_out), keys_of(other_out)
